@@ -1,0 +1,62 @@
+//! The agent seam.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::environment::Environment;
+
+/// A boxed future, so that agents are object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What an agent is told about a trial. It never sees expected outcomes.
+#[derive(Debug, Clone)]
+pub struct AgentInput {
+    /// The case.
+    pub case_id: String,
+    /// The user's request.
+    pub user_input: String,
+    /// The repetition.
+    pub epoch: u32,
+    /// The trial's seed.
+    pub seed: u64,
+}
+
+/// What an agent produced.
+#[derive(Debug, Clone, Default)]
+pub struct AgentOutput {
+    /// The final answer, if any.
+    pub final_answer: Option<String>,
+}
+
+/// Why an agent could not run: a harness failure, so the trial's status is `error`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct AgentError(pub String);
+
+/// An agent under test.
+pub trait Agent: Send + Sync {
+    /// Runs one trial against its environment.
+    fn run<'a>(
+        &'a self,
+        input: &'a AgentInput,
+        env: &'a mut dyn Environment,
+    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>>;
+}
+
+/// A parsed `--agent` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSpec {
+    /// `script:NAME`: a named scripted behaviour.
+    Script(String),
+}
+
+/// Parses an `--agent` value; the message says which kinds exist.
+pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
+    match spec.split_once(':') {
+        Some(("script", name)) if !name.is_empty() => Ok(AgentSpec::Script(name.to_owned())),
+        _ => Err(format!(
+            "unknown agent `{spec}`: this version runs `script:NAME` agents (script:reference \
+             replays each case's reference_trajectory; see `gauntlet run --help` for the behaviours)"
+        )),
+    }
+}

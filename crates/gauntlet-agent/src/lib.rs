@@ -1,0 +1,18 @@
+//! Agents under test and what they talk to: the [`Agent`] trait, the scripted agent, the
+//! simulated user, and [`Environment`], the trial's tools and user as an agent sees them.
+//!
+//! Agents are async because real ones wait on processes, sockets and models; the scripted
+//! agent simply never waits.
+#![warn(missing_docs)]
+
+mod agent;
+mod environment;
+mod script;
+mod user;
+
+pub use agent::{
+    Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
+};
+pub use environment::{Environment, SimulatedEnvironment};
+pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
+pub use user::ScriptedUser;

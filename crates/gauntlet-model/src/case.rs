@@ -1,0 +1,313 @@
+//! A case: one task for an agent, with the world it starts from and what must be true after.
+//!
+//! Both seeds' formats load into [`Case`]: the lesson's (`case_id`, `user_input`,
+//! `expected_outcome`, `trajectory_constraints`, ...) and the article's (`task_id`, `goal`,
+//! `expected_final_state`, `expected_tools`, `optimal_step_count`), the latter through serde
+//! aliases. Unknown fields are rejected so that a typo never drops a constraint silently.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One evaluation case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Unique id of the case within its suite (the article calls it `task_id`).
+    #[serde(alias = "task_id")]
+    pub case_id: String,
+    /// What the user asks the agent (the article calls it `goal`).
+    #[serde(alias = "goal")]
+    pub user_input: String,
+    /// Free text for people reading the suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Name of the world the case runs in; the suite's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<String>,
+    /// Authenticated user, tenant and scopes; the world's default context when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Context>,
+    /// State merged over the world's default state before the trial starts.
+    #[serde(default)]
+    pub initial_state: Map<String, Value>,
+    /// Paths into the final state with a literal or a matcher, plus reserved behavioural keys.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub expected_outcome: Map<String, Value>,
+    /// The article's flat expected state: every key must equal its value in the final state.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub expected_final_state: Map<String, Value>,
+    /// The article's set of tools that must be used (precision/recall/F1 against the calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected_tools: Vec<String>,
+    /// The article's theoretical optimal step count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimal_step_count: Option<u32>,
+    /// Partial constraints on the trajectory (lesson §4).
+    #[serde(default)]
+    pub trajectory_constraints: Constraints,
+    /// Failures the simulator injects during the trial.
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+    /// The simulated user for multi-turn cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserSpec>,
+    /// One known-good path: documentation, and the plan of the `script:reference` agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_trajectory: Vec<ReferenceStep>,
+    /// Named scripted behaviours for this case, played by `--agent script:NAME`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scripts: BTreeMap<String, Vec<ReferenceStep>>,
+    /// Labels used to segment results.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Difficulty label used to segment results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
+    /// The evaluator that decides this case's task success, when not the state verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_metric: Option<String>,
+}
+
+impl Case {
+    /// The optimal step count from the constraints, or the article's `optimal_step_count`.
+    pub fn optimal_steps(&self) -> Option<u32> {
+        self.trajectory_constraints
+            .optimal_steps
+            .or(self.optimal_step_count)
+    }
+
+    /// Every tool name the case mentions, with the field that mentions it, for validation.
+    pub fn mentioned_tools(&self) -> Vec<(String, &str)> {
+        let c = &self.trajectory_constraints;
+        let mut out = Vec::new();
+        for (i, t) in c.required_tools.iter().enumerate() {
+            out.push((
+                format!("trajectory_constraints.required_tools[{i}]"),
+                t.as_str(),
+            ));
+        }
+        for (i, t) in c.forbidden_tools.iter().enumerate() {
+            out.push((
+                format!("trajectory_constraints.forbidden_tools[{i}]"),
+                t.as_str(),
+            ));
+        }
+        for (i, group) in c.one_of.iter().enumerate() {
+            for (j, t) in group.iter().enumerate() {
+                out.push((
+                    format!("trajectory_constraints.one_of[{i}][{j}]"),
+                    t.as_str(),
+                ));
+            }
+        }
+        for (i, chain) in c.order.iter().enumerate() {
+            for (j, t) in chain.iter().enumerate() {
+                out.push((
+                    format!("trajectory_constraints.order[{i}][{j}]"),
+                    t.as_str(),
+                ));
+            }
+        }
+        for (i, t) in self.expected_tools.iter().enumerate() {
+            out.push((format!("expected_tools[{i}]"), t.as_str()));
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            out.push((format!("faults[{i}].tool"), f.tool.as_str()));
+        }
+        for (i, s) in self.reference_trajectory.iter().enumerate() {
+            if let Some(t) = &s.tool {
+                out.push((format!("reference_trajectory[{i}].tool"), t.as_str()));
+            }
+        }
+        for (name, steps) in &self.scripts {
+            for (i, s) in steps.iter().enumerate() {
+                if let Some(t) = &s.tool {
+                    out.push((format!("scripts.{name}[{i}].tool"), t.as_str()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Who the agent acts for: checked against each tool's required scopes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// The authenticated user's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The tenant the user belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// Role names, for reports and handlers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+    /// Granted scopes; a tool whose required scopes are not all here answers 403.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// Partial constraints on the path (lesson §4): invariants, never one exact sequence.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Constraints {
+    /// Tools that must each be called at least once (`required_tool_recall`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_tools: Vec<String>,
+    /// Tools that must never be called (`forbidden_tool_used`, critical).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden_tools: Vec<String>,
+    /// Groups of alternatives: at least one tool of each group must be called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_of: Vec<Vec<String>>,
+    /// Chains `[a, b, c]`: every call of a later tool must come after some call of each earlier one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<Vec<String>>,
+    /// Upper bound on the number of tool calls (`within_call_budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
+    /// Upper bound on retries of one tool (a call right after a failed call of the same tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries_per_tool: Option<u32>,
+    /// Every write must be preceded by a confirmation the user approved.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirmation_before_write: bool,
+    /// Upper bound on agent steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    /// Upper bound on model tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Upper bound on model cost, in euros.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_eur: Option<f64>,
+    /// Upper bound on the trial's wall time, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_latency_ms: Option<f64>,
+    /// Optimal step count for `StepEfficiency` (overrides the article's `optimal_step_count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimal_steps: Option<u32>,
+}
+
+/// The failure kinds of the lesson's fault table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// Transient timeout: the call did not complete.
+    Timeout,
+    /// 429 with a retry-after.
+    RateLimited,
+    /// 400: the arguments were rejected.
+    BadRequest,
+    /// 403: not allowed.
+    Forbidden,
+    /// 404: the entity does not exist.
+    NotFound,
+    /// The call succeeded with an empty result.
+    Empty,
+    /// The write was applied but its response was lost (the agent sees a timeout).
+    LostResponse,
+    /// The tool is unavailable (503).
+    Unavailable,
+}
+
+/// One scheduled fault: which tool, which call, which kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// The tool whose call fails.
+    pub tool: String,
+    /// Which calls of that tool fail, 1-based; every call when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<u32>,
+    /// What failure is injected.
+    pub kind: FaultKind,
+    /// Seconds the agent is told to wait (429 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+}
+
+/// The scripted simulated user: answers the agent's questions and confirmation requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserSpec {
+    /// Replies tried in order: the first whose pattern occurs in the agent's question answers.
+    #[serde(default)]
+    pub replies: Vec<UserReply>,
+    /// Answer to a confirmation request no reply matched (`yes` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
+    /// Answer to any other question no reply matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+}
+
+/// One scripted reply of the simulated user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserReply {
+    /// Case-insensitive text that the agent's question must contain.
+    pub pattern: String,
+    /// What the user answers.
+    pub reply: String,
+}
+
+/// One step of a reference trajectory or named script: exactly one of `tool`, `confirm`, `ask`,
+/// `say` or `answer`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceStep {
+    /// Call this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Arguments of the tool call (an object).
+    #[serde(default, alias = "arguments", skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// Idempotency key sent with the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Ask the user to confirm an action (a confirmation request event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
+    /// Ask the user a question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<String>,
+    /// Say something to the user without ending the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub say: Option<String>,
+    /// The final answer; ends the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Repeat this step this many times (scripted loops); 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+}
+
+impl ReferenceStep {
+    /// How many of the exclusive actions this step names; a valid step names exactly one.
+    pub fn action_count(&self) -> usize {
+        [
+            self.tool.is_some(),
+            self.confirm.is_some(),
+            self.ask.is_some(),
+            self.say.is_some(),
+            self.answer.is_some(),
+        ]
+        .into_iter()
+        .filter(|b| *b)
+        .count()
+    }
+
+    /// A tool-call step.
+    pub fn call(tool: &str, args: Value) -> Self {
+        ReferenceStep {
+            tool: Some(tool.to_owned()),
+            args: Some(args),
+            ..Default::default()
+        }
+    }
+}

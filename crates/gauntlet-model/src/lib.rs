@@ -1,0 +1,28 @@
+//! The data of gauntlet: cases, worlds, trajectories, scores and the run log.
+//!
+//! This crate does no I/O and knows no async runtime: every other crate reads it, and a stored
+//! run can be re-read and re-scored with nothing but these types. Serialized field names are the
+//! seeds' vocabulary (`case_id`, `expected_outcome`, `required_tool_recall`, ...) and part of the
+//! on-disk format guarded by [`FORMAT_VERSION`].
+#![warn(missing_docs)]
+
+pub mod article;
+pub mod case;
+pub mod matcher;
+pub mod path;
+pub mod run;
+pub mod score;
+pub mod trajectory;
+pub mod world;
+
+pub use case::{
+    Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
+};
+pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
+pub use run::{
+    EvaluatorStats, FORMAT_VERSION, GateOutcome, RunHeader, RunResults, SegmentStats, TrialRecord,
+    TrialStatus, TrialSummary, Verdict, Versions,
+};
+pub use score::{Dimension, Score, Severity};
+pub use trajectory::{Event, SideEffect, StateChange, ToolCall, ToolError, Trajectory};
+pub use world::{HandlerOp, ToolKind, ToolSpec, WorldSpec};

@@ -1,0 +1,69 @@
+//! Paths into a JSON state: the keys of `expected_outcome` and the paths of world handlers.
+//!
+//! A key that starts with `/` is a JSON Pointer (RFC 6901). Any other key is first looked up as a
+//! literal top-level key (the seeds' flat keys, which may contain dots), then as a dotted path
+//! (`incidents.INC-1.status`, numeric segments index arrays).
+
+use serde_json::Value;
+
+/// Finds the value a key designates in `state`.
+pub fn resolve<'a>(state: &'a Value, key: &str) -> Option<&'a Value> {
+    if key.starts_with('/') || key.is_empty() {
+        return state.pointer(key);
+    }
+    if let Some(v) = state.get(key) {
+        return Some(v);
+    }
+    key.split('.').try_fold(state, |node, seg| match node {
+        Value::Object(map) => map.get(seg),
+        Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    })
+}
+
+/// Escapes one segment for use in a JSON Pointer (`~` → `~0`, `/` → `~1`).
+pub fn escape_segment(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Splits a JSON Pointer into unescaped segments; `None` when it does not start with `/`.
+pub fn pointer_segments(pointer: &str) -> Option<Vec<String>> {
+    if pointer.is_empty() {
+        return Some(Vec::new());
+    }
+    let rest = pointer.strip_prefix('/')?;
+    Some(
+        rest.split('/')
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flat_keys_win_over_dotted_paths() {
+        let state = json!({"a.b": 1, "a": {"b": 2}});
+        assert_eq!(resolve(&state, "a.b"), Some(&json!(1)));
+        assert_eq!(resolve(&state, "/a/b"), Some(&json!(2)));
+    }
+
+    #[test]
+    fn dotted_paths_index_arrays() {
+        let state = json!({"items": [{"id": "x"}]});
+        assert_eq!(resolve(&state, "items.0.id"), Some(&json!("x")));
+        assert_eq!(resolve(&state, "items.1.id"), None);
+    }
+
+    #[test]
+    fn pointer_segments_unescape() {
+        assert_eq!(
+            pointer_segments("/logs/~1var~1log"),
+            Some(vec!["logs".to_owned(), "/var/log".to_owned()])
+        );
+        assert_eq!(escape_segment("/var/log~"), "~1var~1log~0");
+    }
+}

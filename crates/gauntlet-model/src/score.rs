@@ -1,0 +1,70 @@
+//! A score: one evaluator's verdict on one trial.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How much a failed score matters.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// A measurement; never fails a trial by itself.
+    Info,
+    /// Fails the trial.
+    Error,
+    /// Fails the trial and counts as a critical policy violation (a safety gate).
+    Critical,
+}
+
+/// The quality layer a score belongs to (lesson §1), used by rubrics and segments.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    /// Achieved the verifiable outcome.
+    Outcome,
+    /// Reasonable steps and order.
+    Trajectory,
+    /// Tool selection and arguments.
+    Tools,
+    /// Latency, tokens, cost, steps.
+    Efficiency,
+    /// Behaviour under faults.
+    Robustness,
+    /// Permissions, confirmations, privacy, limits.
+    Safety,
+}
+
+/// One evaluator's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Score {
+    /// The evaluator's name, as the seeds name it (`required_tool_recall`, `StateVerification`).
+    pub name: String,
+    /// The quality layer.
+    pub dimension: Dimension,
+    /// The raw measurement (a count, a ratio, 1/0 for booleans), as the seeds return it.
+    pub value: f64,
+    /// Normalised score in [0, 1], higher is better.
+    pub score: f64,
+    /// Whether the check passed.
+    pub passed: bool,
+    /// How much a failure matters.
+    pub severity: Severity,
+    /// Evaluator-specific details (mismatches, offending calls, ...).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub details: Value,
+    /// Indexes of the trajectory events the verdict points at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<usize>,
+}
+
+impl Score {
+    /// Whether this score fails its trial.
+    pub fn fails_trial(&self) -> bool {
+        !self.passed && self.severity != Severity::Info
+    }
+}

@@ -1,0 +1,240 @@
+//! A trajectory: the ordered, typed events of one trial, from the user's request to the answer.
+//!
+//! Tool errors and injected faults are data here (the agent saw them); a harness failure is
+//! never an event but the trial's status.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::case::FaultKind;
+use crate::world::ToolKind;
+
+/// Everything that happened in one trial, in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Trajectory {
+    /// The events, in the order they happened.
+    pub events: Vec<Event>,
+    /// The agent's final answer, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_answer: Option<String>,
+    /// The side-effect log: one entry per logical write operation, with how often it was applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub side_effects: Vec<SideEffect>,
+}
+
+/// One event of a trajectory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Event {
+    /// The user said something (the request, or an answer to the agent).
+    UserMessage {
+        /// What the user said.
+        text: String,
+    },
+    /// The agent said something to the user without ending the trial.
+    AgentMessage {
+        /// The agent step it belongs to.
+        step: u32,
+        /// What the agent said.
+        text: String,
+    },
+    /// The agent's reasoning for a step (imported logs keep it; it is not shown to the user).
+    Reasoning {
+        /// The agent step it belongs to.
+        step: u32,
+        /// The thought.
+        text: String,
+    },
+    /// The agent asked the user a question.
+    Question {
+        /// The agent step it belongs to.
+        step: u32,
+        /// The question.
+        text: String,
+    },
+    /// The agent asked the user to confirm an action.
+    ConfirmationRequest {
+        /// The agent step it belongs to.
+        step: u32,
+        /// What the agent asked to confirm.
+        text: String,
+    },
+    /// The user's answer to a confirmation request.
+    ConfirmationResponse {
+        /// What the user said.
+        text: String,
+        /// Whether the answer approves the action.
+        approved: bool,
+    },
+    /// A call of a world tool, with its result or error.
+    ToolCall(Box<ToolCall>),
+    /// One model call made through the gateway.
+    ModelCall {
+        /// The model name.
+        model: String,
+        /// Prompt tokens.
+        prompt_tokens: u64,
+        /// Completion tokens.
+        completion_tokens: u64,
+        /// Cost in euros from the price table.
+        cost_eur: f64,
+        /// Latency in milliseconds.
+        latency_ms: f64,
+        /// Time to first token in milliseconds, for streamed calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttft_ms: Option<f64>,
+    },
+    /// The agent's final answer.
+    FinalAnswer {
+        /// The answer text.
+        text: String,
+    },
+}
+
+/// A tool call as the simulator saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// Call id, unique within the trial (`call-1`, `call-2`, ...).
+    pub id: String,
+    /// The agent step the call belongs to (parallel calls share a step).
+    pub step: u32,
+    /// The tool name, as the agent called it.
+    pub tool: String,
+    /// The arguments, as the agent sent them.
+    pub arguments: Value,
+    /// Read or write, when the world knows the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ToolKind>,
+    /// Whether the arguments validated against the tool's schema (unknown for imported logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_valid: Option<bool>,
+    /// What the agent received on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// What the agent received on failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+    /// The injected fault, if this call's failure was injected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultKind>,
+    /// The idempotency key the agent sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// State transitions this call caused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state_changes: Vec<StateChange>,
+    /// Time spent in the simulator, in milliseconds.
+    #[serde(default)]
+    pub latency_ms: f64,
+}
+
+/// The error a tool call returned to the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolError {
+    /// HTTP-like status: 400 invalid arguments, 403 forbidden, 404 not found, 429, 503, 504.
+    pub status: u16,
+    /// The message the agent sees.
+    pub message: String,
+    /// Seconds to wait before retrying (429).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+}
+
+/// One change of the world state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateChange {
+    /// JSON Pointer of the changed value.
+    pub path: String,
+    /// The value before (absent when created).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    /// The value after (absent when deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+}
+
+/// One logical write operation and how many times its effect was applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SideEffect {
+    /// The write tool.
+    pub tool: String,
+    /// The idempotency key, when the agent sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// What the operation is: the idempotency key, or the canonical arguments.
+    pub effect: String,
+    /// How many times the effect was applied; more than one is a duplicate side effect.
+    pub count: u32,
+    /// The calls that applied it.
+    pub call_ids: Vec<String>,
+}
+
+impl Trajectory {
+    /// The tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.events.iter().filter_map(|e| match e {
+            Event::ToolCall(c) => Some(c.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The number of agent steps before the final answer: distinct step numbers of reasoning,
+    /// messages, questions, confirmation requests and tool calls (the article's `len(steps)`).
+    pub fn steps(&self) -> usize {
+        let mut steps: Vec<u32> = self
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Reasoning { step, .. }
+                | Event::AgentMessage { step, .. }
+                | Event::Question { step, .. }
+                | Event::ConfirmationRequest { step, .. } => Some(*step),
+                Event::ToolCall(c) => Some(c.step),
+                _ => None,
+            })
+            .collect();
+        steps.sort_unstable();
+        steps.dedup();
+        steps.len()
+    }
+
+    /// Model tokens used (prompt plus completion).
+    pub fn tokens(&self) -> u64 {
+        self.events
+            .iter()
+            .map(|e| match e {
+                Event::ModelCall {
+                    prompt_tokens,
+                    completion_tokens,
+                    ..
+                } => prompt_tokens + completion_tokens,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Model cost in euros.
+    pub fn cost_eur(&self) -> f64 {
+        self.events
+            .iter()
+            .map(|e| match e {
+                Event::ModelCall { cost_eur, .. } => *cost_eur,
+                _ => 0.0,
+            })
+            .sum()
+    }
+
+    /// Duplicate applications of side effects (sum of `count - 1`).
+    pub fn duplicate_side_effects(&self) -> u32 {
+        self.side_effects
+            .iter()
+            .map(|s| s.count.saturating_sub(1))
+            .sum()
+    }
+}

@@ -1,0 +1,132 @@
+//! A world: the tools an agent may call, what they do, and the state they start from.
+//!
+//! Tool behaviour is declared as a list of [`HandlerOp`]s over the JSON state (read, list, set,
+//! merge, append, delete, require), which covers CRUD worlds without code. The world crate runs
+//! them behind a handler trait, so script handlers (JavaScript) slot in beside them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::case::Context;
+
+/// A world definition, as written in a suite's `worlds/NAME.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorldSpec {
+    /// The name cases refer to.
+    pub name: String,
+    /// Free text for people reading the suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Context used when a case gives none.
+    #[serde(default)]
+    pub default_context: Context,
+    /// The default state; each trial gets its own copy, with the case's `initial_state` merged over.
+    #[serde(default)]
+    pub state: Map<String, Value>,
+    /// The tools, in the order they are listed to agents.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl WorldSpec {
+    /// The tool with this name.
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// Whether a tool only reads the state or changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Reads only; safe to retry.
+    Read,
+    /// Has side effects: logged in the side-effect log, needs confirmation where the case says so.
+    Write,
+}
+
+/// One tool of a world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// The name agents call.
+    pub name: String,
+    /// What the tool does, shown to agents.
+    #[serde(default)]
+    pub description: String,
+    /// Read or write.
+    pub kind: ToolKind,
+    /// Scopes the context must hold; the call answers 403 otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// JSON Schema (draft 2020-12) of the arguments object.
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+    /// The declarative behaviour, run in order.
+    #[serde(default)]
+    pub handler: Vec<HandlerOp>,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// One declarative step of a tool's behaviour. Paths are JSON Pointers in which `{arg}` is
+/// replaced by the escaped value of argument `arg` (and `{context.user}`, `{context.tenant}` by
+/// the context); string values equal to `"{arg}"` are replaced by the argument's JSON value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum HandlerOp {
+    /// Fail unless the path exists (and equals `equals`, when given).
+    Require {
+        /// The path that must exist.
+        path: String,
+        /// The value it must have.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        equals: Option<Value>,
+        /// The error status when it does not (404 when absent, 409 when different by default).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// The error message the agent sees.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// The result is the value at the path (404 when absent).
+    Get(String),
+    /// The result is the list of values under the path (an object's values or an array's items),
+    /// keeping those whose fields equal the templates of `filter`; filters naming an absent
+    /// argument are skipped.
+    List {
+        /// The collection.
+        path: String,
+        /// Field → template; all must match.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        filter: Map<String, Value>,
+    },
+    /// Write a value at the path (creating missing objects on the way).
+    Set {
+        /// Where.
+        path: String,
+        /// What (a template).
+        value: Value,
+    },
+    /// Merge an object into the object at the path.
+    Merge {
+        /// Where.
+        path: String,
+        /// The fields to merge (a template).
+        value: Value,
+    },
+    /// Append a value to the array at the path (created when absent).
+    Append {
+        /// The array.
+        path: String,
+        /// The element (a template).
+        value: Value,
+    },
+    /// Remove the value at the path (404 when absent).
+    Delete(String),
+    /// The result the agent sees (a template); by default the last read value or the written value.
+    Return(Value),
+}

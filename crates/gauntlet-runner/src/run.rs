@@ -1,0 +1,177 @@
+//! Scheduling trials and turning each into a [`TrialRecord`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gauntlet_agent::{Agent, AgentInput, ScriptedUser, SimulatedEnvironment};
+use gauntlet_model::{Case, Context, TrialRecord, TrialStatus};
+use gauntlet_world::{Simulator, World};
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc};
+
+/// One trial to run.
+pub struct TrialPlan {
+    /// The case (evaluators read it; the agent sees only its input).
+    pub case: Arc<Case>,
+    /// The world it runs in.
+    pub world: Arc<World>,
+    /// The state it starts from.
+    pub initial_state: Value,
+    /// Who the agent acts for.
+    pub context: Context,
+    /// The repetition.
+    pub epoch: u32,
+    /// The trial's seed.
+    pub seed: u64,
+    /// The W3C trace id.
+    pub trace_id: String,
+}
+
+/// All trials of a run and how to schedule them.
+pub struct RunPlan {
+    /// The trials, in case then epoch order.
+    pub trials: Vec<TrialPlan>,
+    /// How many trials run at once.
+    pub concurrency: usize,
+    /// Wall-time limit of one trial; the trial errs when exceeded.
+    pub trial_timeout: Duration,
+}
+
+/// What the runner tells its caller while it runs.
+#[derive(Debug)]
+pub enum RunEvent {
+    /// A trial started.
+    TrialStarted {
+        /// Position of the trial in the plan.
+        index: usize,
+        /// The case.
+        case_id: String,
+        /// The repetition.
+        epoch: u32,
+    },
+    /// A trial ended (passed, failed or error).
+    TrialFinished {
+        /// Position of the trial in the plan.
+        index: usize,
+        /// Everything about it.
+        record: Box<TrialRecord>,
+    },
+}
+
+/// Runs every trial, calling `on_event` as trials start and finish, and returns the records in
+/// plan order.
+pub async fn run_trials(
+    plan: RunPlan,
+    agent: Arc<dyn Agent>,
+    mut on_event: impl FnMut(RunEvent),
+) -> Vec<TrialRecord> {
+    let total = plan.trials.len();
+    let semaphore = Arc::new(Semaphore::new(plan.concurrency.max(1)));
+    let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
+    let timeout = plan.trial_timeout;
+    for (index, trial) in plan.trials.into_iter().enumerate() {
+        let semaphore = Arc::clone(&semaphore);
+        let agent = Arc::clone(&agent);
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let Ok(_permit) = semaphore.acquire_owned().await else {
+                return;
+            };
+            let _ = tx.send(RunEvent::TrialStarted {
+                index,
+                case_id: trial.case.case_id.clone(),
+                epoch: trial.epoch,
+            });
+            let fallback = error_record(&trial, "the trial panicked".to_owned());
+            // A panicking agent or evaluator must cost its trial only.
+            let record = match tokio::spawn(run_one(trial, agent, timeout)).await {
+                Ok(r) => r,
+                Err(_) => fallback,
+            };
+            let _ = tx.send(RunEvent::TrialFinished {
+                index,
+                record: Box::new(record),
+            });
+        });
+    }
+    drop(tx);
+    let mut records: Vec<Option<TrialRecord>> = (0..total).map(|_| None).collect();
+    while let Some(event) = rx.recv().await {
+        if let RunEvent::TrialFinished { index, record } = &event {
+            records[*index] = Some((**record).clone());
+        }
+        on_event(event);
+    }
+    records.into_iter().flatten().collect()
+}
+
+fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
+    TrialRecord {
+        case_id: trial.case.case_id.clone(),
+        epoch: trial.epoch,
+        seed: trial.seed,
+        trace_id: trial.trace_id.clone(),
+        status: TrialStatus::Error,
+        error: Some(error),
+        tags: trial.case.tags.clone(),
+        initial_state: trial.initial_state.clone(),
+        final_state: trial.initial_state.clone(),
+        trajectory: Default::default(),
+        scores: Vec::new(),
+        duration_ms: 0.0,
+    }
+}
+
+async fn run_one(trial: TrialPlan, agent: Arc<dyn Agent>, timeout: Duration) -> TrialRecord {
+    let started = Instant::now();
+    let case = &trial.case;
+    let simulator = Simulator::new(
+        Arc::clone(&trial.world),
+        trial.initial_state.clone(),
+        trial.context.clone(),
+        case.faults.clone(),
+    );
+    let mut env = SimulatedEnvironment::new(
+        simulator,
+        ScriptedUser::new(case.user.clone()),
+        &case.user_input,
+    );
+    let input = AgentInput {
+        case_id: case.case_id.clone(),
+        user_input: case.user_input.clone(),
+        epoch: trial.epoch,
+        seed: trial.seed,
+    };
+    let outcome = tokio::time::timeout(timeout, agent.run(&input, &mut env)).await;
+    let (final_answer, error) = match outcome {
+        Ok(Ok(out)) => (out.final_answer, None),
+        Ok(Err(e)) => (None, Some(format!("agent failed: {e}"))),
+        Err(_) => (
+            None,
+            Some(format!(
+                "agent exceeded the trial time limit of {timeout:?}"
+            )),
+        ),
+    };
+    let (trajectory, final_state) = env.finish(final_answer);
+    let scores = gauntlet_eval::evaluate(case, &trajectory, &final_state);
+    let status = if error.is_some() {
+        TrialStatus::Error
+    } else {
+        gauntlet_eval::trial_status(&scores)
+    };
+    TrialRecord {
+        case_id: case.case_id.clone(),
+        epoch: trial.epoch,
+        seed: trial.seed,
+        trace_id: trial.trace_id,
+        status,
+        error,
+        tags: case.tags.clone(),
+        initial_state: trial.initial_state,
+        final_state,
+        trajectory,
+        scores,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+    }
+}

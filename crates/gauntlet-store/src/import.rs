@@ -1,0 +1,168 @@
+//! Reading recorded trajectories for offline scoring, streamed one at a time.
+//!
+//! Accepted: our `trials.jsonl` records (or a run directory), and the seed article's
+//! `AgentTrajectory` JSON, as JSON Lines, one document, concatenated documents, or an array.
+//! The format is decided per item, trying first the one that matched last.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use gauntlet_model::Trajectory;
+use gauntlet_model::TrialRecord;
+use gauntlet_model::article::AgentTrajectory;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::run_dir::StoreError;
+
+/// One recorded trial to score.
+#[derive(Debug, Clone)]
+pub struct ImportedTrial {
+    /// The case it belongs to.
+    pub case_id: String,
+    /// The repetition (0 for imported logs that have none).
+    pub epoch: u32,
+    /// The trace id, when the log has one.
+    pub trace_id: Option<String>,
+    /// The events.
+    pub trajectory: Trajectory,
+    /// The final state.
+    pub final_state: Value,
+    /// The initial state.
+    pub initial_state: Value,
+    /// Wall time, when known.
+    pub duration_ms: f64,
+    /// 1-based line (JSON Lines) or item number (other layouts) in the source, for messages.
+    pub line: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    Ours,
+    Article,
+}
+
+/// Parses one JSON text as either format, trying `first` first.
+fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
+    let order = if *first == Format::Ours {
+        [Format::Ours, Format::Article]
+    } else {
+        [Format::Article, Format::Ours]
+    };
+    let mut errors = Vec::new();
+    for f in order {
+        let r = match f {
+            Format::Ours => serde_json::from_str::<TrialRecord>(text).map(|r| ImportedTrial {
+                case_id: r.case_id,
+                epoch: r.epoch,
+                trace_id: Some(r.trace_id),
+                trajectory: r.trajectory,
+                final_state: r.final_state,
+                initial_state: r.initial_state,
+                duration_ms: r.duration_ms,
+                line: 0,
+            }),
+            Format::Article => {
+                serde_json::from_str::<AgentTrajectory>(text).map(|a| ImportedTrial {
+                    trajectory: a.to_trajectory(),
+                    case_id: a.task_id,
+                    epoch: 0,
+                    trace_id: None,
+                    final_state: Value::Object(a.final_state),
+                    initial_state: Value::Object(a.initial_state),
+                    duration_ms: a.total_latency_seconds * 1000.0,
+                    line: 0,
+                })
+            }
+        };
+        match r {
+            Ok(t) => {
+                *first = f;
+                return Ok(t);
+            }
+            Err(e) => errors.push(match f {
+                Format::Ours => format!("not a gauntlet trial record ({e})"),
+                Format::Article => format!("not an article AgentTrajectory ({e})"),
+            }),
+        }
+    }
+    Err(errors.join("; "))
+}
+
+/// Streams the trials of a file (or run directory). Each item is scored or reported on its own.
+pub fn read_trajectories(
+    path: &Path,
+) -> Result<Box<dyn Iterator<Item = Result<ImportedTrial, StoreError>>>, StoreError> {
+    let file: PathBuf = if path.is_dir() {
+        path.join("trials.jsonl")
+    } else {
+        path.to_owned()
+    };
+    let io = |source| StoreError::Io {
+        path: file.clone(),
+        source,
+    };
+    let mut reader = BufReader::with_capacity(1 << 16, File::open(&file).map_err(io)?);
+    // Decide the layout from the first non-empty line.
+    let first_line = {
+        let buf = reader.fill_buf().map_err(io)?;
+        let end = buf.iter().position(|b| *b == b'\n').unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).trim().to_owned()
+    };
+    let line_mode = !first_line.starts_with('[')
+        && serde_json::from_str::<serde::de::IgnoredAny>(&first_line).is_ok();
+    let fmt_err = {
+        let file = file.clone();
+        move |line: usize, message: String| StoreError::Format {
+            path: file.clone(),
+            line,
+            message,
+        }
+    };
+    if line_mode {
+        let mut format = Format::Ours;
+        let mut lines = reader.lines().enumerate();
+        return Ok(Box::new(std::iter::from_fn(move || {
+            loop {
+                let (i, line) = lines.next()?;
+                let line = match line {
+                    Ok(l) => l,
+                    Err(e) => return Some(Err(fmt_err(i + 1, e.to_string()))),
+                };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                return Some(
+                    parse_item(&line, &mut format)
+                        .map(|mut t| {
+                            t.line = i + 1;
+                            t
+                        })
+                        .map_err(|m| fmt_err(i + 1, m)),
+                );
+            }
+        })));
+    }
+    let mut text = String::new();
+    reader.read_to_string(&mut text).map_err(io)?;
+    let items: Vec<Box<RawValue>> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(&text).map_err(|e| fmt_err(e.line(), e.to_string()))?
+    } else {
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Box<RawValue>>()
+            .collect::<Result<_, _>>()
+            .map_err(|e| fmt_err(e.line(), e.to_string()))?
+    };
+    let mut format = Format::Ours;
+    Ok(Box::new(items.into_iter().enumerate().map(
+        move |(i, raw)| {
+            parse_item(raw.get(), &mut format)
+                .map(|mut t| {
+                    t.line = i + 1;
+                    t
+                })
+                .map_err(|m| fmt_err(i + 1, format!("item {}: {m}", i + 1)))
+        },
+    )))
+}

@@ -1,0 +1,14 @@
+//! Where runs live: the versioned run directory and the SQLite index of past runs.
+//!
+//! A run directory holds `run.json` (the header, written first), `trials.jsonl` (one record per
+//! trial, appended and flushed as each ends, so a crash loses no finished trial) and
+//! `results.json` (the canonical result, written last and atomically).
+#![warn(missing_docs)]
+
+mod import;
+mod index;
+mod run_dir;
+
+pub use import::{ImportedTrial, read_trajectories};
+pub use index::{Index, RunRow};
+pub use run_dir::{RunWriter, StoreError, read_results, read_trials};

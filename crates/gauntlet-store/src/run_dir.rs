@@ -1,0 +1,165 @@
+//! Writing and reading run directories.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialRecord};
+
+/// A store failure, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file is not what the format says.
+    #[error("{path}:{line}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The line (1 for whole-file documents).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The output folder already holds a run.
+    #[error("{0} already holds a run; choose another --out or remove it")]
+    Exists(PathBuf),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Writes a JSON document atomically: a temporary file in the same folder, then a rename.
+fn write_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
+    let tmp = path.with_extension("json.tmp");
+    let file = File::create(&tmp).map_err(io(&tmp))?;
+    let mut w = BufWriter::new(file);
+    serde_json::to_writer_pretty(&mut w, value).map_err(|e| StoreError::Format {
+        path: tmp.clone(),
+        line: 1,
+        message: e.to_string(),
+    })?;
+    w.write_all(b"\n").map_err(io(&tmp))?;
+    w.into_inner()
+        .map_err(|e| StoreError::Io {
+            path: tmp.clone(),
+            source: e.into_error(),
+        })?
+        .sync_all()
+        .map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+/// Writes one run directory as the run goes.
+pub struct RunWriter {
+    dir: PathBuf,
+    trials: BufWriter<File>,
+}
+
+impl RunWriter {
+    /// Creates the directory and writes the header. Refuses a folder that already holds a run.
+    pub fn create(dir: &Path, header: &RunHeader) -> Result<RunWriter, StoreError> {
+        if dir.join("run.json").exists() {
+            return Err(StoreError::Exists(dir.to_owned()));
+        }
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        write_atomic(&dir.join("run.json"), header)?;
+        let path = dir.join("trials.jsonl");
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        Ok(RunWriter {
+            dir: dir.to_owned(),
+            trials: BufWriter::new(file),
+        })
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one trial record and flushes it.
+    pub fn append(&mut self, record: &TrialRecord) -> Result<(), StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        serde_json::to_writer(&mut self.trials, record).map_err(|e| StoreError::Format {
+            path: path.clone(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        self.trials.write_all(b"\n").map_err(io(&path))?;
+        self.trials.flush().map_err(io(&path))
+    }
+
+    /// Writes `results.json` atomically; the run is complete.
+    pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        self.trials.flush().map_err(io(&path))?;
+        write_atomic(&self.dir.join("results.json"), results)
+    }
+}
+
+/// Reads `results.json` of a run directory (or the file itself).
+pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_owned()
+    };
+    let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+    let version: Option<u64> = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("format_version").and_then(serde_json::Value::as_u64));
+    if let Some(v) = version
+        && v != u64::from(FORMAT_VERSION)
+    {
+        return Err(StoreError::Format {
+            path: file,
+            line: 1,
+            message: format!(
+                "run format version {v} is not supported (this gauntlet reads {FORMAT_VERSION})"
+            ),
+        });
+    }
+    serde_json::from_str(&text).map_err(|e| StoreError::Format {
+        path: file.clone(),
+        line: e.line(),
+        message: e.to_string(),
+    })
+}
+
+/// Streams the trial records of a run directory (or a `trials.jsonl` file), one at a time.
+pub fn read_trials(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
+    let file = if path.is_dir() {
+        path.join("trials.jsonl")
+    } else {
+        path.to_owned()
+    };
+    let reader = BufReader::new(File::open(&file).map_err(io(&file))?);
+    Ok(reader
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
+        .map(move |(i, line)| {
+            let line = line.map_err(io(&file))?;
+            serde_json::from_str(&line).map_err(|e| StoreError::Format {
+                path: file.clone(),
+                line: i + 1,
+                message: e.to_string(),
+            })
+        }))
+}

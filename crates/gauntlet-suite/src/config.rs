@@ -1,0 +1,47 @@
+//! The suite configuration file, `gauntlet.yaml`.
+
+use gauntlet_eval::GateSpec;
+use serde::{Deserialize, Serialize};
+
+/// A suite's `gauntlet.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    /// The suite's name.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The agent used when `--agent` is not given (`script:reference` when absent).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The seed used when `--seed` is not given (0 when absent).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Repetitions of each case when `--epochs` is not given (1 when absent).
+    #[serde(default)]
+    pub epochs: Option<u32>,
+    /// World files, relative to the suite folder (every file in `worlds/` when absent).
+    #[serde(default)]
+    pub worlds: Vec<String>,
+    /// The world of cases that name none and whose dataset names none.
+    #[serde(default)]
+    pub default_world: Option<String>,
+    /// Case files and folders (the folder `cases/` when absent).
+    #[serde(default)]
+    pub datasets: Vec<DatasetEntry>,
+    /// Gates: CEL expressions over run metrics; a failing gate fails the run.
+    #[serde(default)]
+    pub gates: Vec<GateSpec>,
+}
+
+/// One dataset: a case file, a folder of case files, or a JSONL file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetEntry {
+    /// Relative to the suite folder.
+    pub path: String,
+    /// The world of this dataset's cases that name none.
+    #[serde(default)]
+    pub world: Option<String>,
+}

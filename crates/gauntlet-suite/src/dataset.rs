@@ -1,0 +1,143 @@
+//! Datasets: a case file (one case or a list), a folder of them, or a JSONL file.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gauntlet_model::Case;
+use serde_saphyr::granit_parser::{Event, Parser};
+
+use crate::diagnostic::Diagnostic;
+use crate::document::{is_json, parse};
+use crate::spans::SpanIndex;
+
+/// A case with where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedCase {
+    /// The case.
+    pub case: Case,
+    /// The world it runs in, once resolved (the case's, the dataset's or the suite's default).
+    pub world: Option<String>,
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// Positions of its fields.
+    pub spans: Arc<SpanIndex>,
+    /// JSON Pointer of the case inside its document (`""`, or `/3` in a list).
+    pub pointer: String,
+}
+
+impl LoadedCase {
+    /// A diagnostic at a field of this case (a JSON Pointer relative to the case).
+    pub fn diagnostic(&self, field: &str, message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.spans.locate(&format!("{}{field}", self.pointer));
+        Diagnostic::at(&self.file, line, col, message)
+    }
+}
+
+const CASE_EXTENSIONS: [&str; 4] = ["yaml", "yml", "json", "jsonl"];
+
+/// Every case file under a path, sorted, recursively for folders.
+fn case_files(path: &Path, out: &mut Vec<PathBuf>, problems: &mut Vec<Diagnostic>) {
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = match std::fs::read_dir(path) {
+            Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+            Err(e) => {
+                problems.push(Diagnostic::at(
+                    path,
+                    0,
+                    0,
+                    format!("cannot read folder: {e}"),
+                ));
+                return;
+            }
+        };
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                case_files(&p, out, problems);
+            } else if p
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| CASE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+            {
+                out.push(p);
+            }
+        }
+    } else if path.exists() {
+        out.push(path.to_owned());
+    } else {
+        problems.push(Diagnostic::at(path, 0, 0, "no such file or folder"));
+    }
+}
+
+/// Whether a document's top-level node is a sequence.
+fn is_sequence(text: &str) -> bool {
+    Parser::new_from_str(text)
+        .filter_map(Result::ok)
+        .map(|(e, _)| e)
+        .find(|e| {
+            matches!(
+                e,
+                Event::SequenceStart(..) | Event::MappingStart(..) | Event::Scalar(..)
+            )
+        })
+        .is_some_and(|e| matches!(e, Event::SequenceStart(..)))
+}
+
+/// Loads every case under a path; problems are collected, good cases are kept.
+pub fn load_cases(path: &Path, world: Option<&str>) -> (Vec<LoadedCase>, Vec<Diagnostic>) {
+    let mut files = Vec::new();
+    let mut problems = Vec::new();
+    case_files(path, &mut files, &mut problems);
+    let mut cases = Vec::new();
+    for file in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(Diagnostic::at(
+                    &file,
+                    0,
+                    0,
+                    format!("cannot read file: {e}"),
+                ));
+                continue;
+            }
+        };
+        let mk = |case: Case, spans: Arc<SpanIndex>, pointer: String| LoadedCase {
+            world: case.world.clone().or_else(|| world.map(str::to_owned)),
+            case,
+            file: file.clone(),
+            spans,
+            pointer,
+        };
+        let jsonl = file
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"));
+        if jsonl {
+            for (i, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match parse::<Case>(&file, line, true, i) {
+                    Ok(doc) => cases.push(mk(doc.value, Arc::new(doc.spans), String::new())),
+                    Err(d) => problems.push(d),
+                }
+            }
+        } else if is_sequence(&text) {
+            match parse::<Vec<Case>>(&file, &text, is_json(&file), 0) {
+                Ok(doc) => {
+                    let spans = Arc::new(doc.spans);
+                    for (i, case) in doc.value.into_iter().enumerate() {
+                        cases.push(mk(case, Arc::clone(&spans), format!("/{i}")));
+                    }
+                }
+                Err(d) => problems.push(d),
+            }
+        } else {
+            match parse::<Case>(&file, &text, is_json(&file), 0) {
+                Ok(doc) => cases.push(mk(doc.value, Arc::new(doc.spans), String::new())),
+                Err(d) => problems.push(d),
+            }
+        }
+    }
+    (cases, problems)
+}

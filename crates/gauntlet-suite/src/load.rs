@@ -1,0 +1,458 @@
+//! Loading and checking a whole suite.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gauntlet_eval::CompiledGate;
+use gauntlet_model::matcher::state_expectations;
+use gauntlet_model::{Matcher, WorldSpec};
+use gauntlet_world::{World, merge_state};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::config::{DatasetEntry, SuiteConfig};
+use crate::dataset::{LoadedCase, load_cases};
+use crate::diagnostic::Diagnostic;
+use crate::document::{is_json, parse};
+use crate::spans::{SpanIndex, dotted_to_pointer};
+
+/// A world as loaded from its file.
+pub struct LoadedWorld {
+    /// The compiled world, shared by trials.
+    pub world: Arc<World>,
+    /// The file it came from.
+    pub file: PathBuf,
+    /// SHA-256 of the file's bytes.
+    pub hash: String,
+}
+
+/// A suite that loaded and checked cleanly.
+pub struct Suite {
+    /// The suite folder.
+    pub root: PathBuf,
+    /// The configuration file.
+    pub config_file: PathBuf,
+    /// The configuration.
+    pub config: SuiteConfig,
+    /// SHA-256 of the configuration file.
+    pub config_hash: String,
+    /// Worlds by name.
+    pub worlds: BTreeMap<String, LoadedWorld>,
+    /// Cases in dataset order; every case's `world` is resolved.
+    pub cases: Vec<LoadedCase>,
+    /// SHA-256 over every case, in order.
+    pub dataset_hash: String,
+    /// Compiled gates, in configuration order.
+    pub gates: Vec<CompiledGate>,
+}
+
+/// Hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+const CONFIG_NAMES: [&str; 3] = ["gauntlet.yaml", "gauntlet.yml", "gauntlet.json"];
+
+impl Suite {
+    /// Loads a suite from its folder (or its configuration file) and checks everything.
+    pub fn load(path: &Path) -> Result<Suite, Vec<Diagnostic>> {
+        let config_file = if path.is_dir() {
+            match CONFIG_NAMES
+                .iter()
+                .map(|n| path.join(n))
+                .find(|p| p.exists())
+            {
+                Some(p) => p,
+                None => {
+                    return Err(vec![Diagnostic::at(
+                        path,
+                        0,
+                        0,
+                        "no gauntlet.yaml in this folder (a suite folder holds gauntlet.yaml, worlds/ and cases/)",
+                    )]);
+                }
+            }
+        } else {
+            path.to_owned()
+        };
+        let root = config_file.parent().unwrap_or(Path::new(".")).to_owned();
+        let text = std::fs::read_to_string(&config_file).map_err(|e| {
+            vec![Diagnostic::at(
+                &config_file,
+                0,
+                0,
+                format!("cannot read suite configuration: {e}"),
+            )]
+        })?;
+        let doc = parse::<SuiteConfig>(&config_file, &text, is_json(&config_file), 0)
+            .map_err(|d| vec![d])?;
+        let config = doc.value;
+        let config_spans = doc.spans;
+        let mut problems = Vec::new();
+
+        let gates = compile_gates(&config, &config_file, &config_spans, &mut problems);
+        let before = problems.len();
+        let worlds = load_worlds(&config, &root, &config_file, &config_spans, &mut problems);
+        // A world that failed to load would make every case of it look wrong; say it once.
+        let worlds_complete = problems.len() == before;
+
+        let datasets = if config.datasets.is_empty() {
+            vec![DatasetEntry {
+                path: "cases".to_owned(),
+                world: None,
+            }]
+        } else {
+            config.datasets.clone()
+        };
+        let default_world = config.default_world.clone().or_else(|| {
+            (worlds.len() == 1)
+                .then(|| worlds.keys().next().cloned())
+                .flatten()
+        });
+        let mut cases = Vec::new();
+        for (i, d) in datasets.iter().enumerate() {
+            let dir = root.join(&d.path);
+            if !dir.exists() {
+                let (line, col) = config_spans.locate(&format!("/datasets/{i}/path"));
+                problems.push(Diagnostic::at(
+                    &config_file,
+                    line,
+                    col,
+                    format!("dataset `{}` does not exist", dir.display()),
+                ));
+                continue;
+            }
+            let (loaded, p) = load_cases(&dir, d.world.as_deref().or(default_world.as_deref()));
+            problems.extend(p);
+            cases.extend(loaded);
+        }
+        if cases.is_empty() && problems.is_empty() {
+            problems.push(Diagnostic::at(&config_file, 1, 1, "the suite has no cases"));
+        }
+        check_cases(&cases, &worlds, worlds_complete, &mut problems);
+
+        if !problems.is_empty() {
+            problems.sort();
+            problems.dedup();
+            return Err(problems);
+        }
+        let mut hasher = Sha256::new();
+        for c in &cases {
+            hasher.update(serde_json::to_vec(&c.case).unwrap_or_default());
+            hasher.update(c.world.as_deref().unwrap_or_default());
+        }
+        let dataset_hash = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(Suite {
+            root,
+            config_hash: sha256_hex(text.as_bytes()),
+            config_file,
+            config,
+            worlds,
+            cases,
+            dataset_hash,
+            gates,
+        })
+    }
+
+    /// The world a case runs in.
+    pub fn world_of(&self, case: &LoadedCase) -> &LoadedWorld {
+        // Resolved and checked at load time.
+        &self.worlds[case.world.as_deref().unwrap_or_default()]
+    }
+
+    /// A case's initial state: the world's default state with the case's merged over it.
+    pub fn initial_state(&self, case: &LoadedCase) -> Value {
+        let mut state = Value::Object(self.world_of(case).world.spec().state.clone());
+        merge_state(&mut state, &Value::Object(case.case.initial_state.clone()));
+        state
+    }
+}
+
+fn compile_gates(
+    config: &SuiteConfig,
+    file: &Path,
+    spans: &SpanIndex,
+    problems: &mut Vec<Diagnostic>,
+) -> Vec<CompiledGate> {
+    let mut gates = Vec::new();
+    for (i, g) in config.gates.iter().enumerate() {
+        match CompiledGate::compile(g) {
+            Ok(c) => gates.push(c),
+            Err(e) => {
+                let (line, col) = spans.locate(&format!("/gates/{i}"));
+                problems.push(Diagnostic::at(file, line, col, e.to_string()));
+            }
+        }
+    }
+    gates
+}
+
+fn load_worlds(
+    config: &SuiteConfig,
+    root: &Path,
+    config_file: &Path,
+    config_spans: &SpanIndex,
+    problems: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, LoadedWorld> {
+    let mut files: Vec<(PathBuf, Option<usize>)> = Vec::new();
+    if config.worlds.is_empty() {
+        let dir = root.join("worlds");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        found.retain(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| ["yaml", "yml", "json"].contains(&e))
+        });
+        found.sort();
+        if found.is_empty() {
+            problems.push(Diagnostic::at(
+                config_file,
+                1,
+                1,
+                format!(
+                    "no worlds: list world files under `worlds:` or put them in {}",
+                    dir.display()
+                ),
+            ));
+        }
+        files.extend(found.into_iter().map(|p| (p, None)));
+    } else {
+        files.extend(
+            config
+                .worlds
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (root.join(w), Some(i))),
+        );
+    }
+    let mut worlds = BTreeMap::new();
+    for (file, index) in files {
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) => {
+                let (line, col) =
+                    index.map_or((0, 0), |i| config_spans.locate(&format!("/worlds/{i}")));
+                problems.push(Diagnostic::at(
+                    config_file,
+                    line,
+                    col,
+                    format!("cannot read world file {}: {e}", file.display()),
+                ));
+                continue;
+            }
+        };
+        let doc = match parse::<WorldSpec>(&file, &text, is_json(&file), 0) {
+            Ok(d) => d,
+            Err(d) => {
+                problems.push(d);
+                continue;
+            }
+        };
+        let name = doc.value.name.clone();
+        if worlds.contains_key(&name) {
+            let (line, col) = doc.spans.locate("/name");
+            problems.push(Diagnostic::at(
+                &file,
+                line,
+                col,
+                format!("world `{name}` is defined twice"),
+            ));
+            continue;
+        }
+        match World::compile(doc.value) {
+            Ok(world) => {
+                worlds.insert(
+                    name,
+                    LoadedWorld {
+                        world: Arc::new(world),
+                        file,
+                        hash: sha256_hex(text.as_bytes()),
+                    },
+                );
+            }
+            Err(errors) => {
+                for e in errors {
+                    let (line, col) = doc.spans.locate(&e.field);
+                    problems.push(Diagnostic::at(&file, line, col, e.message));
+                }
+            }
+        }
+    }
+    worlds
+}
+
+fn check_cases(
+    cases: &[LoadedCase],
+    worlds: &BTreeMap<String, LoadedWorld>,
+    worlds_complete: bool,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let mut ids = HashSet::new();
+    for lc in cases {
+        let case = &lc.case;
+        if !ids.insert(case.case_id.clone()) {
+            problems.push(lc.diagnostic(
+                "/case_id",
+                format!("case id `{}` is used twice", case.case_id),
+            ));
+        }
+        let Some(world_name) = &lc.world else {
+            problems.push(lc.diagnostic(
+                "",
+                "the case names no world: add `world:` to it, to its dataset in gauntlet.yaml, or set `default_world`",
+            ));
+            continue;
+        };
+        let Some(world) = worlds.get(world_name) else {
+            if worlds_complete {
+                let known: Vec<&str> = worlds.keys().map(String::as_str).collect();
+                problems.push(lc.diagnostic(
+                    "/world",
+                    format!(
+                        "unknown world `{world_name}` (the suite has: {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            continue;
+        };
+        let world = &world.world;
+        for (field, tool) in case.mentioned_tools() {
+            if !world.has_tool(tool) {
+                problems.push(lc.diagnostic(
+                    &dotted_to_pointer(&field),
+                    format!(
+                        "`{field}` names tool `{tool}`, which world `{world_name}` does not have (it has: {})",
+                        world.spec().tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+        let scripts = std::iter::once((
+            "reference_trajectory".to_owned(),
+            &case.reference_trajectory,
+        ))
+        .chain(
+            case.scripts
+                .iter()
+                .map(|(n, s)| (format!("scripts.{n}"), s)),
+        );
+        for (field, steps) in scripts {
+            for (i, step) in steps.iter().enumerate() {
+                let at = format!("{}/{i}", dotted_to_pointer(&field));
+                if step.action_count() != 1 {
+                    problems.push(lc.diagnostic(
+                        &at,
+                        "a step needs exactly one of `tool`, `confirm`, `ask`, `say`, `answer`",
+                    ));
+                    continue;
+                }
+                if let Some(tool) = &step.tool
+                    && world.has_tool(tool)
+                {
+                    let args = step
+                        .args
+                        .clone()
+                        .unwrap_or(Value::Object(Default::default()));
+                    if let Err(errs) = world.validate_arguments(tool, &args) {
+                        problems.push(lc.diagnostic(
+                            &format!("{at}/args"),
+                            format!(
+                                "arguments of `{tool}` do not match its schema: {}",
+                                errs.join("; ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        match state_expectations(&case.expected_final_state, &case.expected_outcome) {
+            Ok(expectations) => {
+                for e in expectations {
+                    if let Matcher::Regex(re) = &e.matcher
+                        && let Err(err) = regex_check(re)
+                    {
+                        problems.push(lc.diagnostic(
+                            &format!(
+                                "/expected_outcome/{}",
+                                gauntlet_model::path::escape_segment(&e.path)
+                            ),
+                            format!("invalid regular expression: {err}"),
+                        ));
+                    }
+                }
+            }
+            Err(errors) => {
+                for e in errors {
+                    problems.push(lc.diagnostic(
+                        &format!(
+                            "/expected_outcome/{}",
+                            gauntlet_model::path::escape_segment(&e.path)
+                        ),
+                        e.message,
+                    ));
+                }
+            }
+        }
+        if let Some(v) = case.expected_outcome.get("confirmation_required")
+            && !v.is_boolean()
+        {
+            problems.push(lc.diagnostic(
+                "/expected_outcome/confirmation_required",
+                "`confirmation_required` takes true or false",
+            ));
+        }
+    }
+}
+
+fn regex_check(re: &str) -> Result<(), String> {
+    // The regex crate is the evaluator's engine; check with the same one.
+    gauntlet_eval::check_regex(re)
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GatesFile {
+    gates: Vec<gauntlet_eval::GateSpec>,
+}
+
+/// Reads and compiles a file holding a `gates:` list (for `gauntlet gate --gates FILE`).
+pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![Diagnostic::at(
+            path,
+            0,
+            0,
+            format!("cannot read gates file: {e}"),
+        )]
+    })?;
+    let doc = parse::<GatesFile>(path, &text, is_json(path), 0).map_err(|d| vec![d])?;
+    let mut problems = Vec::new();
+    let config = SuiteConfig {
+        name: String::new(),
+        description: None,
+        agent: None,
+        seed: None,
+        epochs: None,
+        worlds: Vec::new(),
+        default_world: None,
+        datasets: Vec::new(),
+        gates: doc.value.gates,
+    };
+    let gates = compile_gates(&config, path, &doc.spans, &mut problems);
+    if problems.is_empty() {
+        Ok(gates)
+    } else {
+        Err(problems)
+    }
+}

@@ -1,0 +1,18 @@
+//! Worlds at run time: compiled tool schemas, tool handlers, and the per-trial simulator.
+//!
+//! [`World`] is built once per world definition and shared by every trial; [`Simulator`] holds
+//! one trial's state and event log. Handlers sit behind the [`ToolHandler`] trait so that the
+//! declarative handlers of today and script handlers later are interchangeable.
+#![warn(missing_docs)]
+
+mod declarative;
+mod handler;
+mod simulator;
+mod state;
+mod world;
+
+pub use declarative::DeclarativeHandler;
+pub use handler::{HandlerContext, ToolHandler};
+pub use simulator::Simulator;
+pub use state::merge_state;
+pub use world::{World, WorldError};

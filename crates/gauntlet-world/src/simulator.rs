@@ -1,0 +1,239 @@
+//! One trial's world: its own state, the event log, faults and the side-effect log.
+//!
+//! Every call is recorded whatever happens to it: unknown tool, invalid arguments (400),
+//! missing scope (403), injected fault, handler error, or success with its state transitions.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use gauntlet_model::trajectory::ToolCall;
+use gauntlet_model::{
+    Context, Event, FaultKind, FaultSpec, SideEffect, ToolError, ToolKind, Trajectory,
+};
+use serde_json::Value;
+
+use crate::handler::HandlerContext;
+use crate::world::World;
+
+/// A running trial's world.
+pub struct Simulator {
+    world: Arc<World>,
+    state: Value,
+    context: Context,
+    faults: Vec<FaultSpec>,
+    events: Vec<Event>,
+    side_effects: Vec<SideEffect>,
+    calls_per_tool: std::collections::HashMap<String, u32>,
+    next_call: u32,
+}
+
+impl Simulator {
+    /// A fresh trial over its own copy of the state.
+    pub fn new(world: Arc<World>, state: Value, context: Context, faults: Vec<FaultSpec>) -> Self {
+        Simulator {
+            world,
+            state,
+            context,
+            faults,
+            events: Vec::new(),
+            side_effects: Vec::new(),
+            calls_per_tool: Default::default(),
+            next_call: 0,
+        }
+    }
+
+    /// The world this trial runs in.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &Value {
+        &self.state
+    }
+
+    /// Appends a non-tool event (messages, confirmations, model calls).
+    pub fn record(&mut self, event: Event) {
+        self.events.push(event);
+    }
+
+    /// Calls a tool as the agent would; the returned error is what the agent sees.
+    pub fn call_tool(
+        &mut self,
+        step: u32,
+        tool: &str,
+        arguments: Value,
+        idempotency_key: Option<String>,
+    ) -> Result<Value, ToolError> {
+        let started = Instant::now();
+        self.next_call += 1;
+        let id = format!("call-{}", self.next_call);
+        let nth = {
+            let n = self.calls_per_tool.entry(tool.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        let mut call = ToolCall {
+            id: id.clone(),
+            step,
+            tool: tool.to_owned(),
+            arguments,
+            kind: None,
+            schema_valid: None,
+            result: None,
+            error: None,
+            fault: None,
+            idempotency_key,
+            state_changes: Vec::new(),
+            latency_ms: 0.0,
+        };
+        let outcome = self.execute(&mut call, nth);
+        match &outcome {
+            Ok(v) => call.result = Some(v.clone()),
+            Err(e) => call.error = Some(e.clone()),
+        }
+        call.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.events.push(Event::ToolCall(Box::new(call)));
+        outcome
+    }
+
+    fn execute(&mut self, call: &mut ToolCall, nth: u32) -> Result<Value, ToolError> {
+        let world = Arc::clone(&self.world);
+        let Some(tool) = world.tool(&call.tool) else {
+            return Err(error(404, format!("unknown tool `{}`", call.tool)));
+        };
+        call.kind = Some(tool.spec.kind);
+        if let Err(problems) = world.validate_arguments(&call.tool, &call.arguments) {
+            call.schema_valid = Some(false);
+            return Err(error(
+                400,
+                format!(
+                    "invalid arguments for `{}`: {}",
+                    call.tool,
+                    problems.join("; ")
+                ),
+            ));
+        }
+        call.schema_valid = Some(true);
+        let missing: Vec<&str> = tool
+            .spec
+            .scopes
+            .iter()
+            .filter(|s| !self.context.scopes.contains(s))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(error(
+                403,
+                format!(
+                    "permission denied: `{}` needs scope {}",
+                    call.tool,
+                    missing.join(", ")
+                ),
+            ));
+        }
+        let fault = self
+            .faults
+            .iter()
+            .find(|f| f.tool == call.tool && (f.calls.is_empty() || f.calls.contains(&nth)))
+            .cloned();
+        if let Some(f) = &fault {
+            call.fault = Some(f.kind);
+            let injected = match f.kind {
+                FaultKind::Timeout => Some(error(504, "timed out".to_owned())),
+                FaultKind::RateLimited => Some(ToolError {
+                    status: 429,
+                    message: "rate limited".to_owned(),
+                    retry_after_s: Some(f.retry_after_s.unwrap_or(1.0)),
+                }),
+                FaultKind::BadRequest => Some(error(400, "bad request".to_owned())),
+                FaultKind::Forbidden => Some(error(403, "permission denied".to_owned())),
+                FaultKind::NotFound => Some(error(404, "not found".to_owned())),
+                FaultKind::Unavailable => Some(error(503, "service unavailable".to_owned())),
+                FaultKind::Empty => return Ok(tool.handler.empty_result()),
+                FaultKind::LostResponse => None,
+            };
+            if let Some(e) = injected {
+                return Err(e);
+            }
+        }
+        let mut cx = HandlerContext::new(&mut self.state, &self.context);
+        let result = tool.handler.call(&call.arguments, &mut cx);
+        match result {
+            Ok(value) => {
+                call.state_changes = cx.into_changes();
+                if tool.spec.kind == ToolKind::Write {
+                    self.log_side_effect(call);
+                }
+                if call.fault == Some(FaultKind::LostResponse) {
+                    return Err(error(504, "timed out waiting for the response".to_owned()));
+                }
+                Ok(value)
+            }
+            Err(e) => {
+                cx.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    fn log_side_effect(&mut self, call: &ToolCall) {
+        let effect = match &call.idempotency_key {
+            Some(key) => format!("{}#{key}", call.tool),
+            None => format!("{}{}", call.tool, canonical(&call.arguments)),
+        };
+        match self.side_effects.iter_mut().find(|s| s.effect == effect) {
+            Some(s) => {
+                s.count += 1;
+                s.call_ids.push(call.id.clone());
+            }
+            None => self.side_effects.push(SideEffect {
+                tool: call.tool.clone(),
+                idempotency_key: call.idempotency_key.clone(),
+                effect,
+                count: 1,
+                call_ids: vec![call.id.clone()],
+            }),
+        }
+    }
+
+    /// Ends the trial: its trajectory and final state.
+    pub fn finish(self, final_answer: Option<String>) -> (Trajectory, Value) {
+        (
+            Trajectory {
+                events: self.events,
+                final_answer,
+                side_effects: self.side_effects,
+            },
+            self.state,
+        )
+    }
+}
+
+fn error(status: u16, message: String) -> ToolError {
+    ToolError {
+        status,
+        message,
+        retry_after_s: None,
+    }
+}
+
+/// Arguments as compact JSON with sorted keys, so equal arguments give equal text.
+fn canonical(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
+}

@@ -1,0 +1,117 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Evaluate AI agents the way their users will meet them: in a simulated, stateful tool world,
+/// judged on the effect first, then the path, the tools, the cost and the safety.
+///
+/// Exit codes: 0 every gate passed; 1 a gate failed; 2 invalid input (cases, worlds,
+/// configuration, arguments); 3 the harness itself could not run.
+#[derive(Debug, Parser)]
+#[command(name = "gauntlet", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a suite: every case (× epochs) against an agent, scored, gated and stored.
+    ///
+    /// Example: gauntlet run examples/incident-desk --agent script:reference
+    ///
+    /// Scripted agents: `script:reference` replays each case's reference_trajectory;
+    /// `script:skip-confirmation`, `script:forbidden`, `script:loop` and `script:over-budget`
+    /// break it on purpose; `script:NAME` also plays a case's own `scripts.NAME`.
+    Run(RunArgs),
+    /// Check a suite without running it; every problem as `file:line:col: message` (exit 2).
+    Check {
+        /// The suite folder (holding gauntlet.yaml) or its configuration file.
+        suite: PathBuf,
+    },
+    /// Score recorded trajectories against a suite's cases, without running anything.
+    ///
+    /// Reads gauntlet's trials.jsonl (or a run folder) and the article's AgentTrajectory JSON
+    /// (one document, JSON Lines, or an array); each trajectory is matched to its case by
+    /// case_id / task_id.
+    Score(ScoreArgs),
+    /// Re-decide the gates of a stored run without re-running it.
+    Gate {
+        /// The run folder (or its results.json).
+        run: PathBuf,
+        /// A YAML or JSON file with a `gates:` list to use instead of the run's own gates.
+        #[arg(long)]
+        gates: Option<PathBuf>,
+        /// Print the re-decided results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List past runs of a suite, newest first.
+    Runs {
+        /// The suite folder (its .gauntlet/index.sqlite is read).
+        #[arg(default_value = ".")]
+        suite: PathBuf,
+        /// How many runs to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Print the JSON Schema of results.json.
+    Schema,
+}
+
+/// Arguments of `gauntlet run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The suite folder (holding gauntlet.yaml) or its configuration file.
+    pub suite: PathBuf,
+    /// The agent under test (default: the suite's `agent`, else script:reference).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The run folder to write (default: SUITE/.gauntlet/runs/RUN_ID).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The run's seed (default: the suite's `seed`, else 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Repetitions of each case (default: the suite's `epochs`, else 1).
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    /// Trials running at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Wall-time limit of one trial, in seconds; a trial over it ends with status error.
+    #[arg(long, default_value_t = 300.0)]
+    pub trial_timeout: f64,
+    /// Only run cases whose id contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Print nothing but errors (the exit code tells the verdict).
+    #[arg(long, short, conflicts_with = "json")]
+    pub quiet: bool,
+    /// Print results.json on stdout instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `gauntlet score`.
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    /// The trajectories: a file (JSON, JSON Lines) or a run folder.
+    pub trajectories: PathBuf,
+    /// The suite whose cases (and gates) apply.
+    #[arg(long)]
+    pub cases: PathBuf,
+    /// Write a run folder with the new scores.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short, conflicts_with = "json")]
+    pub quiet: bool,
+    /// Print the results as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,43 @@
+//! `gauntlet gate RUN`: re-decide a stored run's gates from its stored trials.
+
+use std::path::Path;
+
+use gauntlet_eval::{CompiledGate, GateSpec};
+use gauntlet_store::read_results;
+use gauntlet_suite::load_gates_file;
+
+use crate::commands::shared::{print_results, verdict_code};
+use crate::exit::ExpectedError;
+use crate::results::build_results;
+
+pub fn gate(run: &Path, gates_file: Option<&Path>, json: bool) -> Result<i32, ExpectedError> {
+    let stored = read_results(run)
+        .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
+    let gates: Vec<CompiledGate> = match gates_file {
+        Some(path) => load_gates_file(path).map_err(|problems| {
+            ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
+        })?,
+        None => {
+            let mut gates = Vec::new();
+            let mut problems = Vec::new();
+            for g in &stored.gates {
+                let spec = GateSpec::Named {
+                    name: g.name.clone(),
+                    expr: g.expr.clone(),
+                };
+                match CompiledGate::compile(&spec) {
+                    Ok(c) => gates.push(c),
+                    Err(e) => problems.push(e.to_string()),
+                }
+            }
+            if !problems.is_empty() {
+                return Err(ExpectedError::inputs(problems));
+            }
+            gates
+        }
+    };
+    let (mut results, gate_errors) = build_results(stored.header.clone(), stored.trials, &gates);
+    results.finished_at = stored.finished_at;
+    print_results(&results, json, false);
+    verdict_code(&results, gate_errors)
+}

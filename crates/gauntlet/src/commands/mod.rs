@@ -1,0 +1,24 @@
+//! One module per subcommand; `dispatch` picks it.
+
+mod check;
+mod gate;
+mod run;
+mod runs;
+mod schema;
+mod score;
+mod shared;
+
+use crate::cli::{Cli, Command};
+use crate::exit::ExpectedError;
+
+/// Runs the command; the exit code, or an error carrying one.
+pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Check { suite } => check::check(&suite),
+        Command::Score(args) => score::score(args),
+        Command::Gate { run, gates, json } => gate::gate(&run, gates.as_deref(), json),
+        Command::Runs { suite, limit } => runs::runs(&suite, limit),
+        Command::Schema => schema::schema(),
+    }
+}

@@ -1,0 +1,197 @@
+//! `gauntlet run SUITE`: plan the trials, run them with progress, store, gate, summarise.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gauntlet_agent::{AgentSpec, ScriptAgent, parse_agent_spec};
+use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
+use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
+use gauntlet_store::{Index, RunWriter};
+use gauntlet_suite::sha256_hex;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::RunArgs;
+use crate::commands::shared::{load_suite, print_results, state_dir, verdict_code};
+use crate::exit::ExpectedError;
+use crate::results::{build_results, now};
+
+pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
+    let suite = load_suite(&args.suite)?;
+    let agent_spec = args
+        .agent
+        .clone()
+        .or_else(|| suite.config.agent.clone())
+        .unwrap_or_else(|| "script:reference".to_owned());
+    let seed = args.seed.or(suite.config.seed).unwrap_or(0);
+    let epochs = args.epochs.or(suite.config.epochs).unwrap_or(1);
+    if epochs == 0 {
+        return Err(ExpectedError::input("--epochs must be at least 1"));
+    }
+    if !(args.trial_timeout > 0.0 && args.trial_timeout.is_finite()) {
+        return Err(ExpectedError::input(
+            "--trial-timeout must be a positive number of seconds",
+        ));
+    }
+    let mut cases: Vec<_> = suite
+        .cases
+        .iter()
+        .filter(|c| {
+            args.filter
+                .as_deref()
+                .is_none_or(|f| c.case.case_id.contains(f))
+        })
+        .collect();
+    if cases.is_empty() {
+        return Err(ExpectedError::input(format!(
+            "no case id contains `{}`",
+            args.filter.as_deref().unwrap_or_default()
+        )));
+    }
+    let agent: Arc<dyn gauntlet_agent::Agent> =
+        match parse_agent_spec(&agent_spec).map_err(ExpectedError::input)? {
+            AgentSpec::Script(name) => {
+                let script = ScriptAgent::new(&name, cases.iter().map(|c| &c.case))
+                    .map_err(ExpectedError::input)?;
+                // A script plays only the cases it has a plan for; say which it leaves out.
+                let skipped: Vec<&str> = cases
+                    .iter()
+                    .filter(|c| !script.has_plan(&c.case.case_id))
+                    .map(|c| c.case.case_id.as_str())
+                    .collect();
+                if !skipped.is_empty() && !args.quiet && !args.json {
+                    eprintln!(
+                        "note: script `{name}` has no plan for {} case(s), not run: {}",
+                        skipped.len(),
+                        skipped.join(", ")
+                    );
+                }
+                cases.retain(|c| script.has_plan(&c.case.case_id));
+                if cases.is_empty() {
+                    return Err(ExpectedError::input(format!(
+                        "script `{name}` has a plan for no case"
+                    )));
+                }
+                Arc::new(script)
+            }
+        };
+
+    let started_at = now();
+    let run_id = new_run_id();
+    let header = RunHeader {
+        format_version: FORMAT_VERSION,
+        run_id: run_id.clone(),
+        suite: suite.config.name.clone(),
+        agent: agent_spec.clone(),
+        seed,
+        epochs,
+        started_at,
+        versions: Versions {
+            harness: env!("CARGO_PKG_VERSION").to_owned(),
+            worlds: suite
+                .worlds
+                .iter()
+                .map(|(n, w)| (n.clone(), w.hash.clone()))
+                .collect(),
+            dataset: suite.dataset_hash.clone(),
+            agent: sha256_hex(agent_spec.as_bytes()),
+            config: suite.config_hash.clone(),
+        },
+    };
+
+    let mut trials = Vec::new();
+    for lc in &cases {
+        let case = Arc::new(lc.case.clone());
+        let world = suite.world_of(lc);
+        let initial_state = suite.initial_state(lc);
+        let context = lc
+            .case
+            .context
+            .clone()
+            .unwrap_or_else(|| world.world.spec().default_context.clone());
+        for epoch in 0..epochs {
+            trials.push(TrialPlan {
+                case: Arc::clone(&case),
+                world: Arc::clone(&world.world),
+                initial_state: initial_state.clone(),
+                context: context.clone(),
+                epoch,
+                seed: trial_seed(seed, &lc.case.case_id, epoch),
+                trace_id: trace_id(&run_id, &lc.case.case_id, epoch),
+            });
+        }
+    }
+    let total = trials.len();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| state_dir(&suite).join("runs").join(&run_id));
+    let mut writer = RunWriter::create(&out, &header)
+        .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
+
+    let progress = if args.quiet || args.json {
+        ProgressBar::hidden()
+    } else {
+        let pb = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} trials  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        pb
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let mut write_error = None;
+    let plan = RunPlan {
+        trials,
+        concurrency: args.concurrency.max(1),
+        trial_timeout: Duration::from_secs_f64(args.trial_timeout),
+    };
+    let records = runtime.block_on(run_trials(plan, agent, |event| match event {
+        RunEvent::TrialStarted { case_id, .. } => progress.set_message(case_id),
+        RunEvent::TrialFinished { record, .. } => {
+            if let Err(e) = writer.append(&record)
+                && write_error.is_none()
+            {
+                write_error = Some(e);
+            }
+            progress.inc(1);
+        }
+    }));
+    progress.finish_and_clear();
+    if let Some(e) = write_error {
+        return Err(ExpectedError::harness(format!(
+            "failed to record a trial: {e}"
+        )));
+    }
+
+    let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
+    let (results, gate_errors) = build_results(header, summaries, &suite.gates);
+    writer
+        .finish(&results)
+        .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+    // The index only makes past runs listable; a failure to update it loses no result.
+    if let Err(e) = Index::open(&state_dir(&suite).join("index.sqlite"))
+        .and_then(|mut i| i.record(&results, &out))
+    {
+        eprintln!(
+            "warning: the run is stored in {} but the run index could not be updated: {e}",
+            out.display()
+        );
+    }
+    print_results(&results, args.json, args.quiet);
+    if !args.quiet && !args.json {
+        println!("results: {}", out.join("results.json").display());
+    }
+    verdict_code(&results, gate_errors)
+}
+
+/// A run id that sorts by time: `20261130T071403Z-1a2b3c`.
+fn new_run_id() -> String {
+    let now = jiff::Timestamp::now();
+    let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let noise = sha256_hex(format!("{}{}", now.as_nanosecond(), std::process::id()).as_bytes());
+    format!("{stamp}-{}", &noise[..6])
+}

@@ -1,0 +1,44 @@
+//! `gauntlet runs SUITE`: past runs from the suite's index.
+
+use std::path::Path;
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gauntlet_store::Index;
+
+use crate::exit::{ExpectedError, GATES_PASSED};
+
+pub fn runs(suite: &Path, limit: usize) -> Result<i32, ExpectedError> {
+    let root = if suite.is_file() {
+        suite.parent().unwrap_or(Path::new("."))
+    } else {
+        suite
+    };
+    let db = root.join(".gauntlet").join("index.sqlite");
+    if !db.exists() {
+        println!(
+            "no runs recorded under {} yet (gauntlet run writes them)",
+            root.display()
+        );
+        return Ok(GATES_PASSED);
+    }
+    let index = Index::open(&db)
+        .map_err(|e| ExpectedError::harness(format!("failed to open the run index: {e}")))?;
+    let rows = index
+        .list(limit)
+        .map_err(|e| ExpectedError::harness(format!("failed to read the run index: {e}")))?;
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header(["run", "started", "agent", "verdict", "passed", "folder"]);
+    for r in rows {
+        table.add_row([
+            r.run_id,
+            r.started_at,
+            r.agent,
+            r.verdict,
+            format!("{}/{}", r.passed, r.trials),
+            r.dir,
+        ]);
+    }
+    println!("{table}");
+    Ok(GATES_PASSED)
+}

@@ -1,0 +1,109 @@
+//! `gauntlet score FILE --cases SUITE`: score recorded trajectories without running anything.
+
+use std::collections::HashMap;
+
+use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialStatus, TrialSummary, Versions};
+use gauntlet_store::{RunWriter, read_trajectories};
+use gauntlet_suite::sha256_hex;
+
+use crate::cli::ScoreArgs;
+use crate::commands::shared::{load_suite, print_results, verdict_code};
+use crate::exit::ExpectedError;
+use crate::results::{build_results, now};
+
+pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
+    let suite = load_suite(&args.cases)?;
+    let by_id: HashMap<&str, &gauntlet_model::Case> = suite
+        .cases
+        .iter()
+        .map(|c| (c.case.case_id.as_str(), &c.case))
+        .collect();
+    let items = read_trajectories(&args.trajectories)
+        .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
+    let file = args.trajectories.display().to_string();
+    let mut problems = Vec::new();
+    let mut records = Vec::new();
+    for item in items {
+        let t = match item {
+            Ok(t) => t,
+            Err(e) => {
+                problems.push(e.to_string());
+                continue;
+            }
+        };
+        let Some(case) = by_id.get(t.case_id.as_str()) else {
+            problems.push(format!(
+                "{file}:{}:1: no case `{}` in suite `{}`",
+                t.line, t.case_id, suite.config.name
+            ));
+            continue;
+        };
+        let scores = gauntlet_eval::evaluate(case, &t.trajectory, &t.final_state);
+        let status = gauntlet_eval::trial_status(&scores);
+        records.push(TrialRecord {
+            trace_id: t.trace_id.unwrap_or_default(),
+            case_id: t.case_id,
+            epoch: t.epoch,
+            seed: 0,
+            status,
+            error: None,
+            tags: case.tags.clone(),
+            initial_state: t.initial_state,
+            final_state: t.final_state,
+            trajectory: t.trajectory,
+            scores,
+            duration_ms: t.duration_ms,
+        });
+    }
+    if records.is_empty() && problems.is_empty() {
+        problems.push(format!("{file}: no trajectories found"));
+    }
+    let header = RunHeader {
+        format_version: FORMAT_VERSION,
+        run_id: format!(
+            "score-{}",
+            &sha256_hex(format!("{file}{}", now()).as_bytes())[..12]
+        ),
+        suite: suite.config.name.clone(),
+        agent: format!("offline:{file}"),
+        seed: 0,
+        epochs: records.iter().map(|r| r.epoch + 1).max().unwrap_or(1),
+        started_at: now(),
+        versions: Versions {
+            harness: env!("CARGO_PKG_VERSION").to_owned(),
+            worlds: suite
+                .worlds
+                .iter()
+                .map(|(n, w)| (n.clone(), w.hash.clone()))
+                .collect(),
+            dataset: suite.dataset_hash.clone(),
+            agent: String::new(),
+            config: suite.config_hash.clone(),
+        },
+    };
+    if let Some(out) = &args.out {
+        let mut w = RunWriter::create(out, &header)
+            .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
+        for r in &records {
+            w.append(r)
+                .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?;
+        }
+        let summaries = records.iter().map(TrialSummary::of).collect();
+        let (results, _) = build_results(header.clone(), summaries, &suite.gates);
+        w.finish(&results)
+            .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+    }
+    let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
+    let (results, gate_errors) = build_results(header, summaries, &suite.gates);
+    print_results(&results, args.json, args.quiet);
+    debug_assert!(
+        results
+            .trials
+            .iter()
+            .all(|t| t.status != TrialStatus::Error)
+    );
+    if !problems.is_empty() {
+        return Err(ExpectedError::inputs(problems));
+    }
+    verdict_code(&results, gate_errors)
+}

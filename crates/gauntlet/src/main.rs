@@ -1,0 +1,21 @@
+//! `gauntlet`: evaluates AI agents in simulated tool worlds. The only crate that owns the
+//! terminal, reads arguments and decides exit codes.
+
+mod cli;
+mod commands;
+mod exit;
+mod results;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            e.print();
+            e.code
+        }
+    };
+    std::process::exit(code);
+}
