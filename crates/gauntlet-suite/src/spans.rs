@@ -140,7 +140,7 @@ mod tests {
         let text = "{\n  \"case_id\": \"x\",\n  \"tools\": [\"a\", \"b\"]\n}";
         let idx = SpanIndex::build(text);
         assert_eq!(idx.locate("/case_id"), (2, 3));
-        assert_eq!(idx.locate("/tools/1"), (3, 17));
+        assert_eq!(idx.locate("/tools/1"), (3, 18));
     }
 
     #[test]

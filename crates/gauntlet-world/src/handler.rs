@@ -55,11 +55,23 @@ impl<'a> HandlerContext<'a> {
             return Ok(());
         };
         let mut node = &mut *self.state;
+        let mut prefix = String::new();
         for seg in parents {
+            prefix.push('/');
+            prefix.push_str(&gauntlet_model::path::escape_segment(seg));
             node = match node {
-                Value::Object(map) => map
-                    .entry(seg.clone())
-                    .or_insert_with(|| Value::Object(Default::default())),
+                Value::Object(map) => {
+                    if !map.contains_key(seg) {
+                        // Recorded so that a rollback removes it again.
+                        self.changes.push(StateChange {
+                            path: prefix.clone(),
+                            before: None,
+                            after: Some(Value::Object(Default::default())),
+                        });
+                    }
+                    map.entry(seg.clone())
+                        .or_insert_with(|| Value::Object(Default::default()))
+                }
                 Value::Array(items) => seg
                     .parse::<usize>()
                     .ok()

@@ -55,6 +55,14 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             duration_ms: t.duration_ms,
         });
     }
+    // Report in the suite's case order, as a live run does, whatever order the log has.
+    let order: HashMap<&str, usize> = suite
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.case.case_id.as_str(), i))
+        .collect();
+    records.sort_by_key(|r| (order.get(r.case_id.as_str()).copied(), r.epoch));
     if records.is_empty() && problems.is_empty() {
         problems.push(format!("{file}: no trajectories found"));
     }

@@ -1,0 +1,534 @@
+//! End-to-end: the CLI on the example suite (copied to a temporary folder per test), driven by
+//! the scripted agents.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == ".gauntlet" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A private copy of the example suite.
+fn example() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("incident-desk");
+    copy_dir(&repo().join("examples/incident-desk"), &suite);
+    (dir, suite)
+}
+
+fn gauntlet() -> Command {
+    let mut c = Command::cargo_bin("gauntlet").unwrap();
+    c.env("NO_COLOR", "1");
+    c
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = gauntlet().args(args).output().unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn the_reference_agent_passes_every_gate_and_results_validate_against_the_schema() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:reference",
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.contains("verdict: PASSED"), "{}", o.stdout);
+
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("schemas/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&results)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    let trials = results["trials"].as_array().unwrap();
+    assert!(trials.len() >= 12);
+    for t in trials {
+        let trace = t["trace_id"].as_str().unwrap();
+        assert_eq!(trace.len(), 32);
+        assert!(
+            trace
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert!(t["final_state"].is_object());
+        let names: Vec<&str> = t["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        for seed_name in [
+            "required_tool_recall",
+            "forbidden_tool_used",
+            "within_call_budget",
+            "duplicate_calls",
+            "StateVerification",
+            "ToolSelectionAccuracy",
+            "LoopDetection",
+            "ArgumentSchemaValidity",
+        ] {
+            assert!(
+                names.contains(&seed_name),
+                "{seed_name} missing in {names:?}"
+            );
+        }
+    }
+    // The header carries content hashes, and every finished trial is in trials.jsonl.
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(header["format_version"], 1);
+    assert_eq!(header["versions"]["dataset"].as_str().unwrap().len(), 64);
+    let lines = std::fs::read_to_string(out_dir.join("trials.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), trials.len());
+}
+
+#[test]
+fn the_published_schema_is_the_one_the_code_generates() {
+    let o = run(&["schema"]);
+    assert_eq!(o.code, 0);
+    let published = std::fs::read_to_string(repo().join("schemas/results.schema.json")).unwrap();
+    assert_eq!(
+        o.stdout.trim(),
+        published.trim(),
+        "schemas/results.schema.json is stale: regenerate it with `cargo run -- schema > schemas/results.schema.json`"
+    );
+}
+
+fn failed_gates(results: &Value) -> Vec<String> {
+    results["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["passed"] == false)
+        .map(|g| g["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn scripted_bad_agents_fail_the_gates_they_should() {
+    let (_tmp, suite) = example();
+    for (agent, gate) in [
+        ("script:skip-confirmation", "no critical policy violations"),
+        ("script:forbidden", "no critical policy violations"),
+        ("script:loop", "no duplicate side effects"),
+        ("script:over-budget", "no duplicate side effects"),
+    ] {
+        let o = run(&["run", s(&suite), "--agent", agent, "--json"]);
+        assert_eq!(o.code, 1, "{agent}: {}", o.stderr);
+        let results: Value = serde_json::from_str(&o.stdout).unwrap();
+        assert!(
+            failed_gates(&results).contains(&gate.to_owned()),
+            "{agent}: {:?}",
+            failed_gates(&results)
+        );
+    }
+}
+
+#[test]
+fn a_skipped_confirmation_is_caught_on_the_lessons_own_case() {
+    let (_tmp, suite) = example();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--filter",
+        "incident-014",
+        "--json",
+    ]);
+    assert_eq!(o.code, 1);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    let trial = &results["trials"][0];
+    assert_eq!(trial["status"], "failed");
+    let c = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "confirmation_before_write")
+        .unwrap();
+    assert_eq!(c["passed"], false);
+    assert_eq!(c["severity"], "critical");
+    // The effect still happened: the truth is in the state.
+    assert_eq!(trial["final_state"]["incident_status"], "closed");
+}
+
+#[test]
+fn a_case_script_plays_only_where_defined() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--agent", "script:retry-403", "--json"]);
+    assert_eq!(o.code, 1);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(results["trials"].as_array().unwrap().len(), 1);
+    let scores = results["trials"][0]["scores"].as_array().unwrap();
+    let retries = scores
+        .iter()
+        .find(|s| s["name"] == "max_retries_per_tool")
+        .unwrap();
+    assert_eq!(
+        (retries["value"].as_f64(), &retries["passed"]),
+        (Some(2.0), &Value::Bool(false))
+    );
+}
+
+#[test]
+fn check_accepts_the_example() {
+    let o = run(&["check", s(&repo().join("examples/incident-desk"))]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with("ok: suite `incident-desk`"),
+        "{}",
+        o.stdout
+    );
+}
+
+/// Breaks one file of a fresh copy; the run must exit 2 naming file:line:col, and write nothing.
+fn broken(file: &str, from: &str, to: &str) -> (Output, PathBuf, tempfile::TempDir) {
+    let (tmp, suite) = example();
+    let path = suite.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{from} not in {file}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    let o = run(&["run", s(&suite)]);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        !suite.join(".gauntlet").exists(),
+        "a failed run wrote files"
+    );
+    let c = run(&["check", s(&suite)]);
+    assert_eq!(c.code, 2);
+    assert_eq!(c.stderr, o.stderr, "check and run report the same problems");
+    (o, suite, tmp)
+}
+
+fn assert_located(stderr: &str, file: &str, line: usize, col: usize, needle: &str) {
+    let want = format!("{file}:{line}:{col}: ");
+    let hit = stderr.lines().find(|l| l.contains(&want));
+    let hit = hit.unwrap_or_else(|| panic!("no `{want}` in:\n{stderr}"));
+    assert!(hit.contains(needle), "`{needle}` not in `{hit}`");
+}
+
+#[test]
+fn a_yaml_syntax_error_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  max_tool_calls: 2\n",
+        "  max_tool_calls: [2\n",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 10, 19, "");
+}
+
+#[test]
+fn an_unknown_field_is_located_and_named() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  forbidden_tools:",
+        "  forbiden_tools:",
+    );
+    assert_located(
+        &o.stderr,
+        "02-lookup-status.yaml",
+        9,
+        3,
+        "unknown field `forbiden_tools`, expected one of",
+    );
+}
+
+#[test]
+fn a_wrong_type_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "max_tool_calls: 2",
+        "max_tool_calls: two",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 10, 19, "");
+}
+
+#[test]
+fn a_constraint_naming_a_missing_tool_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "required_tools: [get_incident]",
+        "required_tools: [get_incidnet]",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 8, 20, "get_incidnet");
+}
+
+#[test]
+fn a_reference_calling_an_unknown_tool_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  - tool: get_incident",
+        "  - tool: fetch_incident",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 15, 5, "fetch_incident");
+}
+
+#[test]
+fn a_gate_with_an_unknown_metric_is_located() {
+    let (o, _, _t) = broken(
+        "gauntlet.yaml",
+        "expr: task_success_rate >= 0.85",
+        "expr: task_sucess_rate >= 0.85",
+    );
+    assert!(o.stderr.contains("gauntlet.yaml:"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("did you mean `task_success_rate`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let (tmp, suite) = example();
+    for (file, from, to) in [
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "forbidden_tools:",
+            "forbiden_tools:",
+        ),
+        (
+            "cases/desk/03-list-open.yaml",
+            "- tool: list_incidents",
+            "- tool: list_all",
+        ),
+    ] {
+        let p = suite.join(file);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    }
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("02-lookup-status.yaml") && o.stderr.contains("03-list-open.yaml"),
+        "{}",
+        o.stderr
+    );
+    drop(tmp);
+}
+
+#[test]
+fn an_unknown_agent_is_an_input_error() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--agent", "script:nonsense"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("nonsense"), "{}", o.stderr);
+    let o = run(&["run", s(&suite), "--agent", "telepathy"]);
+    assert_eq!(o.code, 2);
+}
+
+#[test]
+fn score_gives_the_articles_values_on_its_example() {
+    let o = run(&[
+        "score",
+        s(&repo().join("examples/trajectories/article-sample.json")),
+        "--cases",
+        s(&repo().join("examples/incident-desk")),
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    let scores = results["trials"][0]["scores"].as_array().unwrap();
+    for name in [
+        "StateVerification",
+        "ToolSelectionAccuracy",
+        "StepEfficiency",
+        "LoopDetection",
+    ] {
+        let sc = scores.iter().find(|x| x["name"] == name).unwrap();
+        assert_eq!(sc["score"].as_f64(), Some(1.0), "{name}");
+        assert_eq!(sc["passed"], true, "{name}");
+    }
+}
+
+#[test]
+fn scoring_a_stored_run_reproduces_its_scores() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out_dir),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(o.stdout.is_empty(), "--quiet printed: {}", o.stdout);
+    let live: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    let o = run(&["score", s(&out_dir), "--cases", s(&suite), "--json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let rescored: Value = serde_json::from_str(&o.stdout).unwrap();
+    let key = |v: &Value| -> Vec<(String, Value)> {
+        v["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["scores"].clone(),
+                )
+            })
+            .collect()
+    };
+    // Latency-free scores are identical; the verdict too.
+    assert!(
+        key(&live) == key(&rescored),
+        "re-scoring changed the scores"
+    );
+    assert_eq!(live["verdict"], rescored["verdict"]);
+}
+
+#[test]
+fn score_reports_trajectories_of_unknown_cases() {
+    let (tmp, suite) = example();
+    let file = tmp.path().join("t.jsonl");
+    let text =
+        std::fs::read_to_string(repo().join("examples/trajectories/article-sample.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let mut other = v.clone();
+    other["task_id"] = "NOPE-1".into();
+    std::fs::write(&file, format!("{v}\n{other}\n")).unwrap();
+    let o = run(&["score", s(&file), "--cases", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("t.jsonl:2:1: no case `NOPE-1`"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stdout.contains("TC-SQL-FIX-001"),
+        "the good trajectory is still scored: {}",
+        o.stdout
+    );
+}
+
+#[test]
+fn gate_re_decides_a_stored_run() {
+    let (tmp, suite) = example();
+    let out_dir = suite.join("out");
+    assert_eq!(
+        run(&["run", s(&suite), "--out", s(&out_dir), "--quiet"]).code,
+        0
+    );
+    assert_eq!(run(&["gate", s(&out_dir)]).code, 0);
+    let strict = tmp.path().join("strict.yaml");
+    std::fs::write(&strict, "gates:\n  - p95_tool_calls <= 1\n").unwrap();
+    let o = run(&["gate", s(&out_dir), "--gates", s(&strict)]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(
+        o.stdout.contains("FAIL  p95_tool_calls <= 1"),
+        "{}",
+        o.stdout
+    );
+    let typo = tmp.path().join("typo.yaml");
+    std::fs::write(&typo, "gates:\n  - pass_rat >= 1\n").unwrap();
+    let o = run(&["gate", s(&out_dir), "--gates", s(&typo)]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("typo.yaml:2:5:"), "{}", o.stderr);
+}
+
+#[test]
+fn runs_lists_past_runs() {
+    let (_tmp, suite) = example();
+    assert_eq!(run(&["run", s(&suite), "--quiet"]).code, 0);
+    assert_eq!(
+        run(&["run", s(&suite), "--quiet", "--agent", "script:loop"]).code,
+        1
+    );
+    let o = run(&["runs", s(&suite)]);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout.contains("script:reference") && o.stdout.contains("script:loop"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("14/14"), "{}", o.stdout);
+}
+
+#[test]
+fn epochs_and_concurrency_give_the_same_verdicts() {
+    let (_tmp, suite) = example();
+    let verdicts = |conc: &str| -> Vec<(String, u64, String)> {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--agent",
+            "script:over-budget",
+            "--epochs",
+            "2",
+            "--concurrency",
+            conc,
+            "--json",
+        ]);
+        let v: Value = serde_json::from_str(&o.stdout).unwrap();
+        v["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["epoch"].as_u64().unwrap(),
+                    t["status"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let one = verdicts("1");
+    assert_eq!(one.len(), 28);
+    assert_eq!(one, verdicts("8"));
+}
