@@ -1,1 +1,97 @@
-//! Benchmarks.
+//! Benchmark support: a generated corpus of recorded trials for offline-scoring benchmarks.
+
+use gauntlet_model::trajectory::ToolCall;
+use gauntlet_model::{Case, Event, ToolKind, Trajectory, TrialRecord, TrialStatus};
+use serde_json::json;
+
+/// The cases the corpus is scored against.
+pub fn cases() -> Vec<Case> {
+    (0..10)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "case_id": format!("case-{i}"),
+                "user_input": "Close the incident after checking it.",
+                "expected_outcome": {
+                    "incidents.INC-1.status": "closed",
+                    "confirmation_required": true,
+                    "output_contains": "closed"
+                },
+                "trajectory_constraints": {
+                    "required_tools": ["get_incident", "close_incident"],
+                    "forbidden_tools": ["delete_incident"],
+                    "order": [["get_incident", "close_incident"]],
+                    "max_tool_calls": 6,
+                    "optimal_steps": 3
+                },
+                "tags": ["write"]
+            }))
+            .expect("valid case")
+        })
+        .collect()
+}
+
+/// One recorded trial with `n` tool calls (deterministic in `i`).
+pub fn record(i: usize) -> TrialRecord {
+    let n = 2 + i % 7;
+    let mut events = vec![Event::UserMessage {
+        text: "Close INC-1, it is resolved.".into(),
+    }];
+    for k in 0..n {
+        let write = k + 1 == n;
+        if write {
+            events.push(Event::ConfirmationRequest {
+                step: k as u32 + 1,
+                text: "Close INC-1?".into(),
+            });
+            events.push(Event::ConfirmationResponse {
+                text: "yes".into(),
+                approved: true,
+            });
+        }
+        events.push(Event::ToolCall(Box::new(ToolCall {
+            id: format!("call-{k}"),
+            step: k as u32 + 1,
+            tool: if write { "close_incident".into() } else { "get_incident".into() },
+            arguments: json!({"incident_id": "INC-1", "attempt": k % 3}),
+            kind: Some(if write { ToolKind::Write } else { ToolKind::Read }),
+            schema_valid: Some(true),
+            result: Some(json!({"id": "INC-1", "title": "Payment API 5xx after deploy", "status": "mitigated", "severity": "sev2"})),
+            error: None,
+            fault: None,
+            idempotency_key: None,
+            state_changes: Vec::new(),
+            latency_ms: 0.2,
+        })));
+    }
+    events.push(Event::FinalAnswer {
+        text: "INC-1 is closed.".into(),
+    });
+    TrialRecord {
+        case_id: format!("case-{}", i % 10),
+        epoch: (i / 10) as u32,
+        seed: i as u64,
+        trace_id: format!("{:032x}", i + 1),
+        status: TrialStatus::Passed,
+        error: None,
+        tags: vec!["write".into()],
+        initial_state: json!({"incidents": {"INC-1": {"status": "mitigated"}}}),
+        final_state: json!({"incidents": {"INC-1": {"status": if i % 5 == 0 { "open" } else { "closed" }}}}),
+        trajectory: Trajectory {
+            final_answer: Some("INC-1 is closed.".into()),
+            events,
+            side_effects: Vec::new(),
+        },
+        scores: Vec::new(),
+        duration_ms: 1.0,
+    }
+}
+
+/// `count` records as JSON Lines.
+pub fn corpus(count: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..count {
+        serde_json::to_writer(&mut out, &record(i)).expect("serializable");
+        out.push(b'\n');
+    }
+    out
+}
