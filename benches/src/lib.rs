@@ -75,7 +75,7 @@ pub fn record(i: usize) -> TrialRecord {
         error: None,
         tags: vec!["write".into()],
         initial_state: json!({"incidents": {"INC-1": {"status": "mitigated"}}}),
-        final_state: json!({"incidents": {"INC-1": {"status": if i % 5 == 0 { "open" } else { "closed" }}}}),
+        final_state: json!({"incidents": {"INC-1": {"status": if i.is_multiple_of(5) { "open" } else { "closed" }}}}),
         trajectory: Trajectory {
             final_answer: Some("INC-1 is closed.".into()),
             events,
