@@ -37,7 +37,7 @@ fn example() -> (tempfile::TempDir, PathBuf) {
 
 fn gauntlet() -> Command {
     let mut c = Command::cargo_bin("gauntlet").unwrap();
-    c.env("NO_COLOR", "1");
+    c.env("NO_COLOR", "1").env_remove("COLUMNS");
     c
 }
 
@@ -531,4 +531,57 @@ fn epochs_and_concurrency_give_the_same_verdicts() {
     let one = verdicts("1");
     assert_eq!(one.len(), 28);
     assert_eq!(one, verdicts("8"));
+}
+
+/// What users read, with run ids and temporary paths redacted.
+fn redact(text: &str, suite: &Path, run_id: Option<&str>) -> String {
+    let mut t = text.replace(s(suite), "[SUITE]");
+    if let Some(id) = run_id {
+        t = t.replace(id, "[RUN_ID]");
+    }
+    t
+}
+
+#[test]
+fn the_summary_of_a_failing_run_reads_well() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_eq!(o.code, 1);
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("run.json")).unwrap()).unwrap();
+    insta::assert_snapshot!(redact(&o.stdout, &suite, header["run_id"].as_str()));
+}
+
+#[test]
+fn check_reports_read_well() {
+    let (_tmp, suite) = example();
+    for (file, from, to) in [
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "forbidden_tools:",
+            "forbiden_tools:",
+        ),
+        (
+            "cases/desk/03-list-open.yaml",
+            "- tool: list_incidents",
+            "- tool: list_all",
+        ),
+        ("cases/desk/06-add-note.yaml", "{$count: 1}", "{$cnt: 1}"),
+        ("worlds/db-ops.yaml", "kind: write", "kind: writes"),
+    ] {
+        let p = suite.join(file);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    }
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    insta::assert_snapshot!(redact(&o.stderr, &suite, None));
 }
