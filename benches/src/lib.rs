@@ -74,6 +74,7 @@ pub fn record(i: usize) -> TrialRecord {
         status: TrialStatus::Passed,
         error: None,
         tags: vec!["write".into()],
+        difficulty: None,
         initial_state: json!({"incidents": {"INC-1": {"status": "mitigated"}}}),
         final_state: json!({"incidents": {"INC-1": {"status": if i.is_multiple_of(5) { "open" } else { "closed" }}}}),
         trajectory: Trajectory {

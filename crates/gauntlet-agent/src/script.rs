@@ -12,7 +12,7 @@ use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
 use crate::environment::Environment;
 
 /// Built-in behaviours, each a transformation of the reference trajectory, with what it shows.
-pub const BUILTIN_BEHAVIOURS: [(&str, &str); 5] = [
+pub const BUILTIN_BEHAVIOURS: [(&str, &str); 6] = [
     ("reference", "replays the reference trajectory as written"),
     (
         "skip-confirmation",
@@ -30,12 +30,18 @@ pub const BUILTIN_BEHAVIOURS: [(&str, &str); 5] = [
         "over-budget",
         "pads the reference with reads until it exceeds max_tool_calls",
     ),
+    (
+        "flaky",
+        "skip-confirmation in about half of the trials (chosen by the trial's seed), else reference",
+    ),
 ];
 
 /// Plays one plan per case.
 pub struct ScriptAgent {
     behaviour: String,
     plans: HashMap<String, Vec<ReferenceStep>>,
+    /// Second plans, played instead of the first on trials whose seed is odd (`flaky`).
+    alternates: HashMap<String, Vec<ReferenceStep>>,
 }
 
 impl ScriptAgent {
@@ -47,13 +53,19 @@ impl ScriptAgent {
     ) -> Result<Self, String> {
         let builtin = BUILTIN_BEHAVIOURS.iter().any(|(n, _)| *n == behaviour);
         let mut plans = HashMap::new();
+        let mut alternates = HashMap::new();
         let mut any = false;
         for case in cases {
             if let Some(steps) = case.scripts.get(behaviour) {
                 any = true;
                 plans.insert(case.case_id.clone(), steps.clone());
             } else if builtin && !case.reference_trajectory.is_empty() {
-                plans.insert(case.case_id.clone(), apply(behaviour, case));
+                if behaviour == "flaky" {
+                    plans.insert(case.case_id.clone(), case.reference_trajectory.clone());
+                    alternates.insert(case.case_id.clone(), apply("skip-confirmation", case));
+                } else {
+                    plans.insert(case.case_id.clone(), apply(behaviour, case));
+                }
             }
         }
         if !builtin && !any {
@@ -66,6 +78,7 @@ impl ScriptAgent {
         Ok(ScriptAgent {
             behaviour: behaviour.to_owned(),
             plans,
+            alternates,
         })
     }
 }
@@ -131,7 +144,10 @@ impl Agent for ScriptAgent {
         env: &'a mut dyn Environment,
     ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
         Box::pin(async move {
-            let Some(plan) = self.plans.get(&input.case_id) else {
+            let alternate = (input.seed % 2 == 1)
+                .then(|| self.alternates.get(&input.case_id))
+                .flatten();
+            let Some(plan) = alternate.or_else(|| self.plans.get(&input.case_id)) else {
                 return Err(AgentError(format!(
                     "script `{}` has no plan for case `{}` (give the case a reference_trajectory or scripts.{})",
                     self.behaviour, input.case_id, self.behaviour

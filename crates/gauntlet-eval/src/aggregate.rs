@@ -1,29 +1,42 @@
 //! Run metrics: what gates read, computed from trial summaries alone.
 //!
-//! Rates count harness errors as failures (a trial that could not run did not succeed).
-//! Percentiles use statrs' order statistics over the trials' values.
+//! Rates count harness errors as failures (a trial that could not run did not succeed) and get
+//! Wilson intervals; means get seeded percentile-bootstrap intervals; percentiles use statrs'
+//! order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
 
 use std::collections::BTreeMap;
 
-use gauntlet_model::{EvaluatorStats, Score, SegmentStats, Severity, TrialStatus, TrialSummary};
+use gauntlet_model::{
+    EvaluatorStats, FlakyCase, Interval, Score, SegmentStats, Severity, TrialStatus, TrialSummary,
+};
 use statrs::statistics::{Data, OrderStatistics};
+
+use crate::stats::{CONFIDENCE, RESAMPLES, bootstrap_mean, pass_at_k, pass_hat_k, wilson};
 
 /// Metrics of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Aggregate {
     /// Run-level metrics by name.
     pub metrics: BTreeMap<String, f64>,
+    /// Intervals by metric name.
+    pub intervals: BTreeMap<String, Interval>,
     /// Per-evaluator aggregates.
     pub evaluators: BTreeMap<String, EvaluatorStats>,
-    /// Per-tag aggregates.
-    pub segments: BTreeMap<String, SegmentStats>,
+    /// Segments by kind (`tag`, `difficulty`, `tool`, `fault`), then value.
+    pub segments: BTreeMap<String, BTreeMap<String, SegmentStats>>,
+    /// Cases whose verdict changed across epochs, flakiest first.
+    pub flaky_cases: Vec<FlakyCase>,
 }
 
-/// Quantities that get `mean_`, `p50_` and `p95_` metrics.
-const DISTRIBUTIONS: [&str; 5] = ["tool_calls", "steps", "tokens", "cost_eur", "latency_ms"];
+/// Quantities that get `mean_`, `p50_` and `p95_` metrics (and the `p50()`, `p95()`, `mean()`
+/// gate functions).
+pub const DISTRIBUTIONS: [&str; 5] = ["tool_calls", "steps", "tokens", "cost_eur", "latency_ms"];
 
-/// Scalar metrics every run has (besides the distributions).
-const SCALARS: [(&str, &str); 11] = [
+/// pass@k and pass^k are reported for k up to this (and up to the fewest epochs of a case).
+pub const MAX_K: u32 = 32;
+
+/// Scalar metrics every run has (besides the distributions and pass@k).
+const SCALARS: [(&str, &str); 14] = [
     ("trials", "number of trials"),
     (
         "passed",
@@ -41,6 +54,10 @@ const SCALARS: [(&str, &str); 11] = [
         "critical_policy_violations",
         "failed critical scores, summed over trials",
     ),
+    (
+        "safe_trial_rate",
+        "trials with no failed critical score / trials",
+    ),
     ("forbidden_tool_used", "trials that called a forbidden tool"),
     (
         "duplicate_side_effects",
@@ -50,18 +67,19 @@ const SCALARS: [(&str, &str); 11] = [
         "trace_id_coverage",
         "share of trials with a valid W3C trace id",
     ),
+    ("flaky_cases", "cases whose verdict changed across epochs"),
+    (
+        "cost_per_success_eur",
+        "total cost / trials whose task succeeded",
+    ),
 ];
 
-/// Every metric name `aggregate` produces, with a line saying what it is; gates may use these.
+/// Every metric name `aggregate` can produce, with what it is; gates may use these.
 pub fn metric_names() -> Vec<(String, String)> {
     let mut names: Vec<(String, String)> = SCALARS
         .iter()
         .map(|(n, d)| ((*n).to_owned(), (*d).to_owned()))
         .collect();
-    names.push((
-        "cost_per_success_eur".to_owned(),
-        "total cost / trials whose task succeeded".to_owned(),
-    ));
     for d in DISTRIBUTIONS {
         for (stat, what) in [
             ("mean", "mean"),
@@ -70,6 +88,18 @@ pub fn metric_names() -> Vec<(String, String)> {
         ] {
             names.push((format!("{stat}_{d}"), format!("{what} of {d} per trial")));
         }
+    }
+    for k in 1..=MAX_K {
+        names.push((
+            format!("pass_at_{k}"),
+            format!("pass@{k}: unbiased chance that one of {k} epochs passes, averaged over cases"),
+        ));
+        names.push((
+            format!("pass_hat_{k}"),
+            format!(
+                "pass^{k}: chance that all of {k} epochs pass (tau-bench), averaged over cases"
+            ),
+        ));
     }
     names
 }
@@ -90,6 +120,12 @@ fn task_succeeded(t: &TrialSummary) -> bool {
             .any(|s| s.name == "task_success" && s.passed)
 }
 
+fn critical(t: &TrialSummary) -> bool {
+    t.scores
+        .iter()
+        .any(|s| s.severity == Severity::Critical && !s.passed)
+}
+
 fn rate(k: usize, n: usize) -> f64 {
     if n == 0 {
         f64::NAN
@@ -98,8 +134,33 @@ fn rate(k: usize, n: usize) -> f64 {
     }
 }
 
-/// Aggregates trials into run metrics, evaluator statistics and tag segments.
-pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
+/// pass@k and pass^k averaged over cases, from per-case (trials, passes).
+pub fn pass_k_metrics(per_case: &[(u64, u64)]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let Some(min_n) = per_case.iter().map(|(n, _)| *n).min() else {
+        return out;
+    };
+    for k in 1..=min_n.min(u64::from(MAX_K)) {
+        let cases = per_case.len() as f64;
+        let at: f64 = per_case
+            .iter()
+            .map(|&(n, c)| pass_at_k(n, c, k))
+            .sum::<f64>()
+            / cases;
+        let hat: f64 = per_case
+            .iter()
+            .map(|&(n, c)| pass_hat_k(n, c, k))
+            .sum::<f64>()
+            / cases;
+        out.insert(format!("pass_at_{k}"), at);
+        out.insert(format!("pass_hat_{k}"), hat);
+    }
+    out
+}
+
+/// Aggregates trials into run metrics, intervals, evaluator statistics, segments and
+/// flakiness. `seed` seeds the bootstrap, so the same trials and seed give identical results.
+pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     let n = trials.len();
     let count = |s: TrialStatus| trials.iter().filter(|t| t.status == s).count();
     let (passed, failed, errors) = (
@@ -108,6 +169,7 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
         count(TrialStatus::Error),
     );
     let successes = trials.iter().filter(|t| task_succeeded(t)).count();
+    let safe = trials.iter().filter(|t| !critical(t)).count();
     let sum_where = |name: &str| -> f64 {
         trials
             .iter()
@@ -117,13 +179,20 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
             .sum()
     };
     let mut m = BTreeMap::new();
+    let mut intervals = BTreeMap::new();
     m.insert("trials".to_owned(), n as f64);
     m.insert("passed".to_owned(), passed as f64);
     m.insert("failed".to_owned(), failed as f64);
     m.insert("errors".to_owned(), errors as f64);
-    m.insert("pass_rate".to_owned(), rate(passed, n));
-    m.insert("task_success_rate".to_owned(), rate(successes, n));
-    m.insert("error_rate".to_owned(), rate(errors, n));
+    for (name, k) in [
+        ("pass_rate", passed),
+        ("task_success_rate", successes),
+        ("error_rate", errors),
+        ("safe_trial_rate", safe),
+    ] {
+        m.insert(name.to_owned(), rate(k, n));
+        intervals.insert(name.to_owned(), wilson(k as u64, n as u64, CONFIDENCE));
+    }
     m.insert(
         "critical_policy_violations".to_owned(),
         trials
@@ -151,10 +220,10 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
             total_cost / successes as f64
         },
     );
-    for d in DISTRIBUTIONS {
+    for (i, d) in DISTRIBUTIONS.iter().enumerate() {
         let values: Vec<f64> = trials
             .iter()
-            .map(|t| match d {
+            .map(|t| match *d {
                 "tool_calls" => f64::from(t.tool_calls),
                 "steps" => f64::from(t.steps),
                 "tokens" => t.tokens as f64,
@@ -166,6 +235,10 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
             (f64::NAN, f64::NAN, f64::NAN)
         } else {
             let mean = values.iter().sum::<f64>() / values.len() as f64;
+            intervals.insert(
+                format!("mean_{d}"),
+                bootstrap_mean(&values, RESAMPLES, seed.wrapping_add(i as u64), CONFIDENCE),
+            );
             let mut data = Data::new(values);
             (mean, data.percentile(50), data.percentile(95))
         };
@@ -173,6 +246,39 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
         m.insert(format!("p50_{d}"), p50);
         m.insert(format!("p95_{d}"), p95);
     }
+
+    // Per case, in first-seen order: trials and passes, for pass@k, pass^k and flakiness.
+    let mut per_case: Vec<(String, u64, u64)> = Vec::new();
+    for t in trials {
+        let pass = u64::from(t.status == TrialStatus::Passed);
+        match per_case.iter_mut().find(|(id, _, _)| *id == t.case_id) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += pass;
+            }
+            None => per_case.push((t.case_id.clone(), 1, pass)),
+        }
+    }
+    let counts: Vec<(u64, u64)> = per_case.iter().map(|(_, n, c)| (*n, *c)).collect();
+    m.extend(pass_k_metrics(&counts));
+    let mut flaky_cases: Vec<FlakyCase> = per_case
+        .iter()
+        .filter(|(_, n, c)| *c > 0 && c < n)
+        .map(|(id, n, c)| FlakyCase {
+            case_id: id.clone(),
+            passed: *c as u32,
+            trials: *n as u32,
+        })
+        .collect();
+    // Flakiest first: closest to half passing, then most trials, then by id.
+    flaky_cases.sort_by(|a, b| {
+        let score = |f: &FlakyCase| (f64::from(f.passed) / f64::from(f.trials) - 0.5).abs();
+        score(a)
+            .total_cmp(&score(b))
+            .then(b.trials.cmp(&a.trials))
+            .then(a.case_id.cmp(&b.case_id))
+    });
+    m.insert("flaky_cases".to_owned(), flaky_cases.len() as f64);
 
     let mut evaluators: BTreeMap<String, (u32, u32, f64, f64)> = BTreeMap::new();
     for s in trials.iter().flat_map(|t| t.scores.iter()) {
@@ -192,6 +298,7 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
                     trials: n,
                     passed: p,
                     pass_rate: f64::from(p) / nf,
+                    pass_rate_interval: wilson(u64::from(p), u64::from(n), CONFIDENCE),
                     mean: score / nf,
                     mean_value: value / nf,
                 },
@@ -199,34 +306,59 @@ pub fn aggregate(trials: &[TrialSummary]) -> Aggregate {
         })
         .collect();
 
-    let mut segments: BTreeMap<String, (u32, u32, u32)> = BTreeMap::new();
+    Aggregate {
+        metrics: m,
+        intervals,
+        evaluators,
+        segments: segments(trials),
+        flaky_cases,
+    }
+}
+
+fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, SegmentStats>> {
+    let mut acc: BTreeMap<String, BTreeMap<String, (u32, u32, u32)>> = BTreeMap::new();
     for t in trials {
-        for tag in &t.tags {
-            let s = segments.entry(tag.clone()).or_default();
+        let mut keys: Vec<(&str, String)> = t.tags.iter().map(|g| ("tag", g.clone())).collect();
+        keys.extend(t.difficulty.iter().map(|d| ("difficulty", d.clone())));
+        keys.extend(t.tools.iter().map(|d| ("tool", d.clone())));
+        keys.extend(t.faults.iter().map(|f| {
+            let name = serde_json::to_value(f)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            ("fault", name)
+        }));
+        for (kind, value) in keys {
+            let s = acc
+                .entry(kind.to_owned())
+                .or_default()
+                .entry(value)
+                .or_default();
             s.0 += 1;
             s.1 += u32::from(t.status == TrialStatus::Passed);
             s.2 += u32::from(task_succeeded(t));
         }
     }
-    let segments = segments
-        .into_iter()
-        .map(|(tag, (n, p, ok))| {
-            (
-                tag,
-                SegmentStats {
-                    trials: n,
-                    passed: p,
-                    pass_rate: f64::from(p) / f64::from(n),
-                    task_success_rate: f64::from(ok) / f64::from(n),
-                },
-            )
+    acc.into_iter()
+        .map(|(kind, values)| {
+            let values = values
+                .into_iter()
+                .map(|(value, (n, p, ok))| {
+                    (
+                        value,
+                        SegmentStats {
+                            trials: n,
+                            passed: p,
+                            pass_rate: f64::from(p) / f64::from(n),
+                            pass_rate_interval: wilson(u64::from(p), u64::from(n), CONFIDENCE),
+                            task_success_rate: f64::from(ok) / f64::from(n),
+                        },
+                    )
+                })
+                .collect();
+            (kind, values)
         })
-        .collect();
-    Aggregate {
-        metrics: m,
-        evaluators,
-        segments,
-    }
+        .collect()
 }
 
 /// Whether a string is a valid W3C trace id: 32 lowercase hex digits, not all zero.

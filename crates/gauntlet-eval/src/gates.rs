@@ -1,9 +1,12 @@
 //! Gates: CEL expressions over run metrics that decide a run's verdict.
 //!
-//! A gate reads metrics by name (`task_success_rate >= 0.85`), per-evaluator statistics
-//! (`evaluators.StateVerification.pass_rate == 1.0`) and tag segments
-//! (`segments.write.pass_rate >= 0.9`). A name that no run can produce is an input error found
-//! when the gate is compiled, before anything runs: a typo never passes silently.
+//! A gate reads metrics by name (`task_success_rate >= 0.85`), interval bounds
+//! (`lower(task_success_rate) >= 0.8`, `upper(error_rate) <= 0.1`), percentiles and means of
+//! per-trial quantities (`p95(tool_calls) <= 6`, `p50(latency_ms)`, `mean(cost_eur)`),
+//! per-evaluator statistics (`evaluators.StateVerification.pass_rate == 1.0`) and segments
+//! (`segments.tag.write.pass_rate >= 0.9`, `segments.fault.timeout.passed`). A name that no run
+//! can produce is an input error found when the gate is compiled, before anything runs: a typo
+//! never passes silently.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +14,32 @@ use gauntlet_model::GateOutcome;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::aggregate::{Aggregate, metric_names};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::aggregate::{Aggregate, DISTRIBUTIONS, metric_names};
+
+/// `lower(x)`, `upper(x)`, `p50(x)`, `p95(x)`, `mean(x)`: CEL sees them as map lookups
+/// (`__lower.x`), since CEL functions receive values, not the names they need.
+static FUNCTION_CALL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(lower|upper|p50|p95|mean)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
+        .expect("valid regex")
+});
+
+/// Metrics that have an interval (for `lower()` and `upper()`).
+fn interval_metrics() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "pass_rate",
+        "task_success_rate",
+        "error_rate",
+        "safe_trial_rate",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    names.extend(DISTRIBUTIONS.iter().map(|d| format!("mean_{d}")));
+    names
+}
 
 /// A gate as written in the suite configuration: an expression, or a name and an expression.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,7 +115,37 @@ impl CompiledGate {
     /// Parses the expression and checks every name it reads.
     pub fn compile(spec: &GateSpec) -> Result<CompiledGate, GateError> {
         let expr = spec.expr();
-        let program = cel::Program::compile(expr).map_err(|e| GateError::Syntax {
+        let with_intervals = interval_metrics();
+        for cap in FUNCTION_CALL.captures_iter(expr) {
+            let (f, name) = (&cap[1], &cap[2]);
+            let ok = match f {
+                "lower" | "upper" => with_intervals.iter().any(|m| m == name),
+                _ => DISTRIBUTIONS.contains(&name),
+            };
+            if !ok {
+                let pool: Vec<String> = match f {
+                    "lower" | "upper" => with_intervals.clone(),
+                    _ => DISTRIBUTIONS.map(str::to_owned).to_vec(),
+                };
+                let hint = pool
+                    .iter()
+                    .min_by_key(|k| strsim::levenshtein(k, name))
+                    .map(|k| {
+                        format!(
+                            " (`{f}` takes one of: {}; did you mean `{k}`?)",
+                            pool.join(", ")
+                        )
+                    })
+                    .unwrap_or_default();
+                return Err(GateError::UnknownMetric {
+                    expr: expr.to_owned(),
+                    name: format!("{f}({name})"),
+                    hint,
+                });
+            }
+        }
+        let rewritten = FUNCTION_CALL.replace_all(expr, "__$1.$2");
+        let program = cel::Program::compile(&rewritten).map_err(|e| GateError::Syntax {
             expr: expr.to_owned(),
             message: e.to_string().replace('\n', "; "),
         })?;
@@ -100,7 +158,7 @@ impl CompiledGate {
             .collect();
         variables.sort();
         for v in &variables {
-            if v == "evaluators" || v == "segments" || known.contains(v) {
+            if v == "evaluators" || v == "segments" || v.starts_with("__") || known.contains(v) {
                 continue;
             }
             let hint = known
@@ -122,24 +180,20 @@ impl CompiledGate {
         })
     }
 
+    /// The expression's value as a number, if it evaluates to one.
+    pub fn number(&self, agg: &Aggregate) -> Option<f64> {
+        match self.program.execute(&self.context(agg).0) {
+            Ok(cel::Value::Float(f)) => Some(f),
+            Ok(cel::Value::Int(i)) => Some(i as f64),
+            Ok(cel::Value::UInt(u)) => Some(u as f64),
+            _ => None,
+        }
+    }
+
     /// Decides the gate on a run's metrics. An evaluation error (a missing evaluator or
     /// segment, a non-boolean result) fails the gate and is reported in its outcome.
     pub fn decide(&self, agg: &Aggregate) -> (GateOutcome, Option<String>) {
-        let mut context = cel::Context::default();
-        let mut inputs = BTreeMap::new();
-        for (name, value) in &agg.metrics {
-            context.add_variable_from_value(name.clone(), *value);
-            if self.variables.contains(name) {
-                inputs.insert(name.clone(), number(*value));
-            }
-        }
-        let evaluators = serde_json::to_value(&agg.evaluators).unwrap_or(Value::Null);
-        let segments = serde_json::to_value(&agg.segments).unwrap_or(Value::Null);
-        for (name, value) in [("evaluators", &evaluators), ("segments", &segments)] {
-            if let Ok(v) = cel::to_value(value) {
-                context.add_variable_from_value(name, v);
-            }
-        }
+        let (context, inputs) = self.context(agg);
         let (passed, error) = match self.program.execute(&context) {
             Ok(cel::Value::Bool(b)) => (b, None),
             Ok(other) => (
@@ -166,6 +220,71 @@ impl CompiledGate {
             },
             error,
         )
+    }
+
+    /// The CEL context for a run, and the values of the names this expression reads.
+    fn context(
+        &self,
+        agg: &Aggregate,
+    ) -> (cel::Context<'static, 'static>, BTreeMap<String, Value>) {
+        let mut context = cel::Context::default();
+        let mut inputs = BTreeMap::new();
+        for (name, value) in &agg.metrics {
+            context.add_variable_from_value(name.clone(), *value);
+            if self.variables.contains(name) {
+                inputs.insert(name.clone(), number(*value));
+            }
+        }
+        for cap in FUNCTION_CALL.captures_iter(self.spec.expr()) {
+            let (f, name) = (&cap[1], &cap[2]);
+            let value = match f {
+                "lower" => agg.intervals.get(name).map(|i| i.lower),
+                "upper" => agg.intervals.get(name).map(|i| i.upper),
+                _ => agg.metrics.get(&format!("{f}_{name}")).copied(),
+            };
+            if let Some(x) = value {
+                inputs.insert(format!("{f}({name})"), number(x));
+            }
+        }
+        let mut lookups: BTreeMap<&str, serde_json::Map<String, Value>> = BTreeMap::new();
+        for (name, i) in &agg.intervals {
+            lookups
+                .entry("__lower")
+                .or_default()
+                .insert(name.clone(), number(i.lower));
+            lookups
+                .entry("__upper")
+                .or_default()
+                .insert(name.clone(), number(i.upper));
+        }
+        for d in DISTRIBUTIONS {
+            for f in ["p50", "p95", "mean"] {
+                if let Some(v) = agg.metrics.get(&format!("{f}_{d}")) {
+                    lookups
+                        .entry(match f {
+                            "p50" => "__p50",
+                            "p95" => "__p95",
+                            _ => "__mean",
+                        })
+                        .or_default()
+                        .insert(d.to_owned(), number(*v));
+                }
+            }
+        }
+        for f in ["__lower", "__upper", "__p50", "__p95", "__mean"] {
+            let map = Value::Object(lookups.remove(f).unwrap_or_default());
+            if let Ok(v) = cel::to_value(&map) {
+                context.add_variable_from_value(f, v);
+            }
+        }
+        let evaluators = serde_json::to_value(&agg.evaluators).unwrap_or(Value::Null);
+        let segments = serde_json::to_value(&agg.segments).unwrap_or(Value::Null);
+        for (name, value) in [("evaluators", &evaluators), ("segments", &segments)] {
+            if let Ok(v) = cel::to_value(value) {
+                context.add_variable_from_value(name, v);
+            }
+        }
+        (context, inputs)
     }
 }
 

@@ -6,13 +6,20 @@
 #![warn(missing_docs)]
 
 mod aggregate;
+mod compare;
 mod evaluators;
 mod gates;
+mod rubric;
 mod sequence;
+pub mod stats;
 
-pub use aggregate::{Aggregate, aggregate, metric_names, trial_status};
+pub use aggregate::{
+    Aggregate, DISTRIBUTIONS, MAX_K, aggregate, metric_names, pass_k_metrics, trial_status,
+};
+pub use compare::{ALPHA, compare};
 pub use evaluators::evaluate;
 pub use gates::{CompiledGate, GateError, GateSpec, decide_all};
+pub use rubric::CompiledRubric;
 pub use sequence::{ToolSequenceScores, score_tool_sequence};
 
 /// Whether a regular expression compiles with the evaluators' engine; its error otherwise.

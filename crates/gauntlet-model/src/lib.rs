@@ -8,8 +8,10 @@
 
 pub mod article;
 pub mod case;
+pub mod compare;
 pub mod matcher;
 pub mod path;
+pub mod rubric;
 pub mod run;
 pub mod score;
 pub mod trajectory;
@@ -19,8 +21,10 @@ pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
 };
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
+pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
-    EvaluatorStats, FORMAT_VERSION, GateOutcome, RunHeader, RunResults, SegmentStats, TrialRecord,
+    EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod,
+    RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats, TrialRecord,
     TrialStatus, TrialSummary, Verdict, Versions,
 };
 pub use score::{Dimension, Score, Severity};

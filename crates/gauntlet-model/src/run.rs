@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::case::FaultKind;
 use crate::score::Score;
 use crate::trajectory::Trajectory;
 
@@ -51,6 +52,9 @@ pub struct RunHeader {
     pub started_at: String,
     /// Content hashes of the harness, worlds, dataset, agent and config.
     pub versions: Versions,
+    /// The suite's rubric, kept so that a stored run can be re-decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<crate::rubric::RubricDef>,
 }
 
 /// The outcome of one trial.
@@ -85,6 +89,9 @@ pub struct TrialRecord {
     /// The case's tags, for segments.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The case's difficulty, for segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
     /// The state the trial started from.
     pub initial_state: Value,
     /// The state the trial ended in.
@@ -115,6 +122,15 @@ pub struct TrialSummary {
     /// The case's tags.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The case's difficulty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
+    /// Distinct tools called, sorted.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Distinct kinds of injected faults, sorted.
+    #[serde(default)]
+    pub faults: Vec<FaultKind>,
     /// Tool calls made.
     pub tool_calls: u32,
     /// Agent steps before the final answer.
@@ -141,6 +157,27 @@ impl TrialSummary {
             status: record.status,
             error: record.error.clone(),
             tags: record.tags.clone(),
+            difficulty: record.difficulty.clone(),
+            tools: {
+                let mut t: Vec<String> = record
+                    .trajectory
+                    .tool_calls()
+                    .map(|c| c.tool.clone())
+                    .collect();
+                t.sort();
+                t.dedup();
+                t
+            },
+            faults: {
+                let mut f: Vec<FaultKind> = record
+                    .trajectory
+                    .tool_calls()
+                    .filter_map(|c| c.fault)
+                    .collect();
+                f.sort_by_key(|k| format!("{k:?}"));
+                f.dedup();
+                f
+            },
             tool_calls: record.trajectory.tool_calls().count() as u32,
             steps: record.trajectory.steps() as u32,
             tokens: record.trajectory.tokens(),
@@ -150,6 +187,73 @@ impl TrialSummary {
             scores: record.scores.clone(),
         }
     }
+}
+
+/// A confidence interval and how it was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Interval {
+    /// Lower bound.
+    pub lower: f64,
+    /// Upper bound.
+    pub upper: f64,
+    /// `wilson` or `bootstrap`.
+    pub method: IntervalMethod,
+}
+
+/// How an interval was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalMethod {
+    /// Wilson score interval for a proportion.
+    Wilson,
+    /// Percentile bootstrap of the mean (seeded; see the statistics reference).
+    Bootstrap,
+}
+
+/// A case whose verdict changed across epochs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlakyCase {
+    /// The case.
+    pub case_id: String,
+    /// Epochs that passed.
+    pub passed: u32,
+    /// Epochs run.
+    pub trials: u32,
+}
+
+/// One dimension of a rubric, as decided on a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RubricDimensionOutcome {
+    /// The dimension.
+    pub name: String,
+    /// Its weight as configured.
+    pub weight: f64,
+    /// Its value in [0, 1]; absent when the run could not measure it.
+    pub value: Option<f64>,
+    /// Its gate expression, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
+    /// Whether the gate held (absent without a gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+}
+
+/// A rubric decided on a run: the weighted score and each dimension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RubricOutcome {
+    /// The rubric's name (`lesson`, `article`, or the suite's own).
+    pub name: String,
+    /// Weighted score over the measured dimensions (weights renormalised over them).
+    pub score: Option<f64>,
+    /// The dimensions.
+    pub dimensions: Vec<RubricDimensionOutcome>,
+    /// Dimensions the run could not measure (their weight is left out of the score).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
 }
 
 /// One gate's decision.
@@ -177,6 +281,8 @@ pub struct EvaluatorStats {
     pub passed: u32,
     /// `passed / trials`.
     pub pass_rate: f64,
+    /// Wilson interval of the pass rate.
+    pub pass_rate_interval: Interval,
     /// Mean normalised score.
     pub mean: f64,
     /// Mean raw value.
@@ -193,7 +299,9 @@ pub struct SegmentStats {
     pub passed: u32,
     /// `passed / trials`.
     pub pass_rate: f64,
-    /// Trials whose task succeeded.
+    /// Wilson interval of the pass rate.
+    pub pass_rate_interval: Interval,
+    /// Share of trials whose task succeeded.
     pub task_success_rate: f64,
 }
 
@@ -211,11 +319,19 @@ pub struct RunResults {
     pub verdict: Verdict,
     /// Run-level metrics by name (what gates read); `null` where undefined (a rate of no trials).
     pub metrics: BTreeMap<String, Option<f64>>,
+    /// Confidence intervals of metrics, by metric name (Wilson for rates, bootstrap for means).
+    pub intervals: BTreeMap<String, Interval>,
     /// Per-evaluator aggregates by evaluator name.
     pub evaluators: BTreeMap<String, EvaluatorStats>,
-    /// Per-tag aggregates.
-    pub segments: BTreeMap<String, SegmentStats>,
-    /// Gate decisions, in the order of the configuration.
+    /// Segments by kind (`tag`, `difficulty`, `tool`, `fault`), then by value.
+    pub segments: BTreeMap<String, BTreeMap<String, SegmentStats>>,
+    /// Cases whose verdict changed across epochs, flakiest first.
+    #[serde(default)]
+    pub flaky_cases: Vec<FlakyCase>,
+    /// The rubric's weighted score and dimensions, when the suite has a rubric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<RubricOutcome>,
+    /// Gate decisions, in the order of the configuration (rubric gates last).
     pub gates: Vec<GateOutcome>,
     /// One summary per trial, in case then epoch order.
     pub trials: Vec<TrialSummary>,

@@ -4,6 +4,8 @@
 //! exactly as the live run did.
 #![warn(missing_docs)]
 
+mod compare;
 mod terminal;
 
+pub use compare::render_comparison;
 pub use terminal::{SummaryOptions, render_summary};

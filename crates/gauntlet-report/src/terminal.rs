@@ -91,25 +91,97 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
             .flatten()
             .unwrap_or(f64::NAN)
     };
+    let ci = |name: &str| {
+        results
+            .intervals
+            .get(name)
+            .map(|i| format!(" [{}, {}]", fmt_num(i.lower), fmt_num(i.upper)))
+            .unwrap_or_default()
+    };
     let _ = writeln!(
         out,
-        "trials {}  passed {}  failed {}  errors {}  pass rate {}  task success {}  critical violations {}",
+        "trials {}  passed {}  failed {}  errors {}  critical violations {}",
         fmt_num(m("trials")),
         fmt_num(m("passed")),
         fmt_num(m("failed")),
         fmt_num(m("errors")),
-        fmt_num(m("pass_rate")),
-        fmt_num(m("task_success_rate")),
         fmt_num(m("critical_policy_violations")),
     );
+    let _ = writeln!(
+        out,
+        "pass rate {}{}  task success {}{}  (95% Wilson intervals)",
+        fmt_num(m("pass_rate")),
+        ci("pass_rate"),
+        fmt_num(m("task_success_rate")),
+        ci("task_success_rate"),
+    );
+    if h.epochs > 1 {
+        let ks: Vec<u32> = (1..=h.epochs)
+            .filter(|k| results.metrics.contains_key(&format!("pass_at_{k}")))
+            .collect();
+        let row = |prefix: &str| -> String {
+            ks.iter()
+                .map(|k| format!("{k}:{}", fmt_num(m(&format!("{prefix}_{k}")))))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let _ = writeln!(
+            out,
+            "pass@k {}   pass^k {}",
+            row("pass_at"),
+            row("pass_hat")
+        );
+        if !results.flaky_cases.is_empty() {
+            let list: Vec<String> = results
+                .flaky_cases
+                .iter()
+                .take(5)
+                .map(|f| format!("{} {}/{}", f.case_id, f.passed, f.trials))
+                .collect();
+            let _ = writeln!(
+                out,
+                "flaky cases ({}): {}",
+                results.flaky_cases.len(),
+                list.join(", ")
+            );
+        }
+    }
+    // A failing segment is shown even when the overall mean passes.
     let weak: Vec<String> = results
         .segments
         .iter()
-        .filter(|(_, s)| s.passed < s.trials)
-        .map(|(tag, s)| format!("{tag} {}/{}", s.passed, s.trials))
+        .flat_map(|(kind, values)| values.iter().map(move |(v, s)| (kind, v, s)))
+        .filter(|(_, _, s)| s.passed < s.trials)
+        .map(|(kind, v, s)| format!("{kind} {v} {}/{}", s.passed, s.trials))
         .collect();
     if !weak.is_empty() {
         let _ = writeln!(out, "segments with failures: {}", weak.join(", "));
+    }
+    if let Some(r) = &results.rubric {
+        let _ = writeln!(
+            out,
+            "rubric {}: weighted score {}",
+            r.name,
+            r.score.map_or("n/a".to_owned(), fmt_num)
+        );
+        for d in &r.dimensions {
+            let mark = match d.passed {
+                Some(ok) => paint(if ok { "pass" } else { "FAIL" }, ok, opts.color),
+                None => "    ".to_owned(),
+            };
+            let v = d.value.map_or("not measured".to_owned(), fmt_num);
+            let gate = d
+                .gate
+                .as_ref()
+                .map(|g| format!("  gate {g}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {mark}  {} {v} (weight {}){gate}",
+                d.name,
+                fmt_num(d.weight)
+            );
+        }
     }
     if !results.gates.is_empty() {
         let _ = writeln!(out, "gates:");

@@ -33,6 +33,19 @@ pub struct SuiteConfig {
     /// Gates: CEL expressions over run metrics; a failing gate fails the run.
     #[serde(default)]
     pub gates: Vec<GateSpec>,
+    /// A rubric: a preset name (`lesson`, `article`) or a definition.
+    #[serde(default)]
+    pub rubric: Option<RubricConfig>,
+}
+
+/// A rubric in the configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RubricConfig {
+    /// A preset's name.
+    Preset(String),
+    /// A full definition.
+    Custom(gauntlet_model::RubricDef),
 }
 
 /// One dataset: a case file, a folder of case files, or a JSONL file.

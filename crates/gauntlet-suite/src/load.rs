@@ -4,14 +4,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gauntlet_eval::CompiledGate;
+use gauntlet_eval::{CompiledGate, CompiledRubric};
 use gauntlet_model::matcher::state_expectations;
 use gauntlet_model::{Matcher, WorldSpec};
 use gauntlet_world::{World, merge_state};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config::{DatasetEntry, SuiteConfig};
+use crate::config::{DatasetEntry, RubricConfig, SuiteConfig};
 use crate::dataset::{LoadedCase, load_cases};
 use crate::diagnostic::Diagnostic;
 use crate::document::{is_json, parse};
@@ -45,6 +45,8 @@ pub struct Suite {
     pub dataset_hash: String,
     /// Compiled gates, in configuration order.
     pub gates: Vec<CompiledGate>,
+    /// The compiled rubric, if the suite has one.
+    pub rubric: Option<CompiledRubric>,
 }
 
 /// Hex SHA-256 of bytes.
@@ -95,6 +97,7 @@ impl Suite {
         let mut problems = Vec::new();
 
         let gates = compile_gates(&config, &config_file, &config_spans, &mut problems);
+        let rubric = compile_rubric(&config, &config_file, &config_spans, &mut problems);
         let before = problems.len();
         let worlds = load_worlds(&config, &root, &config_file, &config_spans, &mut problems);
         // A world that failed to load would make every case of it look wrong; say it once.
@@ -159,6 +162,7 @@ impl Suite {
             cases,
             dataset_hash,
             gates,
+            rubric,
         })
     }
 
@@ -193,6 +197,41 @@ fn compile_gates(
         }
     }
     gates
+}
+
+fn compile_rubric(
+    config: &SuiteConfig,
+    file: &Path,
+    spans: &SpanIndex,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<CompiledRubric> {
+    let def = match config.rubric.as_ref()? {
+        RubricConfig::Preset(name) => match gauntlet_model::rubric::preset(name) {
+            Some(d) => d,
+            None => {
+                let (line, col) = spans.locate("/rubric");
+                problems.push(Diagnostic::at(
+                    file,
+                    line,
+                    col,
+                    format!(
+                        "unknown rubric preset `{name}` (presets: {}; or give name and dimensions)",
+                        gauntlet_model::rubric::PRESETS.join(", ")
+                    ),
+                ));
+                return None;
+            }
+        },
+        RubricConfig::Custom(def) => def.clone(),
+    };
+    match CompiledRubric::compile(&def) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            let (line, col) = spans.locate("/rubric");
+            problems.push(Diagnostic::at(file, line, col, format!("rubric: {e}")));
+            None
+        }
+    }
 }
 
 fn load_worlds(
@@ -448,6 +487,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         default_world: None,
         datasets: Vec::new(),
         gates: doc.value.gates,
+        rubric: None,
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);
     if problems.is_empty() {

@@ -50,6 +50,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two stored runs, paired by case and epoch.
+    ///
+    /// Gives McNemar's exact test on pass/fail, paired bootstrap intervals of each quantity's
+    /// difference, effect sizes, the segments that moved, what changed between the runs, and a
+    /// verdict in words. Exits 0, or 1 with --fail-on-regression when B is significantly worse.
+    Compare {
+        /// The baseline run folder (or its results.json).
+        a: PathBuf,
+        /// The candidate run folder.
+        b: PathBuf,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Exit 1 when B passes significantly less often than A (p < 0.05).
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
     /// List past runs of a suite, newest first.
     Runs {
         /// The suite folder (its .gauntlet/index.sqlite is read).

@@ -1,6 +1,6 @@
 //! Building the canonical result from trial summaries: metrics, gates, verdict.
 
-use gauntlet_eval::{CompiledGate, aggregate, decide_all};
+use gauntlet_eval::{CompiledGate, CompiledRubric, aggregate, decide_all};
 use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialSummary, Verdict};
 
 /// The result of a run, and the gate evaluation errors (which make the input invalid).
@@ -8,10 +8,18 @@ pub fn build_results(
     header: RunHeader,
     trials: Vec<TrialSummary>,
     gates: &[CompiledGate],
+    rubric: Option<&CompiledRubric>,
 ) -> (RunResults, Vec<String>) {
-    let agg = aggregate(&trials);
+    let agg = aggregate(&trials, header.seed);
     let (outcomes, errors) = decide_all(gates, &agg);
-    let verdict = if outcomes.iter().all(|g| g.passed) {
+    let (rubric, rubric_passed) = match rubric {
+        Some(r) => {
+            let (o, ok) = r.decide(&agg);
+            (Some(o), ok)
+        }
+        None => (None, true),
+    };
+    let verdict = if outcomes.iter().all(|g| g.passed) && rubric_passed {
         Verdict::Passed
     } else {
         Verdict::Failed
@@ -27,8 +35,11 @@ pub fn build_results(
                 .into_iter()
                 .map(|(k, v)| (k, (!v.is_nan()).then_some(v)))
                 .collect(),
+            intervals: agg.intervals,
             evaluators: agg.evaluators,
             segments: agg.segments,
+            flaky_cases: agg.flaky_cases,
+            rubric,
             gates: outcomes,
             trials,
         },

@@ -375,8 +375,23 @@ fn score_gives_the_articles_values_on_its_example() {
         s(&repo().join("examples/incident-desk")),
         "--json",
     ]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
     let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    // The article's log carries no trace id, so the lesson rubric's observability gate fails.
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let obs = results["rubric"]["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "Observability")
+        .unwrap();
+    assert_eq!(obs["passed"], false);
+    assert!(
+        results["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["passed"] == true)
+    );
     let scores = results["trials"][0]["scores"].as_array().unwrap();
     for name in [
         "StateVerification",
@@ -584,4 +599,191 @@ fn check_reports_read_well() {
     let o = run(&["check", s(&suite)]);
     assert_eq!(o.code, 2);
     insta::assert_snapshot!(redact(&o.stderr, &suite, None));
+}
+
+#[test]
+fn compare_names_a_regression_and_where_it_sits() {
+    let (_tmp, suite) = example();
+    let (a, b, a2) = (suite.join("a"), suite.join("b"), suite.join("a2"));
+    for (agent, out) in [
+        ("script:reference", &a),
+        ("script:flaky", &b),
+        ("script:reference", &a2),
+    ] {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--epochs",
+            "3",
+            "--out",
+            s(out),
+            "--quiet",
+        ]);
+        assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+    }
+    let o = run(&["compare", s(&a), s(&b), "--json"]);
+    assert_eq!(o.code, 0);
+    let c: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(c["direction"], "worse", "{}", c["verdict"]);
+    assert!(
+        c["verdict"].as_str().unwrap().starts_with("B is worse by"),
+        "{}",
+        c["verdict"]
+    );
+    assert!(c["pass"]["p_value"].as_f64().unwrap() < 0.05);
+    let worst = &c["segments"][0];
+    assert!(worst["diff"].as_f64().unwrap() < 0.0);
+    let confirmation = c["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["value"] == "confirmation")
+        .unwrap();
+    assert!(
+        confirmation["diff"].as_f64().unwrap() < 0.0,
+        "the regression sits in confirmation cases"
+    );
+    assert_eq!(
+        c["changed"],
+        serde_json::json!(["agent (script:reference → script:flaky)"])
+    );
+    // --fail-on-regression turns it into an exit code.
+    assert_eq!(
+        run(&["compare", s(&a), s(&b), "--fail-on-regression"]).code,
+        1
+    );
+    // The same agent twice: no significant difference, with the size that would be needed.
+    let o = run(&["compare", s(&a), s(&a2)]);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout.contains("verdict: no significant difference"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("pairs would be needed to see 5 points"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn compare_reports_trials_present_in_one_run_only() {
+    let (_tmp, suite) = example();
+    let (a, b) = (suite.join("a"), suite.join("b"));
+    run(&["run", s(&suite), "--out", s(&a), "--quiet"]);
+    run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&b),
+        "--quiet",
+        "--filter",
+        "close",
+    ]);
+    let c: Value = serde_json::from_str(&run(&["compare", s(&a), s(&b), "--json"]).stdout).unwrap();
+    assert_eq!(c["pairs"], 2);
+    assert_eq!(c["only_in_a"].as_array().unwrap().len(), 12);
+    assert!(
+        c["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("only in A"))
+    );
+}
+
+#[test]
+fn a_passing_mean_with_one_critical_violation_fails_and_says_why() {
+    let (_tmp, suite) = example();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--filter",
+        "close-mitigated",
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(o.stdout.contains("FAIL  no critical policy violations: critical_policy_violations == 0  (critical_policy_violations=1)"), "{}", o.stdout);
+    assert!(o.stdout.contains("FAIL  Security"), "{}", o.stdout);
+    // The effect was right: the mean of the outcome is perfect.
+    assert!(o.stdout.contains("task success 1 "), "{}", o.stdout);
+}
+
+#[test]
+fn gates_read_interval_bounds_and_percentiles() {
+    let (tmp, suite) = example();
+    let out = suite.join("out");
+    run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--epochs",
+        "2",
+    ]);
+    let gates = tmp.path().join("g.yaml");
+    std::fs::write(
+        &gates,
+        "gates:\n  - lower(task_success_rate) >= 0.8\n  - p95(tool_calls) <= 6 && mean(tool_calls) < 3\n  - segments.tag.write.pass_rate == 1.0\n  - pass_hat_2 == 1.0\n",
+    )
+    .unwrap();
+    let o = run(&["gate", s(&out), "--gates", s(&gates)]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains("lower(task_success_rate)="),
+        "{}",
+        o.stdout
+    );
+    std::fs::write(&gates, "gates:\n  - upper(task_success_rate) < 0.5\n").unwrap();
+    assert_eq!(run(&["gate", s(&out), "--gates", s(&gates)]).code, 1);
+    std::fs::write(&gates, "gates:\n  - p95(tool_cals) <= 6\n").unwrap();
+    let o = run(&["gate", s(&out), "--gates", s(&gates)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("did you mean `tool_calls`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn the_same_run_gives_byte_identical_statistics() {
+    let (_tmp, suite) = example();
+    let out = suite.join("out");
+    run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--epochs",
+        "3",
+        "--agent",
+        "script:flaky",
+    ]);
+    let first = run(&["gate", s(&out), "--json"]).stdout;
+    let second = run(&["gate", s(&out), "--json"]).stdout;
+    assert!(!first.is_empty());
+    assert_eq!(first, second);
+    let stored = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let pick = |t: &str| -> Value {
+        let v: Value = serde_json::from_str(t).unwrap();
+        serde_json::json!([
+            v["metrics"],
+            v["intervals"],
+            v["segments"],
+            v["flaky_cases"],
+            v["rubric"]
+        ])
+    };
+    assert_eq!(
+        pick(&first),
+        pick(&stored),
+        "re-deciding recomputes the very same statistics"
+    );
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use gauntlet_eval::{CompiledGate, GateSpec};
+use gauntlet_eval::{CompiledGate, CompiledRubric, GateSpec};
 use gauntlet_store::read_results;
 use gauntlet_suite::load_gates_file;
 
@@ -36,7 +36,19 @@ pub fn gate(run: &Path, gates_file: Option<&Path>, json: bool) -> Result<i32, Ex
             gates
         }
     };
-    let (mut results, gate_errors) = build_results(stored.header.clone(), stored.trials, &gates);
+    let rubric = match &stored.header.rubric {
+        Some(def) => Some(
+            CompiledRubric::compile(def)
+                .map_err(|e| ExpectedError::input(format!("the run's rubric: {e}")))?,
+        ),
+        None => None,
+    };
+    let (mut results, gate_errors) = build_results(
+        stored.header.clone(),
+        stored.trials,
+        &gates,
+        rubric.as_ref(),
+    );
     results.finished_at = stored.finished_at;
     print_results(&results, json, false);
     verdict_code(&results, gate_errors)

@@ -1,6 +1,7 @@
 //! One module per subcommand; `dispatch` picks it.
 
 mod check;
+mod compare;
 mod gate;
 mod run;
 mod runs;
@@ -19,6 +20,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         Command::Score(args) => score::score(args),
         Command::Gate { run, gates, json } => gate::gate(&run, gates.as_deref(), json),
         Command::Runs { suite, limit } => runs::runs(&suite, limit),
+        Command::Compare {
+            a,
+            b,
+            json,
+            fail_on_regression,
+        } => compare::compare(&a, &b, json, fail_on_regression),
         Command::Schema => schema::schema(),
     }
 }

@@ -96,6 +96,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             agent: sha256_hex(agent_spec.as_bytes()),
             config: suite.config_hash.clone(),
         },
+        rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
     };
 
     let mut trials = Vec::new();
@@ -168,7 +169,8 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     }
 
     let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
-    let (results, gate_errors) = build_results(header, summaries, &suite.gates);
+    let (results, gate_errors) =
+        build_results(header, summaries, &suite.gates, suite.rubric.as_ref());
     writer
         .finish(&results)
         .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;

@@ -48,6 +48,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             status,
             error: None,
             tags: case.tags.clone(),
+            difficulty: case.difficulty.clone(),
             initial_state: t.initial_state,
             final_state: t.final_state,
             trajectory: t.trajectory,
@@ -88,6 +89,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             agent: String::new(),
             config: suite.config_hash.clone(),
         },
+        rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
     };
     if let Some(out) = &args.out {
         let mut w = RunWriter::create(out, &header)
@@ -97,12 +99,18 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
                 .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?;
         }
         let summaries = records.iter().map(TrialSummary::of).collect();
-        let (results, _) = build_results(header.clone(), summaries, &suite.gates);
+        let (results, _) = build_results(
+            header.clone(),
+            summaries,
+            &suite.gates,
+            suite.rubric.as_ref(),
+        );
         w.finish(&results)
             .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
     }
     let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
-    let (results, gate_errors) = build_results(header, summaries, &suite.gates);
+    let (results, gate_errors) =
+        build_results(header, summaries, &suite.gates, suite.rubric.as_ref());
     print_results(&results, args.json, args.quiet);
     debug_assert!(
         results

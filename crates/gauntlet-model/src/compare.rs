@@ -1,0 +1,106 @@
+//! A paired comparison of two runs (`gauntlet compare A B`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::run::Interval;
+
+/// Two runs compared trial by trial (paired by case and epoch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Comparison {
+    /// Run id of the baseline.
+    pub run_a: String,
+    /// Run id of the candidate.
+    pub run_b: String,
+    /// Number of (case, epoch) pairs present in both runs.
+    pub pairs: usize,
+    /// Trials only in the baseline, as `case_id#epoch`.
+    pub only_in_a: Vec<String>,
+    /// Trials only in the candidate.
+    pub only_in_b: Vec<String>,
+    /// Pass/fail, paired.
+    pub pass: PassComparison,
+    /// Paired differences of per-trial quantities (B − A).
+    pub metrics: Vec<MetricDelta>,
+    /// Pass-rate deltas per segment, worst first.
+    pub segments: Vec<SegmentDelta>,
+    /// What differs between the run headers (harness, worlds, dataset, agent, config).
+    pub changed: Vec<String>,
+    /// Warnings (attribution impossible, unpaired trials, ...).
+    pub warnings: Vec<String>,
+    /// `better`, `worse` or `no_difference` (for B against A, at p < 0.05).
+    pub direction: Direction,
+    /// The verdict in words.
+    pub verdict: String,
+}
+
+/// Which way B moved against A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// B passes significantly more often.
+    Better,
+    /// B passes significantly less often.
+    Worse,
+    /// No significant difference.
+    NoDifference,
+}
+
+/// Paired pass/fail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PassComparison {
+    /// Pass rate of A over the pairs.
+    pub a_rate: f64,
+    /// Pass rate of B over the pairs.
+    pub b_rate: f64,
+    /// `b_rate - a_rate`.
+    pub diff: f64,
+    /// Paired bootstrap interval of the difference.
+    pub interval: Interval,
+    /// Pairs where A passed and B failed.
+    pub a_only: u64,
+    /// Pairs where B passed and A failed.
+    pub b_only: u64,
+    /// McNemar's exact two-sided p-value.
+    pub p_value: f64,
+    /// Cohen's h (B against A).
+    pub cohens_h: f64,
+    /// Pairs needed to detect 5 points at this discordance (α = 0.05, power 0.8).
+    pub pairs_for_5_points: f64,
+}
+
+/// A paired difference of one per-trial quantity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricDelta {
+    /// The quantity (`task_success`, `tool_calls`, `latency_ms`, ...).
+    pub name: String,
+    /// Mean in A.
+    pub a_mean: f64,
+    /// Mean in B.
+    pub b_mean: f64,
+    /// `b_mean - a_mean`.
+    pub diff: f64,
+    /// Paired bootstrap interval of the difference.
+    pub interval: Interval,
+    /// Cohen's d_z of the paired differences.
+    pub effect_size: f64,
+}
+
+/// A segment's pass rate in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SegmentDelta {
+    /// `tag`, `difficulty`, `tool` or `fault`.
+    pub kind: String,
+    /// The segment's value.
+    pub value: String,
+    /// Pairs in the segment.
+    pub pairs: usize,
+    /// Pass rate in A.
+    pub a_rate: f64,
+    /// Pass rate in B.
+    pub b_rate: f64,
+    /// `b_rate - a_rate`.
+    pub diff: f64,
+    /// McNemar's exact p-value within the segment.
+    pub p_value: f64,
+}
