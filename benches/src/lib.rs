@@ -60,6 +60,8 @@ pub fn record(i: usize) -> TrialRecord {
             fault: None,
             idempotency_key: None,
             state_changes: Vec::new(),
+            idempotent_replay: false,
+            at_ms: 0.0,
             latency_ms: 0.2,
         })));
     }

@@ -24,6 +24,9 @@ pub trait Environment: Send {
     fn ask(&mut self, step: u32, text: &str) -> String;
     /// Tells the user something.
     fn say(&mut self, step: u32, text: &str);
+    /// Waits before the next action (a backoff). In-process agents advance the trial clock
+    /// without sleeping; the time still counts in every time-based verdict.
+    fn wait(&mut self, step: u32, ms: f64);
 }
 
 /// The in-process environment: the simulator and the scripted user.
@@ -98,5 +101,9 @@ impl Environment for SimulatedEnvironment {
             step,
             text: text.to_owned(),
         });
+    }
+
+    fn wait(&mut self, step: u32, ms: f64) {
+        self.simulator.wait(step, ms);
     }
 }

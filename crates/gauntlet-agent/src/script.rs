@@ -171,6 +171,8 @@ impl Agent for ScriptAgent {
                         env.ask(step, text);
                     } else if let Some(text) = &s.say {
                         env.say(step, text);
+                    } else if let Some(ms) = s.wait_ms {
+                        env.wait(step, ms);
                     } else if let Some(text) = &s.answer {
                         return Ok(AgentOutput {
                             final_answer: Some(text.clone()),

@@ -36,7 +36,7 @@ pub const DISTRIBUTIONS: [&str; 5] = ["tool_calls", "steps", "tokens", "cost_eur
 pub const MAX_K: u32 = 32;
 
 /// Scalar metrics every run has (besides the distributions and pass@k).
-const SCALARS: [(&str, &str); 14] = [
+const SCALARS: [(&str, &str); 17] = [
     ("trials", "number of trials"),
     (
         "passed",
@@ -71,6 +71,15 @@ const SCALARS: [(&str, &str); 14] = [
     (
         "cost_per_success_eur",
         "total cost / trials whose task succeeded",
+    ),
+    ("faults_injected", "faults injected, summed over trials"),
+    (
+        "retries_per_fault",
+        "retries of a faulted call per injected fault",
+    ),
+    (
+        "time_lost_to_faults_ms",
+        "time from each fault to the tool's next success (or the end), summed",
     ),
 ];
 
@@ -208,6 +217,20 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     m.insert(
         "duplicate_side_effects".to_owned(),
         sum_where("duplicate_side_effects"),
+    );
+    let injected = sum_where("faults_injected");
+    m.insert("faults_injected".to_owned(), injected);
+    m.insert(
+        "retries_per_fault".to_owned(),
+        if injected > 0.0 {
+            sum_where("fault_retries") / injected
+        } else {
+            f64::NAN
+        },
+    );
+    m.insert(
+        "time_lost_to_faults_ms".to_owned(),
+        sum_where("fault_time_lost_ms"),
     );
     let traced = trials.iter().filter(|t| is_trace_id(&t.trace_id)).count();
     m.insert("trace_id_coverage".to_owned(), rate(traced, n));

@@ -6,7 +6,7 @@
 //! Constraints: `confirmation_before_write`, `one_of`, `tool_order`, `max_retries_per_tool`,
 //! `within_budget`. Outcome: `output_assertions`, and `task_success`, which sums up the outcome.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use gauntlet_model::matcher::state_expectations;
 use gauntlet_model::{
@@ -35,6 +35,7 @@ pub fn evaluate(case: &Case, trajectory: &Trajectory, final_state: &Value) -> Ve
     scores.push(argument_schema_validity(trajectory));
     scores.push(duplicate_side_effects(trajectory));
     constraint_scores(case, trajectory, &mut scores);
+    scores.extend(crate::faults::fault_scores(case, trajectory));
     let task_success = task_success(case, &scores);
     scores.push(task_success);
     scores
@@ -424,16 +425,20 @@ fn step_efficiency(optimal: u32, trajectory: &Trajectory) -> Score {
     s
 }
 
-/// `LoopDetection`: repeated identical calls (same tool, same arguments).
+/// `LoopDetection`: repeated identical calls (same tool, same arguments). A retry of a call
+/// whose last attempt failed is not a loop (the article's harness has no faults; ours does, and
+/// scores retries by the fault verdicts instead).
 fn loop_detection(trajectory: &Trajectory) -> Score {
-    let mut seen = HashSet::new();
+    let mut last_failed: std::collections::HashMap<(&str, String), bool> = Default::default();
     let mut duplicates = Vec::new();
     let mut total = 0;
     for (i, c) in tool_call_indexes(trajectory) {
         total += 1;
-        if !seen.insert((c.tool.as_str(), canonical(&c.arguments))) {
+        let key = (c.tool.as_str(), canonical(&c.arguments));
+        if last_failed.get(&key) == Some(&false) {
             duplicates.push(i);
         }
+        last_failed.insert(key, c.error.is_some());
     }
     let ratio = if total > 0 {
         duplicates.len() as f64 / total as f64
@@ -455,7 +460,7 @@ fn loop_detection(trajectory: &Trajectory) -> Score {
 }
 
 /// Compact JSON with sorted keys (the article's `json.dumps(sort_keys=True)` up to spacing).
-fn canonical(v: &Value) -> String {
+pub(crate) fn canonical(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
             Value::Object(m) => {

@@ -8,6 +8,7 @@
 mod aggregate;
 mod compare;
 mod evaluators;
+pub mod faults;
 mod gates;
 mod rubric;
 mod sequence;

@@ -50,6 +50,8 @@ fn call(i: usize, tool: &str, args: Value) -> Event {
         fault: None,
         idempotency_key: None,
         state_changes: Vec::new(),
+        idempotent_replay: false,
+        at_ms: 0.0,
         latency_ms: 0.0,
     }))
 }

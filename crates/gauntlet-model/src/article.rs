@@ -109,6 +109,8 @@ impl AgentTrajectory {
                     fault: None,
                     idempotency_key: None,
                     state_changes: Vec::new(),
+                    idempotent_replay: false,
+                    at_ms: 0.0,
                     latency_ms: tc.execution_time_ms,
                 })));
             }

@@ -115,7 +115,9 @@ impl Case {
             out.push((format!("expected_tools[{i}]"), t.as_str()));
         }
         for (i, f) in self.faults.iter().enumerate() {
-            out.push((format!("faults[{i}].tool"), f.tool.as_str()));
+            if let Some(t) = &f.tool {
+                out.push((format!("faults[{i}].tool"), t.as_str()));
+            }
         }
         for (i, s) in self.reference_trajectory.iter().enumerate() {
             if let Some(t) = &s.tool {
@@ -215,18 +217,29 @@ pub enum FaultKind {
     Unavailable,
 }
 
-/// One scheduled fault: which tool, which call, which kind.
+/// One fault rule: which calls fail (by tool, by kind of tool, by call number, by chance) and how.
+///
+/// In a case, a rule usually names its `tool`; in a suite-wide profile it may name `on: read` or
+/// `on: write` instead. With `probability`, each matching call fails with that chance, drawn from
+/// the trial's seed, so the same seed always gives the same schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultSpec {
-    /// The tool whose call fails.
-    pub tool: String,
-    /// Which calls of that tool fail, 1-based; every call when empty.
+    /// The tool whose calls fail (any tool when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Only tools of this kind (`read` or `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<crate::world::ToolKind>,
+    /// Which calls of the tool fail, 1-based; every call when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<u32>,
+    /// The chance that a matching call fails (1 when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
     /// What failure is injected.
     pub kind: FaultKind,
-    /// Seconds the agent is told to wait (429 only).
+    /// Seconds the agent is told to wait (429 only; 1 when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<f64>,
 }
@@ -257,7 +270,7 @@ pub struct UserReply {
 }
 
 /// One step of a reference trajectory or named script: exactly one of `tool`, `confirm`, `ask`,
-/// `say` or `answer`.
+/// `say`, `wait_ms` or `answer`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceStep {
@@ -282,6 +295,9 @@ pub struct ReferenceStep {
     /// The final answer; ends the trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// Wait this many milliseconds (scripted backoff; the trial clock advances without sleeping).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
     /// Repeat this step this many times (scripted loops); 1 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
@@ -296,6 +312,7 @@ impl ReferenceStep {
             self.ask.is_some(),
             self.say.is_some(),
             self.answer.is_some(),
+            self.wait_ms.is_some(),
         ]
         .into_iter()
         .filter(|b| *b)

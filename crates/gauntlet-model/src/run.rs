@@ -52,6 +52,9 @@ pub struct RunHeader {
     pub started_at: String,
     /// Content hashes of the harness, worlds, dataset, agent and config.
     pub versions: Versions,
+    /// The suite-wide fault profile applied, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_profile: Option<String>,
     /// The suite's rubric, kept so that a stored run can be re-decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<crate::rubric::RubricDef>,

@@ -68,6 +68,24 @@ pub enum Event {
         /// Whether the answer approves the action.
         approved: bool,
     },
+    /// The simulator injected a fault into the tool call that follows.
+    FaultInjected {
+        /// The call it hit.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The failure.
+        kind: FaultKind,
+        /// Where the rule came from: `case`, or `profile:NAME`.
+        source: String,
+    },
+    /// The agent waited (a scripted backoff advances the trial clock without sleeping).
+    Wait {
+        /// The agent step it belongs to.
+        step: u32,
+        /// Milliseconds waited.
+        ms: f64,
+    },
     /// A call of a world tool, with its result or error.
     ToolCall(Box<ToolCall>),
     /// One model call made through the gateway.
@@ -126,6 +144,13 @@ pub struct ToolCall {
     /// State transitions this call caused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub state_changes: Vec<StateChange>,
+    /// Whether the call was answered from an earlier call with the same idempotency key,
+    /// without applying its effect again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent_replay: bool,
+    /// When the call started, in milliseconds on the trial clock (0 at the user's request).
+    #[serde(default)]
+    pub at_ms: f64,
     /// Time spent in the simulator, in milliseconds.
     #[serde(default)]
     pub latency_ms: f64,

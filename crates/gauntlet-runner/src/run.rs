@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use gauntlet_agent::{Agent, AgentInput, ScriptedUser, SimulatedEnvironment};
 use gauntlet_model::{Case, Context, TrialRecord, TrialStatus};
-use gauntlet_world::{Simulator, World};
+use gauntlet_world::{FaultPlan, Simulator, World};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 
@@ -23,6 +23,8 @@ pub struct TrialPlan {
     pub epoch: u32,
     /// The trial's seed.
     pub seed: u64,
+    /// The faults to inject: the case's rules, then the run's profile.
+    pub faults: FaultPlan,
     /// The W3C trace id.
     pub trace_id: String,
 }
@@ -130,7 +132,7 @@ async fn run_one(trial: TrialPlan, agent: Arc<dyn Agent>, timeout: Duration) -> 
         Arc::clone(&trial.world),
         trial.initial_state.clone(),
         trial.context.clone(),
-        case.faults.clone(),
+        trial.faults.clone(),
     );
     let mut env = SimulatedEnvironment::new(
         simulator,

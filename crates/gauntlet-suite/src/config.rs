@@ -36,6 +36,12 @@ pub struct SuiteConfig {
     /// A rubric: a preset name (`lesson`, `article`) or a definition.
     #[serde(default)]
     pub rubric: Option<RubricConfig>,
+    /// Named suite-wide fault profiles: rules applied to every case (`--faults NAME`).
+    #[serde(default)]
+    pub fault_profiles: std::collections::BTreeMap<String, Vec<gauntlet_model::FaultSpec>>,
+    /// The profile used when `--faults` is not given (none when absent).
+    #[serde(default)]
+    pub fault_profile: Option<String>,
 }
 
 /// A rubric in the configuration.

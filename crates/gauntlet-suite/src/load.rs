@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gauntlet_eval::{CompiledGate, CompiledRubric};
 use gauntlet_model::matcher::state_expectations;
-use gauntlet_model::{Matcher, WorldSpec};
+use gauntlet_model::{FaultKind, FaultSpec, Matcher, ToolKind, WorldSpec};
 use gauntlet_world::{World, merge_state};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -137,6 +137,7 @@ impl Suite {
             problems.push(Diagnostic::at(&config_file, 1, 1, "the suite has no cases"));
         }
         check_cases(&cases, &worlds, worlds_complete, &mut problems);
+        check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
 
         if !problems.is_empty() {
             problems.sort();
@@ -443,6 +444,16 @@ fn check_cases(
                 }
             }
         }
+        for (i, f) in case.faults.iter().enumerate() {
+            let kind = f
+                .tool
+                .as_deref()
+                .and_then(|t| world.spec().tool(t))
+                .map(|t| t.kind);
+            for (field, message) in fault_problems(f, kind) {
+                problems.push(lc.diagnostic(&format!("/faults/{i}{field}"), message));
+            }
+        }
         if let Some(v) = case.expected_outcome.get("confirmation_required")
             && !v.is_boolean()
         {
@@ -451,6 +462,83 @@ fn check_cases(
                 "`confirmation_required` takes true or false",
             ));
         }
+    }
+}
+
+/// Problems with one fault rule; `tool_kind` is the kind of the tool it names, when known.
+fn fault_problems(f: &FaultSpec, tool_kind: Option<ToolKind>) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(p) = f.probability
+        && !(0.0..=1.0).contains(&p)
+    {
+        out.push((
+            "/probability",
+            format!("probability must be between 0 and 1, not {p}"),
+        ));
+    }
+    if f.retry_after_s.is_some() && f.kind != FaultKind::RateLimited {
+        out.push((
+            "/retry_after_s",
+            "retry_after_s applies to rate_limited faults only".to_owned(),
+        ));
+    }
+    let kind = tool_kind.or(f.on);
+    if f.kind == FaultKind::LostResponse && kind == Some(ToolKind::Read) {
+        out.push((
+            "/kind",
+            "a lost response needs a write (a read has no effect to apply)".to_owned(),
+        ));
+    }
+    if f.calls.contains(&0) {
+        out.push(("/calls", "call numbers start at 1".to_owned()));
+    }
+    out
+}
+
+fn check_fault_profiles(
+    config: &SuiteConfig,
+    worlds: &BTreeMap<String, LoadedWorld>,
+    file: &Path,
+    spans: &SpanIndex,
+    problems: &mut Vec<Diagnostic>,
+) {
+    for (name, rules) in &config.fault_profiles {
+        for (i, f) in rules.iter().enumerate() {
+            let at = format!(
+                "/fault_profiles/{}/{i}",
+                gauntlet_model::path::escape_segment(name)
+            );
+            let mut kind = None;
+            if let Some(tool) = &f.tool {
+                match worlds.values().find_map(|w| w.world.spec().tool(tool)) {
+                    Some(t) => kind = Some(t.kind),
+                    None => {
+                        let (line, col) = spans.locate(&format!("{at}/tool"));
+                        problems.push(Diagnostic::at(
+                            file,
+                            line,
+                            col,
+                            format!("no world has tool `{tool}`"),
+                        ));
+                    }
+                }
+            }
+            for (field, message) in fault_problems(f, kind) {
+                let (line, col) = spans.locate(&format!("{at}{field}"));
+                problems.push(Diagnostic::at(file, line, col, message));
+            }
+        }
+    }
+    if let Some(p) = &config.fault_profile
+        && !config.fault_profiles.contains_key(p)
+    {
+        let (line, col) = spans.locate("/fault_profile");
+        problems.push(Diagnostic::at(
+            file,
+            line,
+            col,
+            format!("no fault profile `{p}` under fault_profiles"),
+        ));
     }
 }
 
@@ -488,6 +576,8 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         datasets: Vec::new(),
         gates: doc.value.gates,
         rubric: None,
+        fault_profiles: Default::default(),
+        fault_profile: None,
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);
     if problems.is_empty() {

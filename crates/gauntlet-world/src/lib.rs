@@ -13,6 +13,6 @@ mod world;
 
 pub use declarative::DeclarativeHandler;
 pub use handler::{HandlerContext, ToolHandler};
-pub use simulator::Simulator;
+pub use simulator::{FaultPlan, FaultRule, Simulator};
 pub use state::merge_state;
 pub use world::{World, WorldError};

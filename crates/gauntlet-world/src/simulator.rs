@@ -1,7 +1,9 @@
-//! One trial's world: its own state, the event log, faults and the side-effect log.
+//! One trial's world: its own state, the event log, faults, the clock and the side-effect log.
 //!
 //! Every call is recorded whatever happens to it: unknown tool, invalid arguments (400),
 //! missing scope (403), injected fault, handler error, or success with its state transitions.
+//! A write repeated with an idempotency key already applied is answered from the first call
+//! without applying its effect again, as an idempotent API would.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,21 +17,71 @@ use serde_json::Value;
 use crate::handler::HandlerContext;
 use crate::world::World;
 
+/// A fault rule and where it came from (`case`, or `profile:NAME`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultRule {
+    /// The rule.
+    pub spec: FaultSpec,
+    /// Its origin, recorded in fault events.
+    pub source: String,
+}
+
+/// The faults of one trial: the rules, and the seed their probabilities are drawn from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FaultPlan {
+    /// Rules in order; the first that matches a call decides its fault.
+    pub rules: Vec<FaultRule>,
+    /// The trial's seed.
+    pub seed: u64,
+}
+
+impl FaultPlan {
+    /// The rule hitting the `nth` call (1-based) of `tool`, if any. Deterministic: the draw for
+    /// a probabilistic rule depends only on the seed, the rule, the tool and `nth`.
+    fn hit(&self, tool: &str, kind: Option<ToolKind>, nth: u32) -> Option<(usize, &FaultRule)> {
+        self.rules.iter().enumerate().find(|(i, r)| {
+            let f = &r.spec;
+            f.tool.as_deref().is_none_or(|t| t == tool)
+                && f.on.is_none_or(|k| Some(k) == kind)
+                && (f.calls.is_empty() || f.calls.contains(&nth))
+                && f.probability
+                    .is_none_or(|p| unit_draw(self.seed, *i, tool, nth) < p)
+        })
+    }
+}
+
+/// A uniform draw in [0, 1) from a hash of its inputs (SHA-256, first 8 bytes).
+fn unit_draw(seed: u64, rule: usize, tool: &str, nth: u32) -> f64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(seed.to_le_bytes());
+    h.update((rule as u64).to_le_bytes());
+    h.update(tool.as_bytes());
+    h.update(nth.to_le_bytes());
+    let d = h.finalize();
+    let x = u64::from_le_bytes(d[..8].try_into().unwrap_or_default());
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// A running trial's world.
 pub struct Simulator {
     world: Arc<World>,
     state: Value,
     context: Context,
-    faults: Vec<FaultSpec>,
+    faults: FaultPlan,
     events: Vec<Event>,
     side_effects: Vec<SideEffect>,
     calls_per_tool: std::collections::HashMap<String, u32>,
+    /// Results of applied writes by idempotency key: (tool, result).
+    idempotent: std::collections::HashMap<String, (String, Value)>,
     next_call: u32,
+    started: Instant,
+    waited_ms: f64,
 }
 
 impl Simulator {
     /// A fresh trial over its own copy of the state.
-    pub fn new(world: Arc<World>, state: Value, context: Context, faults: Vec<FaultSpec>) -> Self {
+    pub fn new(world: Arc<World>, state: Value, context: Context, faults: FaultPlan) -> Self {
         Simulator {
             world,
             state,
@@ -38,8 +90,22 @@ impl Simulator {
             events: Vec::new(),
             side_effects: Vec::new(),
             calls_per_tool: Default::default(),
+            idempotent: Default::default(),
             next_call: 0,
+            started: Instant::now(),
+            waited_ms: 0.0,
         }
+    }
+
+    /// The trial clock in milliseconds: wall time since the start plus scripted waits.
+    pub fn now_ms(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1000.0 + self.waited_ms
+    }
+
+    /// Advances the trial clock without sleeping (a scripted agent's backoff) and records it.
+    pub fn wait(&mut self, step: u32, ms: f64) {
+        self.waited_ms += ms.max(0.0);
+        self.events.push(Event::Wait { step, ms });
     }
 
     /// The world this trial runs in.
@@ -73,6 +139,7 @@ impl Simulator {
             *n += 1;
             *n
         };
+        let at_ms = self.now_ms();
         let mut call = ToolCall {
             id: id.clone(),
             step,
@@ -85,6 +152,8 @@ impl Simulator {
             fault: None,
             idempotency_key,
             state_changes: Vec::new(),
+            idempotent_replay: false,
+            at_ms,
             latency_ms: 0.0,
         };
         let outcome = self.execute(&mut call, nth);
@@ -132,13 +201,27 @@ impl Simulator {
                 ),
             ));
         }
+        if tool.spec.kind == ToolKind::Write
+            && let Some(key) = &call.idempotency_key
+            && let Some((first_tool, result)) = self.idempotent.get(key)
+            && *first_tool == call.tool
+        {
+            call.idempotent_replay = true;
+            return Ok(result.clone());
+        }
         let fault = self
             .faults
-            .iter()
-            .find(|f| f.tool == call.tool && (f.calls.is_empty() || f.calls.contains(&nth)))
-            .cloned();
-        if let Some(f) = &fault {
+            .hit(&call.tool, Some(tool.spec.kind), nth)
+            .map(|(_, r)| r.clone());
+        if let Some(rule) = &fault {
+            let f = &rule.spec;
             call.fault = Some(f.kind);
+            self.events.push(Event::FaultInjected {
+                call_id: call.id.clone(),
+                tool: call.tool.clone(),
+                kind: f.kind,
+                source: rule.source.clone(),
+            });
             let injected = match f.kind {
                 FaultKind::Timeout => Some(error(504, "timed out".to_owned())),
                 FaultKind::RateLimited => Some(ToolError {
@@ -164,6 +247,10 @@ impl Simulator {
                 call.state_changes = cx.into_changes();
                 if tool.spec.kind == ToolKind::Write {
                     self.log_side_effect(call);
+                    if let Some(key) = &call.idempotency_key {
+                        self.idempotent
+                            .insert(key.clone(), (call.tool.clone(), value.clone()));
+                    }
                 }
                 if call.fault == Some(FaultKind::LostResponse) {
                     return Err(error(504, "timed out waiting for the response".to_owned()));

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use gauntlet_model::{Context, Event, FaultKind, FaultSpec, WorldSpec};
-use gauntlet_world::{Simulator, World};
+use gauntlet_world::{FaultPlan, FaultRule, Simulator, World};
 use serde_json::{Value, json};
 
 fn world() -> Arc<World> {
@@ -37,7 +37,14 @@ fn sim(scopes: &[&str], faults: Vec<FaultSpec>) -> Simulator {
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         ..Default::default()
     };
-    Simulator::new(w, state, context, faults)
+    let rules = faults
+        .into_iter()
+        .map(|spec| FaultRule {
+            spec,
+            source: "case".into(),
+        })
+        .collect();
+    Simulator::new(w, state, context, FaultPlan { rules, seed: 7 })
 }
 
 fn calls(events: &[Event]) -> Vec<&gauntlet_model::ToolCall> {
@@ -128,13 +135,17 @@ fn list_filters_skip_absent_arguments() {
 fn scheduled_faults_hit_the_named_calls_only() {
     let faults = vec![
         FaultSpec {
-            tool: "get".into(),
+            tool: Some("get".into()),
+            on: None,
+            probability: None,
             calls: vec![2],
             kind: FaultKind::RateLimited,
             retry_after_s: Some(3.0),
         },
         FaultSpec {
-            tool: "bump".into(),
+            tool: Some("bump".into()),
+            on: None,
+            probability: None,
             calls: vec![],
             kind: FaultKind::LostResponse,
             retry_after_s: None,

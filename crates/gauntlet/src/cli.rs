@@ -103,6 +103,10 @@ pub struct RunArgs {
     /// Wall-time limit of one trial, in seconds; a trial over it ends with status error.
     #[arg(long, default_value_t = 300.0)]
     pub trial_timeout: f64,
+    /// Apply a suite-wide fault profile from gauntlet.yaml's `fault_profiles` (`none` for none;
+    /// default: the suite's `fault_profile`).
+    #[arg(long)]
+    pub faults: Option<String>,
     /// Only run cases whose id contains this text.
     #[arg(long)]
     pub filter: Option<String>,

@@ -511,41 +511,77 @@ fn runs_lists_past_runs() {
         "{}",
         o.stdout
     );
-    assert!(o.stdout.contains("14/14"), "{}", o.stdout);
+    assert!(o.stdout.contains("22/22"), "{}", o.stdout);
 }
 
 #[test]
-fn epochs_and_concurrency_give_the_same_verdicts() {
+fn fault_schedules_and_verdicts_are_the_same_across_runs_and_concurrency() {
     let (_tmp, suite) = example();
-    let verdicts = |conc: &str| -> Vec<(String, u64, String)> {
-        let o = run(&[
+    let (d1, d8, again) = (suite.join("c1"), suite.join("c8"), suite.join("again"));
+    let schedule = |conc: &str, out: &Path| -> Vec<(String, u64, String, Vec<Value>)> {
+        run(&[
             "run",
             s(&suite),
-            "--agent",
-            "script:over-budget",
+            "--faults",
+            "flaky-network",
             "--epochs",
             "2",
             "--concurrency",
             conc,
-            "--json",
+            "--out",
+            s(out),
+            "--quiet",
         ]);
-        let v: Value = serde_json::from_str(&o.stdout).unwrap();
-        v["trials"]
-            .as_array()
+        let mut trials: Vec<Value> = std::fs::read_to_string(out.join("trials.jsonl"))
             .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        trials.sort_by_key(|t| {
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64().unwrap(),
+            )
+        });
+        trials
             .iter()
             .map(|t| {
+                let faults: Vec<Value> = t["trajectory"]["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["type"] == "fault_injected")
+                    .cloned()
+                    .chain(
+                        t["scores"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|s| {
+                                s["name"].as_str().unwrap().starts_with("fault_")
+                                    && s["name"] != "fault_time_lost_ms"
+                            })
+                            .cloned(),
+                    )
+                    .collect();
                 (
                     t["case_id"].as_str().unwrap().to_owned(),
                     t["epoch"].as_u64().unwrap(),
                     t["status"].to_string(),
+                    faults,
                 )
             })
             .collect()
     };
-    let one = verdicts("1");
-    assert_eq!(one.len(), 28);
-    assert_eq!(one, verdicts("8"));
+    let one = schedule("1", &d1);
+    assert_eq!(one.len(), 44);
+    let injected: usize = one
+        .iter()
+        .map(|(_, _, _, f)| f.iter().filter(|e| e["type"] == "fault_injected").count())
+        .sum();
+    assert!(injected > 10, "the profile injects faults: {injected}");
+    assert_eq!(one, schedule("8", &d8));
+    assert_eq!(one, schedule("3", &again));
 }
 
 /// What users read, with run ids and temporary paths redacted.
@@ -685,7 +721,7 @@ fn compare_reports_trials_present_in_one_run_only() {
     ]);
     let c: Value = serde_json::from_str(&run(&["compare", s(&a), s(&b), "--json"]).stdout).unwrap();
     assert_eq!(c["pairs"], 2);
-    assert_eq!(c["only_in_a"].as_array().unwrap().len(), 12);
+    assert_eq!(c["only_in_a"].as_array().unwrap().len(), 20);
     assert!(
         c["warnings"]
             .as_array()
@@ -786,4 +822,132 @@ fn the_same_run_gives_byte_identical_statistics() {
         pick(&stored),
         "re-deciding recomputes the very same statistics"
     );
+}
+
+#[test]
+fn each_fault_kind_passes_a_careful_agent_and_fails_a_naive_one_for_the_tables_reason() {
+    let (_tmp, suite) = example();
+    let verdicts = |agent: &str| -> Value {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--filter",
+            "fault-",
+            "--agent",
+            agent,
+            "--json",
+        ]);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let good = verdicts("script:reference");
+    let bad = verdicts("script:naive");
+    let expected = [
+        ("fault-timeout", "fault_timeout", "without backing off"),
+        (
+            "fault-rate-limited",
+            "fault_rate_limited",
+            "retry-after was 2000 ms",
+        ),
+        (
+            "fault-bad-request",
+            "fault_bad_request",
+            "sent the same arguments again",
+        ),
+        ("fault-forbidden", "fault_forbidden", "again after a 403"),
+        (
+            "fault-not-found",
+            "fault_not_found",
+            "acted on the missing entity",
+        ),
+        (
+            "fault-empty",
+            "fault_empty",
+            "did not say that nothing was found",
+        ),
+        (
+            "fault-lost-response",
+            "fault_lost_response",
+            "without the original idempotency key",
+        ),
+        (
+            "fault-unavailable",
+            "fault_unavailable",
+            "neither used an alternative nor told the user",
+        ),
+    ];
+    let score = |results: &Value, case: &str, name: &str| -> Value {
+        let trial = results["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["case_id"] == case)
+            .unwrap()
+            .clone();
+        trial["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{case}: no {name}"))
+            .clone()
+    };
+    for (case, name, reason) in expected {
+        let g = score(&good, case, name);
+        assert_eq!(g["passed"], true, "{case} reference: {g}");
+        let b = score(&bad, case, name);
+        assert_eq!(b["passed"], false, "{case} naive: {b}");
+        assert!(
+            b["details"].to_string().contains(reason),
+            "{case}: `{reason}` not in {}",
+            b["details"]
+        );
+    }
+    assert_eq!(good["verdict"], "passed");
+    assert_eq!(good["metrics"]["faults_injected"], 9.0);
+}
+
+#[test]
+fn a_naive_retry_after_a_lost_response_double_applies_and_fails_the_gate() {
+    let (_tmp, suite) = example();
+    let bad: Value = serde_json::from_str(
+        &run(&[
+            "run",
+            s(&suite),
+            "--filter",
+            "fault-lost-response",
+            "--agent",
+            "script:naive",
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert!(bad["metrics"]["duplicate_side_effects"].as_f64().unwrap() > 0.0);
+    assert!(failed_gates(&bad).contains(&"no duplicate side effects".to_owned()));
+    let good: Value = serde_json::from_str(
+        &run(&[
+            "run",
+            s(&suite),
+            "--filter",
+            "fault-lost-response",
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(good["metrics"]["duplicate_side_effects"], 0.0);
+    assert_eq!(good["verdict"], "passed");
+    // The retry with the same key was answered from the first call, not applied again.
+    assert_eq!(
+        good["trials"][0]["final_state"]["incidents"]["INC-004217"]["status"],
+        "closed"
+    );
+}
+
+#[test]
+fn an_unknown_fault_profile_is_an_input_error() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--faults", "cosmic-rays"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("flaky-network"), "{}", o.stderr);
 }

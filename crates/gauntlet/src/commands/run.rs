@@ -8,6 +8,7 @@ use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
 use gauntlet_store::{Index, RunWriter};
 use gauntlet_suite::sha256_hex;
+use gauntlet_world::{FaultPlan, FaultRule};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::RunArgs;
@@ -75,6 +76,40 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             }
         };
 
+    let profile_name = match args.faults.as_deref() {
+        Some("none") => None,
+        Some(name) => Some(name.to_owned()),
+        None => suite.config.fault_profile.clone(),
+    };
+    let profile: Vec<FaultRule> = match &profile_name {
+        None => Vec::new(),
+        Some(name) => match suite.config.fault_profiles.get(name) {
+            Some(rules) => rules
+                .iter()
+                .map(|spec| FaultRule {
+                    spec: spec.clone(),
+                    source: format!("profile:{name}"),
+                })
+                .collect(),
+            None => {
+                let known: Vec<&str> = suite
+                    .config
+                    .fault_profiles
+                    .keys()
+                    .map(String::as_str)
+                    .collect();
+                return Err(ExpectedError::input(format!(
+                    "no fault profile `{name}` in {} (it has: {})",
+                    suite.config_file.display(),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        },
+    };
     let started_at = now();
     let run_id = new_run_id();
     let header = RunHeader {
@@ -96,6 +131,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             agent: sha256_hex(agent_spec.as_bytes()),
             config: suite.config_hash.clone(),
         },
+        fault_profile: profile_name.clone(),
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
     };
 
@@ -109,14 +145,29 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             .context
             .clone()
             .unwrap_or_else(|| world.world.spec().default_context.clone());
+        let case_rules: Vec<FaultRule> = lc
+            .case
+            .faults
+            .iter()
+            .map(|spec| FaultRule {
+                spec: spec.clone(),
+                source: "case".to_owned(),
+            })
+            .chain(profile.iter().cloned())
+            .collect();
         for epoch in 0..epochs {
+            let seed = trial_seed(seed, &lc.case.case_id, epoch);
             trials.push(TrialPlan {
                 case: Arc::clone(&case),
                 world: Arc::clone(&world.world),
                 initial_state: initial_state.clone(),
                 context: context.clone(),
                 epoch,
-                seed: trial_seed(seed, &lc.case.case_id, epoch),
+                seed,
+                faults: FaultPlan {
+                    rules: case_rules.clone(),
+                    seed,
+                },
                 trace_id: trace_id(&run_id, &lc.case.case_id, epoch),
             });
         }

@@ -89,6 +89,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             agent: String::new(),
             config: suite.config_hash.clone(),
         },
+        fault_profile: None,
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
     };
     if let Some(out) = &args.out {
