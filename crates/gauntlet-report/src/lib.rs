@@ -1,11 +1,19 @@
-//! Rendering results for people: the terminal summary (more formats grow here).
+//! Rendering results for people: the terminal summary, the comparison view, and the stored-run
+//! formats (single-file HTML, JUnit XML, Markdown).
 //!
-//! Reports read only the canonical [`gauntlet_model::RunResults`], so a stored run renders
-//! exactly as the live run did.
+//! Reports read only the canonical [`gauntlet_model::RunResults`] (plus the trial records for the
+//! HTML trajectory viewer), so a stored run renders exactly as the live run did.
 #![warn(missing_docs)]
 
 mod compare;
+mod html;
+mod junit;
+mod markdown;
+mod svg;
 mod terminal;
 
 pub use compare::render_comparison;
+pub use html::{ReportError, render_html};
+pub use junit::render_junit;
+pub use markdown::render_markdown;
 pub use terminal::{SummaryOptions, render_summary};

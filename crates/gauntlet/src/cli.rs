@@ -78,6 +78,22 @@ pub enum Command {
     },
     /// Print the JSON Schema of results.json.
     Schema,
+    /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
+    ///
+    /// Example: gauntlet report RUN_DIR --format html --out report.html
+    Report {
+        /// The run folder.
+        run: PathBuf,
+        /// The format.
+        #[arg(long, value_enum, default_value = "html")]
+        format: crate::commands::report::Format,
+        /// Write to this file instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A baseline run: the HTML report opens with the paired comparison against it.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+    },
 }
 
 /// Arguments of `gauntlet run`.
@@ -110,6 +126,9 @@ pub struct RunArgs {
     /// Only run cases whose id contains this text.
     #[arg(long)]
     pub filter: Option<String>,
+    /// Also write these reports into the run folder (report.html, junit.xml, summary.md).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub report: Vec<crate::commands::report::Format>,
     /// Print nothing but errors (the exit code tells the verdict).
     #[arg(long, short, conflicts_with = "json")]
     pub quiet: bool,

@@ -951,3 +951,246 @@ fn an_unknown_fault_profile_is_an_input_error() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("flaky-network"), "{}", o.stderr);
 }
+
+/// Runs a Python checker; `None` (and a note) when its tools are not installed.
+fn python_check(script: &str, args: &[&str]) -> Option<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/browser")
+        .join(script);
+    let out = std::process::Command::new("python3")
+        .arg(path)
+        .args(args)
+        .output()
+        .ok()?;
+    match out.status.code() {
+        Some(0) => Some(serde_json::from_slice(&out.stdout).unwrap()),
+        Some(3) => {
+            eprintln!("skipped: {}", String::from_utf8_lossy(&out.stderr).trim());
+            None
+        }
+        _ => panic!("{script} failed: {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn the_html_report_renders_in_chromium_with_gates_plots_and_a_timeline() {
+    let (tmp, suite) = example();
+    let out = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out),
+        "--report",
+        "html,junit,md",
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let html = out.join("report.html");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !text.contains("http://")
+            || text
+                .matches("http://")
+                .all(|_| text.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+    );
+    assert!(
+        !text.contains("https://"),
+        "the report must not reach the network"
+    );
+    let shot = tmp.path().join("report.png");
+    let Some(r) = python_check("check_report.py", &["render", s(&html), s(&shot)]) else {
+        return;
+    };
+    assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
+    assert_eq!(r["requests"], serde_json::json!([]), "{r}");
+    assert_eq!(r["verdict"], "FAILED");
+    assert_eq!(
+        r["gate_rows"].as_u64().unwrap(),
+        5 + 6,
+        "5 gates and 6 rubric dimensions"
+    );
+    assert!(r["failed_gate_rows"].as_u64().unwrap() >= 2, "{r}");
+    assert!(r["charts"].as_u64().unwrap() >= 4, "{r}");
+    assert_eq!(r["trial_rows"], 22);
+    assert_eq!(r["visible_failed_rows"], 8);
+    assert_eq!(r["opened"], true, "{r}");
+    assert!(r["visible_timeline_events"].as_u64().unwrap() >= 4, "{r}");
+    assert!(r["tool_call_events"].as_u64().unwrap() >= 1, "{r}");
+    assert!(r["evaluator_rows"].as_u64().unwrap() >= 8, "{r}");
+    assert_eq!(r["screenshot_blank"], false);
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+}
+
+#[test]
+fn script_payloads_in_agent_and_tool_text_never_run_in_the_report() {
+    let (tmp, suite) = example();
+    let payloads = [
+        "<script>window.__pwned=1</script>",
+        "<img src=x onerror=\"window.__pwned=2\">",
+        "\"><svg onload=\"window.__pwned=3\">",
+        "<a href=\"javascript:window.__pwned=4\">click</a>",
+        "</pre></details></section><script>window.__pwned=5</script>",
+        "</script><script>window.__pwned=6</script><!--",
+    ];
+    let all = payloads.join(" ");
+    let trajectory = serde_json::json!({
+        "task_id": "TC-SQL-FIX-001",
+        "goal": all,
+        "final_answer": all,
+        "final_state": {"max_connections": all, "status": "healthy"},
+        "steps": [{
+            "step_number": 1,
+            "thought": all,
+            "tool_calls": [{"tool_name": format!("read_log_file{}", payloads[1]), "arguments": {"file_path": all}, "observation": all}]
+        }]
+    });
+    let file = tmp.path().join("evil.json");
+    std::fs::write(&file, trajectory.to_string()).unwrap();
+    let out = suite.join("evil-run");
+    let o = run(&[
+        "score",
+        s(&file),
+        "--cases",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let html = tmp.path().join("evil.html");
+    let o = run(&["report", s(&out), "--format", "html", "--out", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let md = run(&["report", s(&out), "--format", "md"]).stdout;
+    // Every `<` of run text is escaped (`\<`); the only raw tag is the footer's own `<sub>`.
+    for line in md.lines().filter(|l| !l.starts_with("<sub>run ")) {
+        let bytes = line.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            assert!(
+                *b != b'<' || (i > 0 && bytes[i - 1] == b'\\'),
+                "unescaped < in: {line}"
+            );
+        }
+    }
+    let shot = tmp.path().join("evil.png");
+    let Some(r) = python_check("check_report.py", &["xss", s(&html), s(&shot)]) else {
+        return;
+    };
+    assert_eq!(r["pwned"], Value::Null, "an injected script ran: {r}");
+    assert_eq!(r["dialogs"], serde_json::json!([]));
+    assert_eq!(r["injected_elements"], 0, "{r}");
+    assert_eq!(r["scripts"], 1, "only the report's own script");
+    assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
+    // The payloads are shown as text, not stripped.
+    assert!(
+        r["body_text"]
+            .as_str()
+            .unwrap()
+            .contains("<script>window.__pwned=1</script>")
+    );
+}
+
+#[test]
+fn the_junit_file_is_read_by_a_real_junit_consumer() {
+    let (_tmp, suite) = example();
+    let out = suite.join("out");
+    run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out),
+        "--report",
+        "junit",
+        "--quiet",
+        "--epochs",
+        "2",
+    ]);
+    let junit = out.join("junit.xml");
+    let text = std::fs::read_to_string(&junit).unwrap();
+    assert!(text.starts_with("<?xml"));
+    let Some(r) = python_check("check_junit.py", &[s(&junit)]) else {
+        return;
+    };
+    assert_eq!(r["suites"], 22);
+    assert_eq!(r["cases"], 44);
+    assert_eq!(r["tests_attr"], 44);
+    assert_eq!(r["failures"], 16);
+    assert_eq!(r["errors"], 0);
+    assert!(
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.as_str().unwrap().contains("confirmation_before_write"))
+    );
+}
+
+#[test]
+fn the_markdown_summary_has_the_verdict_gates_and_top_failures() {
+    let (_tmp, suite) = example();
+    let out = suite.join("out");
+    run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:forbidden",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    let md = run(&["report", s(&out), "--format", "md"]).stdout;
+    assert!(
+        md.starts_with("## gauntlet · incident-desk · ❌ failed"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| no critical policy violations | **FAIL** |"),
+        "{md}"
+    );
+    assert!(md.contains("### Top failures"), "{md}");
+    assert!(md.contains("forbidden\\_tool\\_used"), "{md}");
+    assert!(
+        !md.contains("](") && !md.contains("http"),
+        "link-free: {md}"
+    );
+}
+
+#[test]
+fn the_html_report_shows_the_comparison_against_a_baseline() {
+    let (tmp, suite) = example();
+    let (a, b) = (suite.join("a"), suite.join("b"));
+    run(&["run", s(&suite), "--out", s(&a), "--quiet", "--epochs", "3"]);
+    run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&b),
+        "--quiet",
+        "--epochs",
+        "3",
+        "--agent",
+        "script:flaky",
+    ]);
+    let html = tmp.path().join("cmp.html");
+    assert_eq!(
+        run(&["report", s(&b), "--baseline", s(&a), "--out", s(&html)]).code,
+        0
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<section id=\"compare\">"));
+    assert!(
+        text.contains("B is worse by"),
+        "the verdict in words is shown"
+    );
+    assert!(text.contains("changed: agent (script:reference → script:flaky)"));
+    let shot = tmp.path().join("cmp.png");
+    let Some(r) = python_check("check_report.py", &["render", s(&html), s(&shot)]) else {
+        return;
+    };
+    assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
+    assert!(r["charts"].as_u64().unwrap() >= 5, "{r}");
+}

@@ -3,6 +3,7 @@
 mod check;
 mod compare;
 mod gate;
+pub mod report;
 mod run;
 mod runs;
 mod schema;
@@ -27,5 +28,11 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             fail_on_regression,
         } => compare::compare(&a, &b, json, fail_on_regression),
         Command::Schema => schema::schema(),
+        Command::Report {
+            run,
+            format,
+            out,
+            baseline,
+        } => report::report(&run, format, out.as_deref(), baseline.as_deref()),
     }
 }

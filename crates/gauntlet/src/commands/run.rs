@@ -234,9 +234,13 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             out.display()
         );
     }
+    let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
     print_results(&results, args.json, args.quiet);
     if !args.quiet && !args.json {
         println!("results: {}", out.join("results.json").display());
+        for r in reports {
+            println!("report: {}", r.display());
+        }
     }
     verdict_code(&results, gate_errors)
 }

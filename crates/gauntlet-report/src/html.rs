@@ -1,0 +1,519 @@
+//! The single-file HTML report: gates, plots, a filterable trial table and a trajectory viewer.
+//!
+//! Every piece of agent or tool text goes through the template engine's HTML escaping; the page's
+//! only script is our own (below, fixed at build time) and a Content-Security-Policy allows that
+//! script alone, by hash, so even an escaping mistake could not run injected code.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use gauntlet_model::{Event, RunResults, TrialRecord, TrialStatus};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::svg::{self, Bar, fmt};
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+const SCRIPT: &str = include_str!("templates/report.js");
+const STYLE: &str = include_str!("templates/report.css");
+
+/// A report that could not be rendered.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to render the report: {0}")]
+pub struct ReportError(pub(crate) String);
+
+#[derive(Serialize)]
+struct EventView {
+    idx: usize,
+    kind: &'static str,
+    step: Option<u32>,
+    at: String,
+    title: String,
+    body: String,
+    badges: Vec<String>,
+    class: &'static str,
+}
+
+#[derive(Serialize)]
+struct ScoreView {
+    name: String,
+    passed: bool,
+    severity: String,
+    value: String,
+    details: String,
+    events: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct DiffView {
+    path: String,
+    before: String,
+    after: String,
+}
+
+#[derive(Serialize)]
+struct TrialView {
+    anchor: String,
+    case_id: String,
+    epoch: u32,
+    status: String,
+    trace_id: String,
+    tags: String,
+    difficulty: String,
+    tool_calls: usize,
+    duration_ms: String,
+    failed: Vec<String>,
+    error: Option<String>,
+    events: Vec<EventView>,
+    scores: Vec<ScoreView>,
+    mismatches: Vec<DiffView>,
+    changes: Vec<DiffView>,
+    final_answer: Option<String>,
+}
+
+fn json_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+fn event_view(idx: usize, e: &Event) -> EventView {
+    let mut v = EventView {
+        idx,
+        kind: "",
+        step: None,
+        at: String::new(),
+        title: String::new(),
+        body: String::new(),
+        badges: Vec::new(),
+        class: "",
+    };
+    match e {
+        Event::UserMessage { text } => {
+            v.kind = "user";
+            v.title = "user".into();
+            v.body = text.clone();
+        }
+        Event::AgentMessage { step, text } => {
+            v.kind = "agent";
+            v.step = Some(*step);
+            v.title = "agent".into();
+            v.body = text.clone();
+        }
+        Event::Reasoning { step, text } => {
+            v.kind = "reasoning";
+            v.step = Some(*step);
+            v.title = "reasoning".into();
+            v.body = text.clone();
+        }
+        Event::Question { step, text } => {
+            v.kind = "question";
+            v.step = Some(*step);
+            v.title = "agent asks".into();
+            v.body = text.clone();
+        }
+        Event::ConfirmationRequest { step, text } => {
+            v.kind = "confirm";
+            v.step = Some(*step);
+            v.title = "confirmation requested".into();
+            v.body = text.clone();
+        }
+        Event::ConfirmationResponse { text, approved } => {
+            v.kind = "confirm";
+            v.title = if *approved {
+                "user approves".into()
+            } else {
+                "user declines".into()
+            };
+            v.body = text.clone();
+            v.class = if *approved { "ok" } else { "bad" };
+        }
+        Event::FaultInjected {
+            call_id,
+            tool,
+            kind,
+            source,
+        } => {
+            v.kind = "fault";
+            v.title = format!(
+                "fault injected: {}",
+                serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|k| k.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            );
+            v.body = format!("{tool} ({call_id}), from {source}");
+            v.class = "warn";
+        }
+        Event::Wait { step, ms } => {
+            v.kind = "wait";
+            v.step = Some(*step);
+            v.title = format!("waits {} ms", fmt(*ms));
+        }
+        Event::ToolCall(c) => {
+            v.kind = "tool";
+            v.step = Some(c.step);
+            v.at = format!("{:.1} ms", c.at_ms);
+            v.title = format!("{} ({})", c.tool, c.id);
+            let mut body = format!("arguments: {}", json_text(&c.arguments));
+            match (&c.result, &c.error) {
+                (_, Some(err)) => {
+                    body.push_str(&format!("\nerror {}: {}", err.status, err.message));
+                    v.class = "bad";
+                }
+                (Some(r), None) => body.push_str(&format!("\nresult: {}", json_text(r))),
+                _ => {}
+            }
+            for ch in &c.state_changes {
+                body.push_str(&format!(
+                    "\nstate {}: {} → {}",
+                    ch.path,
+                    ch.before
+                        .as_ref()
+                        .map_or("(absent)".into(), |b| b.to_string()),
+                    ch.after
+                        .as_ref()
+                        .map_or("(absent)".into(), |a| a.to_string())
+                ));
+            }
+            v.body = body;
+            if let Some(k) = &c.kind {
+                v.badges.push(format!("{k:?}").to_lowercase());
+            }
+            if let Some(f) = c.fault {
+                v.badges.push(format!(
+                    "fault {}",
+                    serde_json::to_value(f)
+                        .ok()
+                        .and_then(|k| k.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                ));
+            }
+            if c.schema_valid == Some(false) {
+                v.badges.push("invalid arguments".into());
+            }
+            if let Some(k) = &c.idempotency_key {
+                v.badges.push(format!("key {k}"));
+            }
+            if c.idempotent_replay {
+                v.badges.push("idempotent replay".into());
+            }
+            v.badges.push(format!("{:.2} ms", c.latency_ms));
+        }
+        Event::ModelCall {
+            model,
+            prompt_tokens,
+            completion_tokens,
+            cost_eur,
+            latency_ms,
+            ttft_ms,
+        } => {
+            v.kind = "model";
+            v.title = format!("model call: {model}");
+            v.body = format!(
+                "{prompt_tokens} prompt + {completion_tokens} completion tokens, {} EUR, {} ms{}",
+                fmt(*cost_eur),
+                fmt(*latency_ms),
+                ttft_ms
+                    .map(|t| format!(", first token after {} ms", fmt(t)))
+                    .unwrap_or_default()
+            );
+        }
+        Event::FinalAnswer { text } => {
+            v.kind = "answer";
+            v.title = "final answer".into();
+            v.body = text.clone();
+        }
+    }
+    v
+}
+
+/// Every leaf that differs between two JSON values, as (JSON Pointer, before, after).
+fn diff(before: &Value, after: &Value, path: &mut String, out: &mut Vec<DiffView>) {
+    match (before, after) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&gauntlet_model::path::escape_segment(k));
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => diff(x, y, path, out),
+                    (x, y) => out.push(DiffView {
+                        path: path.clone(),
+                        before: x.map_or("(absent)".into(), |v| v.to_string()),
+                        after: y.map_or("(absent)".into(), |v| v.to_string()),
+                    }),
+                }
+                path.truncate(len);
+            }
+        }
+        (x, y) if x != y => out.push(DiffView {
+            path: path.clone(),
+            before: x.to_string(),
+            after: y.to_string(),
+        }),
+        _ => {}
+    }
+}
+
+fn status_name(s: TrialStatus) -> String {
+    match s {
+        TrialStatus::Passed => "passed",
+        TrialStatus::Failed => "failed",
+        TrialStatus::Error => "error",
+    }
+    .to_owned()
+}
+
+fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
+    let mut changes = Vec::new();
+    diff(
+        &t.initial_state,
+        &t.final_state,
+        &mut String::new(),
+        &mut changes,
+    );
+    let mismatches = t
+        .scores
+        .iter()
+        .find(|s| s.name == "StateVerification")
+        .and_then(|s| s.details.get("mismatches"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(path, v)| DiffView {
+                    path: path.clone(),
+                    before: v["expected"].to_string(),
+                    after: v["actual"].to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    TrialView {
+        anchor: format!("trial-{i}"),
+        case_id: t.case_id.clone(),
+        epoch: t.epoch,
+        status: status_name(t.status),
+        trace_id: t.trace_id.clone(),
+        tags: t.tags.join(" "),
+        difficulty: t.difficulty.clone().unwrap_or_default(),
+        tool_calls: t.trajectory.tool_calls().count(),
+        duration_ms: fmt(t.duration_ms),
+        failed: t
+            .scores
+            .iter()
+            .filter(|s| s.fails_trial())
+            .map(|s| s.name.clone())
+            .collect(),
+        error: t.error.clone(),
+        events: t
+            .trajectory
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| event_view(i, e))
+            .collect(),
+        scores: t
+            .scores
+            .iter()
+            .map(|s| ScoreView {
+                name: s.name.clone(),
+                passed: s.passed,
+                severity: format!("{:?}", s.severity).to_lowercase(),
+                value: fmt(s.value),
+                details: if s.details.is_null() {
+                    String::new()
+                } else {
+                    serde_json::to_string(&s.details).unwrap_or_default()
+                },
+                events: s.events.clone(),
+            })
+            .collect(),
+        mismatches,
+        changes,
+        final_answer: t.trajectory.final_answer.clone(),
+    }
+}
+
+fn plots(results: &RunResults, trials: &[TrialRecord]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut seg_bars = Vec::new();
+    for (kind, values) in &results.segments {
+        for (value, s) in values {
+            seg_bars.push(Bar {
+                label: format!("{kind}: {value}"),
+                value: s.pass_rate,
+                interval: Some((s.pass_rate_interval.lower, s.pass_rate_interval.upper)),
+                note: format!("{}/{}", s.passed, s.trials),
+                class: if s.passed == s.trials { "ok" } else { "bad" },
+            });
+        }
+    }
+    seg_bars.truncate(60);
+    if !seg_bars.is_empty() {
+        out.push((
+            "Pass rate by segment (95% Wilson intervals)".to_owned(),
+            svg::bars("pass rate by segment", &seg_bars, 1.0),
+        ));
+    }
+    let mut failures: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in trials {
+        for s in t.scores.iter().filter(|s| s.fails_trial()) {
+            *failures.entry(s.name.as_str()).or_default() += 1;
+        }
+    }
+    let errors = trials
+        .iter()
+        .filter(|t| t.status == TrialStatus::Error)
+        .count();
+    let mut fail_bars: Vec<Bar> = failures
+        .iter()
+        .map(|(name, n)| Bar {
+            label: (*name).to_owned(),
+            value: *n as f64,
+            interval: None,
+            note: n.to_string(),
+            class: "bad",
+        })
+        .collect();
+    if errors > 0 {
+        fail_bars.push(Bar {
+            label: "harness error".into(),
+            value: errors as f64,
+            interval: None,
+            note: errors.to_string(),
+            class: "bad",
+        });
+    }
+    fail_bars.sort_by(|a, b| b.value.total_cmp(&a.value));
+    if !fail_bars.is_empty() {
+        let max = fail_bars[0].value.max(1.0);
+        out.push((
+            "Failures by evaluator".to_owned(),
+            svg::bars("failures by evaluator", &fail_bars, max),
+        ));
+    }
+    if let Some(faults) = results.segments.get("fault") {
+        let bars: Vec<Bar> = faults
+            .iter()
+            .map(|(k, s)| Bar {
+                label: k.clone(),
+                value: s.pass_rate,
+                interval: Some((s.pass_rate_interval.lower, s.pass_rate_interval.upper)),
+                note: format!("{}/{}", s.passed, s.trials),
+                class: if s.passed == s.trials { "ok" } else { "bad" },
+            })
+            .collect();
+        out.push((
+            "Pass rate by injected fault kind".to_owned(),
+            svg::bars("pass rate by fault kind", &bars, 1.0),
+        ));
+    }
+    let calls: Vec<f64> = trials
+        .iter()
+        .map(|t| t.trajectory.tool_calls().count() as f64)
+        .collect();
+    out.push((
+        "Tool calls per trial".to_owned(),
+        svg::histogram("tool calls per trial", "calls", &calls, 10),
+    ));
+    let latency: Vec<f64> = trials.iter().map(|t| t.duration_ms).collect();
+    out.push((
+        "Trial latency".to_owned(),
+        svg::histogram("trial latency", "ms", &latency, 12),
+    ));
+    let cost: Vec<f64> = trials.iter().map(|t| t.trajectory.cost_eur()).collect();
+    if cost.iter().any(|c| *c > 0.0) {
+        out.push((
+            "Cost per trial".to_owned(),
+            svg::histogram("cost per trial", "EUR", &cost, 12),
+        ));
+    }
+    out
+}
+
+/// Deltas (B − A) of pass rate and segments, the pass rate with its interval, centred on zero.
+fn comparison_chart(c: &gauntlet_model::compare::Comparison) -> String {
+    let mut bars = vec![Bar {
+        label: "pass rate".into(),
+        value: c.pass.diff,
+        interval: Some((c.pass.interval.lower, c.pass.interval.upper)),
+        note: format!("{:+.0} pts", c.pass.diff * 100.0),
+        class: if c.pass.diff < 0.0 { "bad" } else { "ok" },
+    }];
+    for s in c.segments.iter().filter(|s| s.diff != 0.0).take(20) {
+        bars.push(Bar {
+            label: format!("{}: {}", s.kind, s.value),
+            value: s.diff,
+            interval: None,
+            note: format!("{:+.0} pts", s.diff * 100.0),
+            class: if s.diff < 0.0 { "bad" } else { "ok" },
+        });
+    }
+    svg::diverging("pass-rate change against the baseline", &bars, 1.0)
+}
+
+/// Renders the report of a run from its canonical result and its trial records; with a
+/// comparison against a baseline run, the report opens with its deltas.
+pub fn render_html(
+    results: &RunResults,
+    trials: &[TrialRecord],
+    comparison: Option<&gauntlet_model::compare::Comparison>,
+) -> Result<String, ReportError> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("report.html", TEMPLATE)
+        .map_err(|e| ReportError(e.to_string()))?;
+    let script_hash =
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
+    let metrics: BTreeMap<&str, String> = results
+        .metrics
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.map_or("n/a".to_owned(), fmt)))
+        .collect();
+    let intervals: BTreeMap<&str, String> = results
+        .intervals
+        .iter()
+        .map(|(k, i)| (k.as_str(), format!("[{}, {}]", fmt(i.lower), fmt(i.upper))))
+        .collect();
+    let gates: Vec<Value> = results
+        .gates
+        .iter()
+        .map(|g| {
+            let inputs: Vec<String> = g.inputs.iter().map(|(k, v)| format!("{k} = {}", v.as_f64().map_or(v.to_string(), fmt))).collect();
+            serde_json::json!({"name": g.name, "expr": g.expr, "passed": g.passed, "inputs": inputs.join(", ")})
+        })
+        .collect();
+    let plots: Vec<Value> = plots(results, trials)
+        .into_iter()
+        .map(|(title, svg)| serde_json::json!({"title": title, "svg": svg}))
+        .collect();
+    use minijinja::Value as V;
+    let trial_views: Vec<TrialView> = trials
+        .iter()
+        .enumerate()
+        .map(|(i, t)| trial_view(i, t))
+        .collect();
+    let ctx = minijinja::context! {
+        results => V::from(minijinja::value::Serde(results)),
+        verdict => format!("{:?}", results.verdict).to_lowercase(),
+        metrics => V::from(minijinja::value::Serde(&metrics)),
+        intervals => V::from(minijinja::value::Serde(&intervals)),
+        gates => V::from(minijinja::value::Serde(&gates)),
+        plots => plots.iter().map(|p| minijinja::context! {
+            title => p["title"].as_str().unwrap_or_default(),
+            svg => minijinja::Value::from_safe_string(p["svg"].as_str().unwrap_or_default().to_owned()),
+        }).collect::<Vec<_>>(),
+        trials => V::from(minijinja::value::Serde(&trial_views)),
+        script => minijinja::Value::from_safe_string(SCRIPT.to_owned()),
+        style => minijinja::Value::from_safe_string(STYLE.to_owned()),
+        script_hash => script_hash,
+        comparison => comparison.map(|c| V::from(minijinja::value::Serde(c))),
+        comparison_svg => comparison.map(|c| V::from_safe_string(comparison_chart(c))),
+    };
+    env.get_template("report.html")
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| ReportError(format!("{e:#}")))
+}

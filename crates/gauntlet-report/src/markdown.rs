@@ -1,0 +1,186 @@
+//! A short Markdown summary for a pull-request comment: verdict, gates, top regressions.
+//! Link-free, and every piece of run text is escaped so it cannot become markup or HTML.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use gauntlet_model::{RunResults, TrialStatus, Verdict};
+
+use crate::svg::fmt;
+
+/// Escapes text for Markdown (inline and table cells): no markup, no HTML, one line.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '{' | '}' | '[' | ']' | '(' | ')' | '#' | '+' | '!' | '|'
+            | '~' | '>' | '<' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Renders the Markdown summary.
+pub fn render_markdown(results: &RunResults) -> String {
+    let mut out = String::new();
+    let h = &results.header;
+    let verdict = match results.verdict {
+        Verdict::Passed => "✅ passed",
+        Verdict::Failed => "❌ failed",
+    };
+    let m = |name: &str| {
+        results
+            .metrics
+            .get(name)
+            .copied()
+            .flatten()
+            .map_or("n/a".to_owned(), fmt)
+    };
+    let ci = |name: &str| {
+        results
+            .intervals
+            .get(name)
+            .map(|i| format!(" \\[{}, {}\\]", fmt(i.lower), fmt(i.upper)))
+            .unwrap_or_default()
+    };
+    let _ = writeln!(out, "## gauntlet · {} · {verdict}\n", escape(&h.suite));
+    let _ = writeln!(
+        out,
+        "{} trials ({} passed, {} failed, {} errors) · pass rate {}{} · task success {}{} · critical violations {} · agent {} · seed {}\n",
+        m("trials"),
+        m("passed"),
+        m("failed"),
+        m("errors"),
+        m("pass_rate"),
+        ci("pass_rate"),
+        m("task_success_rate"),
+        ci("task_success_rate"),
+        m("critical_policy_violations"),
+        escape(&h.agent),
+        h.seed
+    );
+    if !results.gates.is_empty() {
+        let _ = writeln!(out, "| gate | result | values |\n|---|---|---|");
+        for g in &results.gates {
+            let values: Vec<String> = g
+                .inputs
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{} = {}",
+                        escape(k),
+                        v.as_f64().map_or_else(|| escape(&v.to_string()), fmt)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                escape(&g.name),
+                if g.passed { "pass" } else { "**FAIL**" },
+                values.join(", ")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    if let Some(r) = &results.rubric {
+        let failed: Vec<String> = r
+            .dimensions
+            .iter()
+            .filter(|d| d.passed == Some(false))
+            .map(|d| escape(&d.name))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Rubric {}: weighted score {}{}\n",
+            escape(&r.name),
+            r.score.map_or("n/a".to_owned(), fmt),
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!(" · failed gates: {}", failed.join(", "))
+            }
+        );
+    }
+    let mut failures: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for t in &results.trials {
+        for s in t.scores.iter().filter(|s| s.fails_trial()) {
+            failures
+                .entry(s.name.as_str())
+                .or_default()
+                .push(format!("{}#{}", t.case_id, t.epoch));
+        }
+    }
+    if !failures.is_empty() {
+        let mut top: Vec<(&str, Vec<String>)> = failures.into_iter().collect();
+        top.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        let _ = writeln!(
+            out,
+            "### Top failures\n\n| evaluator | failed trials | for example |\n|---|---|---|"
+        );
+        for (name, trials) in top.iter().take(8) {
+            let examples: Vec<String> = trials.iter().take(3).map(|t| escape(t)).collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                escape(name),
+                trials.len(),
+                examples.join(", ")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let weak: Vec<String> = results
+        .segments
+        .iter()
+        .flat_map(|(kind, values)| values.iter().map(move |(v, s)| (kind, v, s)))
+        .filter(|(_, _, s)| s.passed < s.trials)
+        .map(|(kind, v, s)| format!("{} {} {}/{}", escape(kind), escape(v), s.passed, s.trials))
+        .collect();
+    if !weak.is_empty() {
+        let _ = writeln!(out, "Segments with failures: {}\n", weak.join(", "));
+    }
+    let errors: Vec<String> = results
+        .trials
+        .iter()
+        .filter(|t| t.status == TrialStatus::Error)
+        .take(5)
+        .map(|t| {
+            format!(
+                "- {}#{}: {}",
+                escape(&t.case_id),
+                t.epoch,
+                escape(t.error.as_deref().unwrap_or(""))
+            )
+        })
+        .collect();
+    if !errors.is_empty() {
+        let _ = writeln!(out, "### Harness errors\n\n{}\n", errors.join("\n"));
+    }
+    let _ = writeln!(
+        out,
+        "<sub>run {} · gauntlet {}</sub>",
+        escape(&h.run_id),
+        escape(&h.versions.harness)
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn markup_and_html_are_neutralised() {
+        assert_eq!(
+            escape("<script>x</script> | [a](javascript:b)"),
+            "\\<script\\>x\\</script\\> \\| \\[a\\]\\(javascript:b\\)"
+        );
+        assert_eq!(escape("a\nb"), "a b");
+    }
+}

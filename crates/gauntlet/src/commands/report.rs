@@ -1,0 +1,140 @@
+//! `gauntlet report RUN --format F`, and the `--report` files a live run writes: every format is
+//! a projection of the canonical results.json (and, for HTML, the trial records).
+
+use std::path::{Path, PathBuf};
+
+use gauntlet_model::{RunResults, TrialRecord};
+use gauntlet_store::{read_results, read_trials};
+
+use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// A report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A single self-contained HTML file.
+    Html,
+    /// JUnit XML for CI systems.
+    Junit,
+    /// A Markdown summary for a pull-request comment.
+    Md,
+    /// The canonical results.json.
+    Json,
+}
+
+impl Format {
+    /// The file name a run folder keeps this format under.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Format::Html => "report.html",
+            Format::Junit => "junit.xml",
+            Format::Md => "summary.md",
+            Format::Json => "results.json",
+        }
+    }
+}
+
+/// Trial records in the order of the results (the log is in completion order).
+fn ordered_trials(dir: &Path, results: &RunResults) -> Result<Vec<TrialRecord>, ExpectedError> {
+    let mut records = Vec::with_capacity(results.trials.len());
+    for r in read_trials(dir)
+        .map_err(|e| ExpectedError::input(format!("failed to read the trials: {e}")))?
+    {
+        records
+            .push(r.map_err(|e| ExpectedError::input(format!("failed to read the trials: {e}")))?);
+    }
+    let order: std::collections::HashMap<(&str, u32), usize> = results
+        .trials
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.case_id.as_str(), t.epoch), i))
+        .collect();
+    records.sort_by_key(|r| {
+        order
+            .get(&(r.case_id.as_str(), r.epoch))
+            .copied()
+            .unwrap_or(usize::MAX)
+    });
+    Ok(records)
+}
+
+/// Renders one format of a stored run.
+pub fn render(
+    dir: &Path,
+    results: &RunResults,
+    format: Format,
+    baseline: Option<&RunResults>,
+) -> Result<String, ExpectedError> {
+    let harness = |e: gauntlet_report::ReportError| ExpectedError::harness(e.to_string());
+    let comparison = baseline.map(|a| {
+        gauntlet_eval::compare(
+            a,
+            results,
+            a.header.seed ^ results.header.seed.rotate_left(32),
+        )
+    });
+    Ok(match format {
+        Format::Html => gauntlet_report::render_html(
+            results,
+            &ordered_trials(dir, results)?,
+            comparison.as_ref(),
+        )
+        .map_err(harness)?,
+        Format::Junit => gauntlet_report::render_junit(results).map_err(harness)?,
+        Format::Md => gauntlet_report::render_markdown(results),
+        Format::Json => serde_json::to_string_pretty(results)
+            .map_err(|e| ExpectedError::harness(format!("failed to serialize results: {e}")))?,
+    })
+}
+
+/// Writes the given formats into a run folder; the paths written.
+pub fn write_reports(
+    dir: &Path,
+    results: &RunResults,
+    formats: &[Format],
+) -> Result<Vec<PathBuf>, ExpectedError> {
+    let mut written = Vec::new();
+    for f in formats {
+        if *f == Format::Json {
+            continue; // results.json is always there.
+        }
+        let path = dir.join(f.file_name());
+        let text = render(dir, results, *f, None)?;
+        std::fs::write(&path, text).map_err(|e| {
+            ExpectedError::harness(format!("failed to write {}: {e}", path.display()))
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+pub fn report(
+    run: &Path,
+    format: Format,
+    out: Option<&Path>,
+    baseline: Option<&Path>,
+) -> Result<i32, ExpectedError> {
+    let dir = if run.is_dir() {
+        run.to_owned()
+    } else {
+        run.parent().unwrap_or(Path::new(".")).to_owned()
+    };
+    let results = read_results(&dir)
+        .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
+    let baseline = baseline
+        .map(|b| {
+            read_results(b)
+                .map_err(|e| ExpectedError::input(format!("failed to read the baseline run: {e}")))
+        })
+        .transpose()?;
+    let text = render(&dir, &results, format, baseline.as_ref())?;
+    match out {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| {
+                ExpectedError::harness(format!("failed to write {}: {e}", path.display()))
+            })?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(GATES_PASSED)
+}
