@@ -13,6 +13,7 @@ mod gates;
 mod rubric;
 mod sequence;
 pub mod stats;
+pub mod trajectory_match;
 
 pub use aggregate::{
     Aggregate, DISTRIBUTIONS, MAX_K, aggregate, metric_names, pass_k_metrics, trial_status,

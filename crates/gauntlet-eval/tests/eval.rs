@@ -492,3 +492,159 @@ mod statistics {
         }
     }
 }
+
+mod agentevals {
+    use std::path::Path;
+
+    use gauntlet_eval::trajectory_match::{
+        MatchConfig, Message, messages_from_openai, trajectory_match,
+    };
+    use serde_json::{Value, json};
+
+    /// LangChain message objects of the derived file, as OpenAI messages.
+    fn to_openai(messages: &Value) -> Value {
+        Value::Array(
+            messages
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| match m.get("$langchain_message").and_then(Value::as_str) {
+                    None => m.clone(),
+                    Some(kind) => {
+                        let role = match kind {
+                            "HumanMessage" => "user",
+                            "AIMessage" => "assistant",
+                            "ToolMessage" => "tool",
+                            "SystemMessage" => "system",
+                            other => panic!("unknown LangChain message {other}"),
+                        };
+                        let mut out = json!({"role": role, "content": m.get("content").cloned().unwrap_or(json!(""))});
+                        if let Some(calls) = m.get("tool_calls") {
+                            out["tool_calls"] = Value::Array(
+                                calls.as_array().unwrap().iter().map(|c| json!({"function": {"name": c["name"], "arguments": c["args"]}})).collect(),
+                            );
+                        }
+                        out
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Substitutes `{"$param": name}` by the row's value; `None` when a callable is needed.
+    fn config(kwargs: &Value, row: &Value) -> Option<MatchConfig> {
+        let mut v = serde_json::Map::new();
+        for (k, val) in kwargs.as_object().unwrap() {
+            let val = match val.get("$param") {
+                Some(p) => row[p.as_str().unwrap()].clone(),
+                None => val.clone(),
+            };
+            if val.to_string().contains("$callable") {
+                return None;
+            }
+            let key = match k.as_str() {
+                "trajectory_match_mode" => "mode",
+                "tool_args_match_mode" => "args",
+                "tool_args_match_overrides" => "overrides",
+                other => panic!("unknown agentevals option {other}"),
+            };
+            v.insert(key.to_owned(), val);
+        }
+        Some(serde_json::from_value(Value::Object(v)).unwrap())
+    }
+
+    fn expected(assert: &str, row: &Value, var: &str) -> Option<bool> {
+        let as_bool = |v: &Value| {
+            v.as_bool()
+                .or_else(|| v.as_f64().map(|f| f == 1.0))
+                .unwrap()
+        };
+        if assert.starts_with("evaluator(") && var == "evaluator" {
+            return Some(if assert.contains("score=True") {
+                true
+            } else if assert.contains("score=False") {
+                false
+            } else {
+                as_bool(&row["score"])
+            });
+        }
+        if assert == format!("not {var}_result['score']") {
+            return Some(false);
+        }
+        if assert == format!("{var}_result['score'] == score") {
+            return Some(as_bool(&row["score"]));
+        }
+        if assert == format!("{var}_result['score']") {
+            return Some(true);
+        }
+        None
+    }
+
+    #[test]
+    fn every_callable_free_row_of_agentevals_gives_its_expected_score() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/peers/agentevals/derived/test_trajectory_cases.json");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            eprintln!(
+                "skipped: {} is absent (shared peer data from langchain-ai/agentevals' python/tests/test_trajectory.py)",
+                path.display()
+            );
+            return;
+        };
+        let data: Value = serde_json::from_str(&text).unwrap();
+        let (mut checked, mut skipped) = (0, 0);
+        for case in data["cases"].as_array().unwrap() {
+            let outputs: Vec<Message> = messages_from_openai(&to_openai(&case["outputs"])).unwrap();
+            let reference: Vec<Message> =
+                messages_from_openai(&to_openai(&case["reference_outputs"])).unwrap();
+            for row in case["param_rows"].as_array().unwrap() {
+                for ev in case["evaluators"].as_array().unwrap() {
+                    let var = ev["var"].as_str().unwrap();
+                    let Some(cfg) = config(&ev["kwargs"], row) else {
+                        skipped += 1;
+                        continue;
+                    };
+                    for a in case["asserts"].as_array().unwrap() {
+                        if let Some(want) = expected(a.as_str().unwrap(), row, var) {
+                            let got = trajectory_match(&outputs, &reference, &cfg).is_ok();
+                            assert_eq!(
+                                got, want,
+                                "{} (line {}) row {row} evaluator {var}",
+                                case["test"], case["line"]
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "agentevals: {checked} checks passed, {skipped} evaluator rows need a Python callable"
+        );
+        assert_eq!(checked, 56);
+        assert_eq!(skipped, 8);
+    }
+
+    /// Greedy pairing (agentevals) misses a pairing that exists; optimal finds it.
+    #[test]
+    fn optimal_matching_finds_what_greedy_misses() {
+        let call = |city: &str, unit: Option<&str>| {
+            let mut args = json!({"city": city});
+            if let Some(u) = unit {
+                args["unit"] = json!(u);
+            }
+            json!({"role": "assistant", "tool_calls": [{"function": {"name": "w", "arguments": args}}]})
+        };
+        // Agent: {SF, c} then {SF}. Reference: {SF} then {SF, c}. Superset args: the first reference
+        // call {SF} greedily takes {SF, c}; the second, {SF, c}, then finds only {SF}.
+        let outputs =
+            messages_from_openai(&json!([call("SF", Some("c")), call("SF", None)])).unwrap();
+        let reference =
+            messages_from_openai(&json!([call("SF", None), call("SF", Some("c"))])).unwrap();
+        let mut cfg: MatchConfig =
+            serde_json::from_value(json!({"mode": "superset", "args": "superset"})).unwrap();
+        assert!(trajectory_match(&outputs, &reference, &cfg).is_err());
+        cfg.matching = gauntlet_eval::trajectory_match::Matching::Optimal;
+        assert!(trajectory_match(&outputs, &reference, &cfg).is_ok());
+    }
+}

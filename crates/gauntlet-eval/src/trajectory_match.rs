@@ -1,0 +1,374 @@
+//! Trajectory match against a reference, with LangChain agentevals' semantics.
+//!
+//! Modes (`trajectory_match_mode`): `strict` (same messages, same roles, same tool calls per
+//! message, in order), `unordered` (the same multiset of tool calls in any order), `subset` (the
+//! agent's calls are all in the reference), `superset` (the reference's calls are all in the
+//! agent's). Argument modes (`tool_args_match_mode`): `exact`, `ignore`, `subset` (the agent's
+//! arguments are a subset of the reference's), `superset`; overrides per tool name give another
+//! mode, or a list of key paths (`time.start`) that must be equal.
+//!
+//! agentevals pairs calls greedily (each reference call takes the first unused matching call),
+//! which can miss a pairing that exists when argument modes are partial. `matching: optimal`
+//! finds a maximum bipartite matching instead; `greedy` is the default, for agentevals parity.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How whole trajectories are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchMode {
+    /// Same messages, roles and tool calls, in order.
+    Strict,
+    /// Same tool calls in any order.
+    Unordered,
+    /// Every call of the agent is in the reference.
+    Subset,
+    /// Every call of the reference is in the agent's.
+    Superset,
+}
+
+/// How the arguments of two calls of the same tool are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgsMode {
+    /// Equal.
+    Exact,
+    /// Not compared.
+    Ignore,
+    /// Every agent argument is in the reference with the same value.
+    Subset,
+    /// Every reference argument is in the agent's with the same value.
+    Superset,
+}
+
+/// A per-tool override: another mode, or key paths that must be equal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum ArgsOverride {
+    /// Compare this tool's arguments with another mode.
+    Mode(ArgsMode),
+    /// Compare only these dotted key paths.
+    Keys(Vec<String>),
+}
+
+/// How pairs of calls are found.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Matching {
+    /// agentevals' first-fit pairing.
+    #[default]
+    Greedy,
+    /// A maximum bipartite matching.
+    Optimal,
+}
+
+/// A trajectory-match configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatchConfig {
+    /// The trajectory mode (`strict` by default).
+    #[serde(default = "strict", rename = "mode")]
+    pub mode: MatchMode,
+    /// The argument mode (`exact` by default).
+    #[serde(default = "exact", rename = "args")]
+    pub args: ArgsMode,
+    /// Per-tool overrides.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, ArgsOverride>,
+    /// Greedy (agentevals) or optimal pairing.
+    #[serde(default)]
+    pub matching: Matching,
+}
+
+fn strict() -> MatchMode {
+    MatchMode::Strict
+}
+fn exact() -> ArgsMode {
+    ArgsMode::Exact
+}
+
+impl Default for MatchConfig {
+    fn default() -> Self {
+        MatchConfig {
+            mode: MatchMode::Strict,
+            args: ArgsMode::Exact,
+            overrides: BTreeMap::new(),
+            matching: Matching::Greedy,
+        }
+    }
+}
+
+/// A tool call inside a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRef {
+    /// Tool name.
+    pub name: String,
+    /// Arguments (parsed JSON).
+    pub args: Value,
+}
+
+/// A message of an OpenAI-style trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// `user`, `assistant`, `tool` or `system`.
+    pub role: String,
+    /// The tool calls of an assistant message (`None` when it has none).
+    pub tool_calls: Option<Vec<CallRef>>,
+    /// The text.
+    pub content: String,
+}
+
+/// Reads an OpenAI-messages list (`[{role, content, tool_calls: [{function: {name, arguments}}]}]`,
+/// or `{messages: [...]}`); `arguments` may be a JSON string or an object. Roles `ai` and
+/// `human` are read as `assistant` and `user`.
+pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, String> {
+    let list = match v {
+        Value::Array(a) => a,
+        Value::Object(o) if o.contains_key("messages") => {
+            return messages_from_openai(&o["messages"]);
+        }
+        Value::Object(o) if o.contains_key("role") => {
+            return messages_from_openai(&Value::Array(vec![v.clone()]));
+        }
+        _ => return Err("expected a list of messages".to_owned()),
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let role = match m.get("role").and_then(Value::as_str) {
+                Some("ai") => "assistant",
+                Some("human") => "user",
+                Some(r) => r,
+                None => return Err(format!("message {i} has no role")),
+            }
+            .to_owned();
+            let content = match m.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                None | Some(Value::Null) => String::new(),
+                Some(other) => other.to_string(),
+            };
+            let tool_calls = match m.get("tool_calls") {
+                Some(Value::Array(calls)) if !calls.is_empty() => Some(
+                    calls
+                        .iter()
+                        .enumerate()
+                        .map(|(j, c)| {
+                            let f = c.get("function").unwrap_or(c);
+                            let name = f
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .ok_or(format!("message {i} call {j} has no name"))?;
+                            let args = match f.get("arguments").or_else(|| f.get("args")) {
+                                Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| {
+                                    format!("message {i} call {j}: arguments are not JSON: {e}")
+                                })?,
+                                Some(v) => v.clone(),
+                                None => Value::Object(Default::default()),
+                            };
+                            Ok(CallRef {
+                                name: name.to_owned(),
+                                args,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, String>>()?,
+                ),
+                _ => None,
+            };
+            Ok(Message {
+                role,
+                tool_calls,
+                content,
+            })
+        })
+        .collect()
+}
+
+fn nested<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(v, |cur, part| cur.as_object()?.get(part))
+        .filter(|v| !v.is_null())
+}
+
+fn args_match(mode: ArgsMode, actual: &Value, reference: &Value) -> bool {
+    let contained = |small: &Value, big: &Value| match (small.as_object(), big.as_object()) {
+        (Some(s), Some(b)) => s.iter().all(|(k, v)| b.get(k) == Some(v)),
+        _ => small == big,
+    };
+    match mode {
+        ArgsMode::Exact => actual == reference,
+        ArgsMode::Ignore => true,
+        ArgsMode::Subset => contained(actual, reference),
+        ArgsMode::Superset => contained(reference, actual),
+    }
+}
+
+impl MatchConfig {
+    /// Whether two calls of `tool` match under this configuration (argument order as agentevals'
+    /// matcher: the first is the "output" call, the second the "reference" call).
+    fn calls_match(&self, tool: &str, first: &Value, second: &Value) -> bool {
+        match self.overrides.get(tool) {
+            Some(ArgsOverride::Mode(m)) => args_match(*m, first, second),
+            Some(ArgsOverride::Keys(keys)) => {
+                keys.iter().all(|k| nested(first, k) == nested(second, k))
+            }
+            None => args_match(self.args, first, second),
+        }
+    }
+}
+
+fn all_calls(messages: &[Message]) -> Vec<&CallRef> {
+    messages
+        .iter()
+        .filter_map(|m| m.tool_calls.as_ref())
+        .flatten()
+        .collect()
+}
+
+/// Pairs every left item with a distinct right item where `edge(l, r)` holds; the first left
+/// item that cannot be paired, if any. Greedy takes the first free right item (agentevals);
+/// optimal finds a maximum bipartite matching (Kuhn's augmenting paths).
+fn pair_all(
+    matching: Matching,
+    left: usize,
+    right: usize,
+    edge: &dyn Fn(usize, usize) -> bool,
+) -> Option<usize> {
+    match matching {
+        Matching::Greedy => {
+            let mut used = vec![false; right];
+            for l in 0..left {
+                match (0..right).find(|&r| !used[r] && edge(l, r)) {
+                    Some(r) => used[r] = true,
+                    None => return Some(l),
+                }
+            }
+            None
+        }
+        Matching::Optimal => {
+            fn augment(
+                l: usize,
+                seen: &mut [bool],
+                owner: &mut [Option<usize>],
+                edge: &dyn Fn(usize, usize) -> bool,
+            ) -> bool {
+                for r in 0..owner.len() {
+                    if edge(l, r) && !seen[r] {
+                        seen[r] = true;
+                        if owner[r].is_none_or(|o| augment(o, seen, owner, edge)) {
+                            owner[r] = Some(l);
+                            return true;
+                        }
+                    }
+                }
+                false
+            }
+            let mut owner = vec![None; right];
+            (0..left).find(|&l| !augment(l, &mut vec![false; right], &mut owner, edge))
+        }
+    }
+}
+
+/// Whether every call of `reference` pairs with a distinct call of `outputs` (agentevals'
+/// `_is_trajectory_superset`); the missing reference call when not.
+fn is_superset(
+    cfg: &MatchConfig,
+    outputs: &[&CallRef],
+    reference: &[&CallRef],
+) -> Result<(), String> {
+    let edge = |l: usize, o: usize| {
+        let (r, o) = (reference[l], outputs[o]);
+        r.name == o.name && cfg.calls_match(&r.name, &o.args, &r.args)
+    };
+    match pair_all(cfg.matching, reference.len(), outputs.len(), &edge) {
+        None => Ok(()),
+        Some(l) => Err(format!(
+            "missing tool call: expected `{}` with arguments {}",
+            reference[l].name, reference[l].args
+        )),
+    }
+}
+
+/// Compares a trajectory with a reference; `Err(reason)` when they do not match.
+pub fn trajectory_match(
+    outputs: &[Message],
+    reference: &[Message],
+    cfg: &MatchConfig,
+) -> Result<(), String> {
+    match cfg.mode {
+        MatchMode::Strict => {
+            if outputs.len() != reference.len() {
+                return Err(format!(
+                    "{} messages, the reference has {}",
+                    outputs.len(),
+                    reference.len()
+                ));
+            }
+            for (i, (o, r)) in outputs.iter().zip(reference).enumerate() {
+                if o.role != r.role {
+                    return Err(format!(
+                        "message {i} is from {}, the reference's from {}",
+                        o.role, r.role
+                    ));
+                }
+                match (&o.tool_calls, &r.tool_calls) {
+                    (None, None) => {}
+                    (Some(oc), Some(rc)) => {
+                        if oc.len() != rc.len() {
+                            return Err(format!(
+                                "message {i} has {} tool calls, the reference's {}",
+                                oc.len(),
+                                rc.len()
+                            ));
+                        }
+                        // Within one message, each output call takes a remaining reference call
+                        // (agentevals compares the arguments output-first here).
+                        let o_refs: Vec<&CallRef> = oc.iter().collect();
+                        let r_refs: Vec<&CallRef> = rc.iter().collect();
+                        let edge = |l: usize, r: usize| {
+                            o_refs[l].name == r_refs[r].name
+                                && cfg.calls_match(
+                                    &o_refs[l].name,
+                                    &o_refs[l].args,
+                                    &r_refs[r].args,
+                                )
+                        };
+                        if let Some(l) = pair_all(cfg.matching, o_refs.len(), r_refs.len(), &edge) {
+                            return Err(format!(
+                                "message {i}: unexpected tool call `{}` with arguments {}",
+                                o_refs[l].name, o_refs[l].args
+                            ));
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "message {i}: one side has tool calls, the other none"
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        MatchMode::Unordered => {
+            let (o, r) = (all_calls(outputs), all_calls(reference));
+            is_superset(cfg, &o, &r)?;
+            is_superset(cfg, &r, &o)
+        }
+        MatchMode::Superset => is_superset(cfg, &all_calls(outputs), &all_calls(reference)),
+        MatchMode::Subset => is_superset(cfg, &all_calls(reference), &all_calls(outputs)),
+    }
+}
+
+/// The feedback key agentevals reports for a mode (`trajectory_strict_match`, ...).
+pub fn feedback_key(mode: MatchMode) -> &'static str {
+    match mode {
+        MatchMode::Strict => "trajectory_strict_match",
+        MatchMode::Unordered => "trajectory_unordered_match",
+        MatchMode::Subset => "trajectory_subset_match",
+        MatchMode::Superset => "trajectory_superset_match",
+    }
+}
