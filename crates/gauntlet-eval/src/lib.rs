@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 mod aggregate;
+pub mod bfcl;
 mod compare;
 mod evaluators;
 pub mod faults;

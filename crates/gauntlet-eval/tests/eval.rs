@@ -648,3 +648,197 @@ mod agentevals {
         assert!(trajectory_match(&outputs, &reference, &cfg).is_ok());
     }
 }
+
+mod bfcl {
+    use std::path::Path;
+
+    use gauntlet_eval::bfcl::{Category, check};
+    use serde_json::{Map, Value, json};
+
+    fn lines(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// A dict answer (`{key: [acceptable values]}`) made concrete: each key's first value.
+    fn concrete(v: &Value) -> Value {
+        match v {
+            Value::Object(o) if o.values().all(Value::is_array) => {
+                let mut out = Map::new();
+                for (k, values) in o {
+                    let first = &values[0];
+                    if first.as_str() != Some("") {
+                        out.insert(k.clone(), concrete(first));
+                    }
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) if items.iter().all(Value::is_object) => {
+                Value::Array(items.iter().map(concrete).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// The call made of each parameter's first acceptable value (`""` = leave it out, unless the
+    /// description requires the parameter: then its first real value).
+    fn first_values(answer: &Value, descriptions: &[Value]) -> Value {
+        let (name, params) = answer.as_object().unwrap().iter().next().unwrap();
+        let desc = descriptions
+            .iter()
+            .find(|d| d["name"] == name.as_str())
+            .unwrap();
+        let required: Vec<&str> = desc["parameters"]["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut call = Map::new();
+        // A possible answer may name a parameter the function does not declare (BFCL's own
+        // checker rejects a call that uses it), so only declared parameters are used.
+        for (p, values) in params
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| desc["parameters"]["properties"].get(p.as_str()).is_some())
+        {
+            let values = values.as_array().unwrap();
+            let first = if required.contains(&p.as_str()) {
+                values.iter().find(|v| v.as_str() != Some(""))
+            } else {
+                values.first()
+            };
+            if let Some(first) = first.filter(|f| f.as_str() != Some("")) {
+                call.insert(p.clone(), concrete(first));
+            }
+        }
+        json!({ name: call })
+    }
+
+    #[derive(Default, Debug)]
+    struct Counts {
+        entries: usize,
+        drop_required: usize,
+        unknown_param: usize,
+        outside_list: usize,
+        wrong_type: usize,
+        int_for_float: usize,
+    }
+
+    #[test]
+    fn bfcl_rules_give_bfcls_verdicts() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../../shared/peers/gorilla-bfcl/berkeley-function-call-leaderboard/bfcl_eval/data",
+        );
+        if !root.exists() {
+            eprintln!(
+                "skipped: {} is absent (shared peer data from ShishirPatil/gorilla's BFCL)",
+                root.display()
+            );
+            return;
+        }
+        for category in ["simple_python", "multiple", "parallel", "parallel_multiple"] {
+            let entries = lines(&root.join(format!("BFCL_v4_{category}.json")));
+            let answers = lines(&root.join(format!("possible_answer/BFCL_v4_{category}.json")));
+            let cat = Category::of(category);
+            let mut n = Counts::default();
+            for (entry, answer) in entries.iter().zip(&answers) {
+                assert_eq!(entry["id"], answer["id"]);
+                let descriptions = entry["function"].as_array().unwrap();
+                let possible = answer["ground_truth"].as_array().unwrap();
+                let calls: Vec<Value> = possible
+                    .iter()
+                    .map(|p| first_values(p, descriptions))
+                    .collect();
+                let v = check(cat, descriptions, &calls, possible);
+                assert!(v.valid, "{} first values: {v:?}", entry["id"]);
+                n.entries += 1;
+
+                // Mutations of the first call.
+                let (fname, params) = calls[0]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .next()
+                    .map(|(k, v)| (k.clone(), v.as_object().unwrap().clone()))
+                    .unwrap();
+                let desc = descriptions
+                    .iter()
+                    .find(|d| d["name"] == fname.as_str())
+                    .unwrap();
+                let props = desc["parameters"]["properties"].as_object().unwrap();
+                let required: Vec<&str> = desc["parameters"]["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let with = |p: Map<String, Value>| {
+                    let mut c = calls.clone();
+                    c[0] = json!({ fname.clone(): p });
+                    check(cat, descriptions, &c, possible)
+                };
+                if let Some(r) = required.iter().find(|r| params.contains_key(**r)) {
+                    let mut p = params.clone();
+                    p.remove(*r);
+                    assert!(!with(p).valid, "{}: dropping `{r}` passed", entry["id"]);
+                    n.drop_required += 1;
+                }
+                let mut p = params.clone();
+                p.insert("zz_unknown_param".into(), json!(1));
+                let v = with(p);
+                assert!(!v.valid, "{}: an unknown parameter passed", entry["id"]);
+                n.unknown_param += 1;
+                let acceptable = |name: &str| possible[0][&fname][name].as_array().unwrap().clone();
+                // A string outside the acceptable list (when the answer is not a variable).
+                if let Some((name, _)) = params
+                    .iter()
+                    .find(|(k, v)| v.is_string() && props[k.as_str()]["type"] == "string")
+                {
+                    let mut p = params.clone();
+                    p.insert(name.clone(), json!("zz not an acceptable answer"));
+                    let v = with(p);
+                    assert!(!v.valid, "{}: a value outside the list passed", entry["id"]);
+                    n.outside_list += 1;
+                }
+                // A wrong type: a list where an integer is declared and expected.
+                if let Some((name, _)) = params
+                    .iter()
+                    .find(|(k, v)| v.is_i64() && props[k.as_str()]["type"] == "integer")
+                {
+                    let mut p = params.clone();
+                    p.insert(name.clone(), json!([1]));
+                    let v = with(p);
+                    assert!(
+                        !v.valid
+                            && (v.error_type.starts_with("type_error")
+                                || cat == Category::Parallel),
+                        "{}: {v:?}",
+                        entry["id"]
+                    );
+                    n.wrong_type += 1;
+                }
+                // An int for a float: accepted when the value is right.
+                if let Some((name, value)) = params.iter().find(|(k, v)| {
+                    props[k.as_str()]["type"] == "float"
+                        && v.as_f64()
+                            .is_some_and(|f| f.fract() == 0.0 && f.abs() < 1e9)
+                        && !acceptable(k).iter().all(|a| a.is_string())
+                }) {
+                    let mut p = params.clone();
+                    p.insert(name.clone(), json!(value.as_f64().unwrap() as i64));
+                    let v = with(p);
+                    assert!(v.valid, "{}: int for float rejected: {v:?}", entry["id"]);
+                    n.int_for_float += 1;
+                }
+            }
+            eprintln!("BFCL {category}: {n:?}");
+            assert!(n.entries >= 199);
+        }
+    }
+}
