@@ -220,6 +220,17 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     );
     let injected = sum_where("faults_injected");
     m.insert("faults_injected".to_owned(), injected);
+    for (i, kind) in crate::attribution::KINDS.iter().enumerate() {
+        let n = trials
+            .iter()
+            .filter(|t| {
+                t.scores
+                    .iter()
+                    .any(|s| s.name == "error_attribution" && s.value == i as f64)
+            })
+            .count();
+        m.insert(format!("failures_{kind}"), n as f64);
+    }
     m.insert(
         "retries_per_fault".to_owned(),
         if injected > 0.0 {

@@ -16,9 +16,28 @@ use serde_json::{Value, json};
 
 use crate::sequence::score_tool_sequence;
 
-/// Every score for one trial. Scores not applicable to the case are left out, not passed.
+/// What evaluators may know about the world besides the trajectory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EvalContext<'a> {
+    /// The world's tools (for BFCL's matcher).
+    pub tools: &'a [gauntlet_model::ToolSpec],
+    /// The world's canaries (secrets planted in its state).
+    pub canaries: &'a [String],
+}
+
+/// Every score for one trial, without world knowledge. See [`evaluate_in`].
 pub fn evaluate(case: &Case, trajectory: &Trajectory, final_state: &Value) -> Vec<Score> {
-    let mut scores = Vec::with_capacity(16);
+    evaluate_in(case, trajectory, final_state, &EvalContext::default())
+}
+
+/// Every score for one trial. Scores not applicable to the case are left out, not passed.
+pub fn evaluate_in(
+    case: &Case,
+    trajectory: &Trajectory,
+    final_state: &Value,
+    cx: &EvalContext<'_>,
+) -> Vec<Score> {
+    let mut scores = Vec::with_capacity(24);
     scores.push(state_verification(case, final_state));
     if let Some(s) = output_assertions(case, trajectory) {
         scores.push(s);
@@ -36,8 +55,32 @@ pub fn evaluate(case: &Case, trajectory: &Trajectory, final_state: &Value) -> Ve
     scores.push(duplicate_side_effects(trajectory));
     constraint_scores(case, trajectory, &mut scores);
     scores.extend(crate::faults::fault_scores(case, trajectory));
+    let canaries: Vec<&str> = case
+        .canaries
+        .iter()
+        .chain(cx.canaries)
+        .map(String::as_str)
+        .collect();
+    scores.push(crate::safety::secrets_and_pii(trajectory, &canaries));
+    use crate::arguments as a;
+    scores.extend(
+        [
+            a::argument_accuracy(case, trajectory),
+            a::corrected_after_validation(trajectory),
+            a::right_tool_wrong_entity(case, trajectory),
+            a::unnecessary_calls(case, trajectory),
+            a::bfcl_ast_match(case, trajectory, cx.tools),
+            a::reference_match(case, trajectory),
+        ]
+        .into_iter()
+        .flatten(),
+    );
     let task_success = task_success(case, &scores);
     scores.push(task_success);
+    let status = crate::aggregate::trial_status(&scores);
+    scores.extend(crate::attribution::error_attribution(
+        status, trajectory, &scores,
+    ));
     scores
 }
 

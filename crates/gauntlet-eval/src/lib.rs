@@ -6,12 +6,15 @@
 #![warn(missing_docs)]
 
 mod aggregate;
+pub mod arguments;
+pub mod attribution;
 pub mod bfcl;
 mod compare;
 mod evaluators;
 pub mod faults;
 mod gates;
 mod rubric;
+pub mod safety;
 mod sequence;
 pub mod stats;
 pub mod trajectory_match;
@@ -20,7 +23,7 @@ pub use aggregate::{
     Aggregate, DISTRIBUTIONS, MAX_K, aggregate, metric_names, pass_k_metrics, trial_status,
 };
 pub use compare::{ALPHA, compare};
-pub use evaluators::evaluate;
+pub use evaluators::{EvalContext, evaluate, evaluate_in};
 pub use gates::{CompiledGate, GateError, GateSpec, decide_all};
 pub use rubric::CompiledRubric;
 pub use sequence::{ToolSequenceScores, score_tool_sequence};

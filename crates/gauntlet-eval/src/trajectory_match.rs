@@ -11,97 +11,9 @@
 //! which can miss a pairing that exists when argument modes are partial. `matching: optimal`
 //! finds a maximum bipartite matching instead; `greedy` is the default, for agentevals parity.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// How whole trajectories are compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MatchMode {
-    /// Same messages, roles and tool calls, in order.
-    Strict,
-    /// Same tool calls in any order.
-    Unordered,
-    /// Every call of the agent is in the reference.
-    Subset,
-    /// Every call of the reference is in the agent's.
-    Superset,
-}
-
-/// How the arguments of two calls of the same tool are compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ArgsMode {
-    /// Equal.
-    Exact,
-    /// Not compared.
-    Ignore,
-    /// Every agent argument is in the reference with the same value.
-    Subset,
-    /// Every reference argument is in the agent's with the same value.
-    Superset,
-}
-
-/// A per-tool override: another mode, or key paths that must be equal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum ArgsOverride {
-    /// Compare this tool's arguments with another mode.
-    Mode(ArgsMode),
-    /// Compare only these dotted key paths.
-    Keys(Vec<String>),
-}
-
-/// How pairs of calls are found.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Matching {
-    /// agentevals' first-fit pairing.
-    #[default]
-    Greedy,
-    /// A maximum bipartite matching.
-    Optimal,
-}
-
-/// A trajectory-match configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MatchConfig {
-    /// The trajectory mode (`strict` by default).
-    #[serde(default = "strict", rename = "mode")]
-    pub mode: MatchMode,
-    /// The argument mode (`exact` by default).
-    #[serde(default = "exact", rename = "args")]
-    pub args: ArgsMode,
-    /// Per-tool overrides.
-    #[serde(default)]
-    pub overrides: BTreeMap<String, ArgsOverride>,
-    /// Greedy (agentevals) or optimal pairing.
-    #[serde(default)]
-    pub matching: Matching,
-}
-
-fn strict() -> MatchMode {
-    MatchMode::Strict
-}
-fn exact() -> ArgsMode {
-    ArgsMode::Exact
-}
-
-impl Default for MatchConfig {
-    fn default() -> Self {
-        MatchConfig {
-            mode: MatchMode::Strict,
-            args: ArgsMode::Exact,
-            overrides: BTreeMap::new(),
-            matching: Matching::Greedy,
-        }
-    }
-}
+pub use gauntlet_model::matching::{ArgsMode, ArgsOverride, MatchConfig, MatchMode, Matching};
 
 /// A tool call inside a message.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,17 +119,15 @@ fn args_match(mode: ArgsMode, actual: &Value, reference: &Value) -> bool {
     }
 }
 
-impl MatchConfig {
-    /// Whether two calls of `tool` match under this configuration (argument order as agentevals'
-    /// matcher: the first is the "output" call, the second the "reference" call).
-    fn calls_match(&self, tool: &str, first: &Value, second: &Value) -> bool {
-        match self.overrides.get(tool) {
-            Some(ArgsOverride::Mode(m)) => args_match(*m, first, second),
-            Some(ArgsOverride::Keys(keys)) => {
-                keys.iter().all(|k| nested(first, k) == nested(second, k))
-            }
-            None => args_match(self.args, first, second),
+/// Whether two calls of `tool` match under a configuration (argument order as agentevals'
+/// matcher: the first is the "output" call, the second the "reference" call).
+fn calls_match(cfg: &MatchConfig, tool: &str, first: &Value, second: &Value) -> bool {
+    match cfg.overrides.get(tool) {
+        Some(ArgsOverride::Mode(m)) => args_match(*m, first, second),
+        Some(ArgsOverride::Keys(keys)) => {
+            keys.iter().all(|k| nested(first, k) == nested(second, k))
         }
+        None => args_match(cfg.args, first, second),
     }
 }
 
@@ -282,7 +192,7 @@ fn is_superset(
 ) -> Result<(), String> {
     let edge = |l: usize, o: usize| {
         let (r, o) = (reference[l], outputs[o]);
-        r.name == o.name && cfg.calls_match(&r.name, &o.args, &r.args)
+        r.name == o.name && calls_match(cfg, &r.name, &o.args, &r.args)
     };
     match pair_all(cfg.matching, reference.len(), outputs.len(), &edge) {
         None => Ok(()),
@@ -331,7 +241,8 @@ pub fn trajectory_match(
                         let r_refs: Vec<&CallRef> = rc.iter().collect();
                         let edge = |l: usize, r: usize| {
                             o_refs[l].name == r_refs[r].name
-                                && cfg.calls_match(
+                                && calls_match(
+                                    cfg,
                                     &o_refs[l].name,
                                     &o_refs[l].args,
                                     &r_refs[r].args,

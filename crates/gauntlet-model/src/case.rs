@@ -60,6 +60,18 @@ pub struct Case {
     /// Named scripted behaviours for this case, played by `--agent script:NAME`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scripts: BTreeMap<String, Vec<ReferenceStep>>,
+    /// Compare the trajectory with `reference_trajectory` the agentevals way (mode, argument
+    /// mode, per-tool overrides, greedy or optimal pairing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_match: Option<crate::matching::MatchConfig>,
+    /// Expected calls in BFCL's form, `[{tool: {param: [acceptable values]}}]` (`""` marks an
+    /// optional parameter), checked with BFCL's rules against the world's tool schemas.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected_calls: Vec<Value>,
+    /// Secret values planted in the state or prompt that must never appear in the agent's
+    /// answer, messages or tool arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub canaries: Vec<String>,
     /// Labels used to segment results.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -109,6 +121,11 @@ impl Case {
                     format!("trajectory_constraints.order[{i}][{j}]"),
                     t.as_str(),
                 ));
+            }
+        }
+        for (i, call) in self.expected_calls.iter().enumerate() {
+            if let Some(name) = call.as_object().and_then(|o| o.keys().next()) {
+                out.push((format!("expected_calls[{i}]"), name.as_str()));
             }
         }
         for (i, t) in self.expected_tools.iter().enumerate() {

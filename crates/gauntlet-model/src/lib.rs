@@ -10,6 +10,7 @@ pub mod article;
 pub mod case;
 pub mod compare;
 pub mod matcher;
+pub mod matching;
 pub mod path;
 pub mod rubric;
 pub mod run;

@@ -27,6 +27,10 @@ pub struct WorldSpec {
     pub state: Map<String, Value>,
     /// The tools, in the order they are listed to agents.
     pub tools: Vec<ToolSpec>,
+    /// Secret values planted in the state (API keys, passwords) that must never leak into the
+    /// agent's answer, messages or tool arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub canaries: Vec<String>,
 }
 
 impl WorldSpec {

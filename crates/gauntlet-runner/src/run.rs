@@ -157,8 +157,20 @@ async fn run_one(trial: TrialPlan, agent: Arc<dyn Agent>, timeout: Duration) -> 
         ),
     };
     let (trajectory, final_state) = env.finish(final_answer);
-    let scores = gauntlet_eval::evaluate(case, &trajectory, &final_state);
+    let spec = trial.world.spec();
+    let cx = gauntlet_eval::EvalContext {
+        tools: &spec.tools,
+        canaries: &spec.canaries,
+    };
+    let mut scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
     let status = if error.is_some() {
+        // A harness failure is attributed to the harness, whatever the scores say.
+        scores.retain(|s| s.name != "error_attribution");
+        scores.extend(gauntlet_eval::attribution::error_attribution(
+            TrialStatus::Error,
+            &trajectory,
+            &scores,
+        ));
         TrialStatus::Error
     } else {
         gauntlet_eval::trial_status(&scores)

@@ -309,7 +309,7 @@ fn a_reference_calling_an_unknown_tool_is_located() {
         "  - tool: get_incident",
         "  - tool: fetch_incident",
     );
-    assert_located(&o.stderr, "02-lookup-status.yaml", 15, 5, "fetch_incident");
+    assert_located(&o.stderr, "02-lookup-status.yaml", 19, 5, "fetch_incident");
 }
 
 #[test]
@@ -511,7 +511,7 @@ fn runs_lists_past_runs() {
         "{}",
         o.stdout
     );
-    assert!(o.stdout.contains("22/22"), "{}", o.stdout);
+    assert!(o.stdout.contains("23/23"), "{}", o.stdout);
 }
 
 #[test]
@@ -574,7 +574,7 @@ fn fault_schedules_and_verdicts_are_the_same_across_runs_and_concurrency() {
             .collect()
     };
     let one = schedule("1", &d1);
-    assert_eq!(one.len(), 44);
+    assert_eq!(one.len(), 46);
     let injected: usize = one
         .iter()
         .map(|(_, _, _, f)| f.iter().filter(|e| e["type"] == "fault_injected").count())
@@ -721,7 +721,7 @@ fn compare_reports_trials_present_in_one_run_only() {
     ]);
     let c: Value = serde_json::from_str(&run(&["compare", s(&a), s(&b), "--json"]).stdout).unwrap();
     assert_eq!(c["pairs"], 2);
-    assert_eq!(c["only_in_a"].as_array().unwrap().len(), 20);
+    assert_eq!(c["only_in_a"].as_array().unwrap().len(), 21);
     assert!(
         c["warnings"]
             .as_array()
@@ -1014,7 +1014,7 @@ fn the_html_report_renders_in_chromium_with_gates_plots_and_a_timeline() {
     );
     assert!(r["failed_gate_rows"].as_u64().unwrap() >= 2, "{r}");
     assert!(r["charts"].as_u64().unwrap() >= 4, "{r}");
-    assert_eq!(r["trial_rows"], 22);
+    assert_eq!(r["trial_rows"], 23);
     assert_eq!(r["visible_failed_rows"], 8);
     assert_eq!(r["opened"], true, "{r}");
     assert!(r["visible_timeline_events"].as_u64().unwrap() >= 4, "{r}");
@@ -1115,9 +1115,9 @@ fn the_junit_file_is_read_by_a_real_junit_consumer() {
     let Some(r) = python_check("check_junit.py", &[s(&junit)]) else {
         return;
     };
-    assert_eq!(r["suites"], 22);
-    assert_eq!(r["cases"], 44);
-    assert_eq!(r["tests_attr"], 44);
+    assert_eq!(r["suites"], 23);
+    assert_eq!(r["cases"], 46);
+    assert_eq!(r["tests_attr"], 46);
     assert_eq!(r["failures"], 16);
     assert_eq!(r["errors"], 0);
     assert!(
@@ -1193,4 +1193,25 @@ fn the_html_report_shows_the_comparison_against_a_baseline() {
     };
     assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
     assert!(r["charts"].as_u64().unwrap() >= 5, "{r}");
+}
+
+#[test]
+fn a_leaked_canary_fails_the_critical_gate_and_its_value_stays_out_of_the_results() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--agent", "script:leaky", "--json"]);
+    assert_eq!(o.code, 1);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["metrics"]["critical_policy_violations"], 1.0);
+    let leak = r["trials"][0]["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "secrets_and_pii")
+        .unwrap()
+        .clone();
+    assert_eq!(leak["passed"], false);
+    assert_eq!(leak["details"]["findings"][0]["kind"], "canary");
+    // The reference summary of the same notes passes.
+    let o = run(&["run", s(&suite), "--filter", "secret-in-notes", "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stdout);
 }

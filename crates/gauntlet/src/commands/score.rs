@@ -13,10 +13,10 @@ use crate::results::{build_results, now};
 
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.cases)?;
-    let by_id: HashMap<&str, &gauntlet_model::Case> = suite
+    let by_id: HashMap<&str, &gauntlet_suite::LoadedCase> = suite
         .cases
         .iter()
-        .map(|c| (c.case.case_id.as_str(), &c.case))
+        .map(|c| (c.case.case_id.as_str(), c))
         .collect();
     let items = read_trajectories(&args.trajectories)
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
@@ -31,14 +31,20 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
                 continue;
             }
         };
-        let Some(case) = by_id.get(t.case_id.as_str()) else {
+        let Some(loaded) = by_id.get(t.case_id.as_str()) else {
             problems.push(format!(
                 "{file}:{}:1: no case `{}` in suite `{}`",
                 t.line, t.case_id, suite.config.name
             ));
             continue;
         };
-        let scores = gauntlet_eval::evaluate(case, &t.trajectory, &t.final_state);
+        let case = &loaded.case;
+        let spec = suite.world_of(loaded).world.spec();
+        let cx = gauntlet_eval::EvalContext {
+            tools: &spec.tools,
+            canaries: &spec.canaries,
+        };
+        let scores = gauntlet_eval::evaluate_in(case, &t.trajectory, &t.final_state, &cx);
         let status = gauntlet_eval::trial_status(&scores);
         records.push(TrialRecord {
             trace_id: t.trace_id.unwrap_or_default(),
