@@ -61,7 +61,7 @@ fn luhn(digits: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Where agent output lives: (event index, what it is, the text).
