@@ -350,7 +350,16 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
 }
 
 fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, SegmentStats>> {
-    let mut acc: BTreeMap<String, BTreeMap<String, (u32, u32, u32)>> = BTreeMap::new();
+    // Per segment: trials, passed, task successes, and sums/counts of tool precision and recall.
+    #[derive(Default)]
+    struct Acc {
+        n: u32,
+        passed: u32,
+        ok: u32,
+        precision: (f64, u32),
+        recall: (f64, u32),
+    }
+    let mut acc: BTreeMap<String, BTreeMap<String, Acc>> = BTreeMap::new();
     for t in trials {
         let mut keys: Vec<(&str, String)> = t.tags.iter().map(|g| ("tag", g.clone())).collect();
         keys.extend(t.difficulty.iter().map(|d| ("difficulty", d.clone())));
@@ -362,30 +371,49 @@ fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, Segmen
                 .unwrap_or_default();
             ("fault", name)
         }));
+        let selection = t.scores.iter().find(|s| s.name == "ToolSelectionAccuracy");
+        let detail = |k: &str| {
+            selection
+                .and_then(|s| s.details.get(k))
+                .and_then(serde_json::Value::as_f64)
+        };
         for (kind, value) in keys {
             let s = acc
                 .entry(kind.to_owned())
                 .or_default()
                 .entry(value)
                 .or_default();
-            s.0 += 1;
-            s.1 += u32::from(t.status == TrialStatus::Passed);
-            s.2 += u32::from(task_succeeded(t));
+            s.n += 1;
+            s.passed += u32::from(t.status == TrialStatus::Passed);
+            s.ok += u32::from(task_succeeded(t));
+            if let (Some(p), Some(r)) = (detail("precision"), detail("recall")) {
+                s.precision.0 += p;
+                s.precision.1 += 1;
+                s.recall.0 += r;
+                s.recall.1 += 1;
+            }
         }
     }
     acc.into_iter()
         .map(|(kind, values)| {
             let values = values
                 .into_iter()
-                .map(|(value, (n, p, ok))| {
+                .map(|(value, a)| {
+                    let mean = |(sum, n): (f64, u32)| (n > 0).then(|| sum / f64::from(n));
                     (
                         value,
                         SegmentStats {
-                            trials: n,
-                            passed: p,
-                            pass_rate: f64::from(p) / f64::from(n),
-                            pass_rate_interval: wilson(u64::from(p), u64::from(n), CONFIDENCE),
-                            task_success_rate: f64::from(ok) / f64::from(n),
+                            trials: a.n,
+                            passed: a.passed,
+                            pass_rate: f64::from(a.passed) / f64::from(a.n),
+                            pass_rate_interval: wilson(
+                                u64::from(a.passed),
+                                u64::from(a.n),
+                                CONFIDENCE,
+                            ),
+                            task_success_rate: f64::from(a.ok) / f64::from(a.n),
+                            tool_precision: mean(a.precision),
+                            tool_recall: mean(a.recall),
                         },
                     )
                 })

@@ -717,6 +717,20 @@ fn constraint_scores(case: &Case, trajectory: &Trajectory, scores: &mut Vec<Scor
             over.push(format!("latency {ms:.1} ms > {max}"));
         }
     }
+    if let Some(max) = c.max_ttft_ms {
+        any_budget = true;
+        let worst = trajectory
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ModelCall { ttft_ms, .. } => *ttft_ms,
+                _ => None,
+            })
+            .fold(0.0f64, f64::max);
+        if worst > max {
+            over.push(format!("time to first token {worst:.1} ms > {max}"));
+        }
+    }
     if any_budget {
         let passed = over.is_empty();
         let mut s = score(

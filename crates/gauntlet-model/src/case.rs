@@ -207,6 +207,9 @@ pub struct Constraints {
     /// Upper bound on the trial's wall time, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency_ms: Option<f64>,
+    /// Upper bound on any model call's time to first token, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ttft_ms: Option<f64>,
     /// Optimal step count for `StepEfficiency` (overrides the article's `optimal_step_count`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal_steps: Option<u32>,

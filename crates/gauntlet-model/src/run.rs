@@ -306,6 +306,12 @@ pub struct SegmentStats {
     pub pass_rate_interval: Interval,
     /// Share of trials whose task succeeded.
     pub task_success_rate: f64,
+    /// Mean tool-selection precision (`ToolSelectionAccuracy`) of the segment's trials, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_precision: Option<f64>,
+    /// Mean tool-selection recall of the segment's trials, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_recall: Option<f64>,
 }
 
 /// The canonical result of a run; every report is a projection of it (plus the trial records).

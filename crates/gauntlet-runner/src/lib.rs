@@ -5,8 +5,10 @@
 //! hangs or panics never stops the others.
 #![warn(missing_docs)]
 
+mod custom;
 mod ids;
 mod run;
 
+pub use custom::{CustomEvaluator, run_custom};
 pub use ids::{trace_id, trial_seed};
 pub use run::{RunEvent, RunPlan, TrialPlan, run_trials};

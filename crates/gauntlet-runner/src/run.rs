@@ -37,6 +37,8 @@ pub struct RunPlan {
     pub concurrency: usize,
     /// Wall-time limit of one trial; the trial errs when exceeded.
     pub trial_timeout: Duration,
+    /// Custom evaluators run on every trial, and the folder they run in.
+    pub custom: Arc<(Vec<crate::CustomEvaluator>, std::path::PathBuf)>,
 }
 
 /// What the runner tells its caller while it runs.
@@ -72,6 +74,7 @@ pub async fn run_trials(
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
     let timeout = plan.trial_timeout;
     for (index, trial) in plan.trials.into_iter().enumerate() {
+        let custom = Arc::clone(&plan.custom);
         let semaphore = Arc::clone(&semaphore);
         let agent = Arc::clone(&agent);
         let tx = tx.clone();
@@ -86,7 +89,7 @@ pub async fn run_trials(
             });
             let fallback = error_record(&trial, "the trial panicked".to_owned());
             // A panicking agent or evaluator must cost its trial only.
-            let record = match tokio::spawn(run_one(trial, agent, timeout)).await {
+            let record = match tokio::spawn(run_one(trial, agent, timeout, custom)).await {
                 Ok(r) => r,
                 Err(_) => fallback,
             };
@@ -125,7 +128,12 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
     }
 }
 
-async fn run_one(trial: TrialPlan, agent: Arc<dyn Agent>, timeout: Duration) -> TrialRecord {
+async fn run_one(
+    trial: TrialPlan,
+    agent: Arc<dyn Agent>,
+    timeout: Duration,
+    custom: Arc<(Vec<crate::CustomEvaluator>, std::path::PathBuf)>,
+) -> TrialRecord {
     let started = Instant::now();
     let case = &trial.case;
     let simulator = Simulator::new(
@@ -163,6 +171,17 @@ async fn run_one(trial: TrialPlan, agent: Arc<dyn Agent>, timeout: Duration) -> 
         canaries: &spec.canaries,
     };
     let mut scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
+    if !custom.0.is_empty() {
+        let input = serde_json::json!({
+            "case": case.as_ref(),
+            "trial": {"case_id": case.case_id, "epoch": trial.epoch, "trajectory": &trajectory,
+                      "initial_state": &trial.initial_state, "final_state": &final_state},
+            "scores": &scores,
+        });
+        for ev in &custom.0 {
+            scores.extend(crate::run_custom(ev, &custom.1, &input).await);
+        }
+    }
     let status = if error.is_some() {
         // A harness failure is attributed to the harness, whatever the scores say.
         scores.retain(|s| s.name != "error_attribution");

@@ -42,6 +42,22 @@ pub struct SuiteConfig {
     /// The profile used when `--faults` is not given (none when absent).
     #[serde(default)]
     pub fault_profile: Option<String>,
+    /// Custom evaluators: commands that score each trial (JSON in, JSON out).
+    #[serde(default)]
+    pub evaluators: Vec<CustomEvaluatorSpec>,
+}
+
+/// A custom evaluator: a command that reads a trial as JSON and writes scores as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomEvaluatorSpec {
+    /// Its name.
+    pub name: String,
+    /// The command, run with `sh -c` in the suite folder.
+    pub command: String,
+    /// Seconds before it is killed (10 by default).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
 }
 
 /// A rubric in the configuration.

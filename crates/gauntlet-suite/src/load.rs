@@ -578,6 +578,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         rubric: None,
         fault_profiles: Default::default(),
         fault_profile: None,
+        evaluators: Vec::new(),
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);
     if problems.is_empty() {

@@ -1215,3 +1215,43 @@ fn a_leaked_canary_fails_the_critical_gate_and_its_value_stays_out_of_the_result
     let o = run(&["run", s(&suite), "--filter", "secret-in-notes", "--json"]);
     assert_eq!(o.code, 0, "{}", o.stdout);
 }
+
+#[test]
+fn custom_command_evaluators_score_each_trial_and_a_broken_one_fails_its_score_only() {
+    let (_tmp, suite) = example();
+    std::fs::write(
+        suite.join("polite.py"),
+        "import json, sys\nt = json.load(sys.stdin)\nanswer = t['trial']['trajectory'].get('final_answer') or ''\n\
+         ok = len(answer) < 200\nprint(json.dumps({'scores': [{'name': 'short_answer', 'score': 1.0 if ok else 0.0, 'passed': ok,\
+         'severity': 'info', 'details': {'chars': len(answer), 'case': t['case']['case_id']}}]}))\n",
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(suite.join("gauntlet.yaml")).unwrap();
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        format!("{config}\nevaluators:\n  - name: polite\n    command: python3 polite.py\n  - name: broken\n    command: exit 3\n"),
+    )
+    .unwrap();
+    let o = run(&["run", s(&suite), "--filter", "lookup-status", "--json"]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    let scores = r["trials"][0]["scores"].as_array().unwrap();
+    let polite = scores.iter().find(|x| x["name"] == "short_answer").unwrap();
+    assert_eq!(polite["passed"], true);
+    assert_eq!(polite["details"]["case"], "lookup-status");
+    let broken = scores
+        .iter()
+        .find(|x| x["name"] == "custom:broken")
+        .unwrap();
+    assert_eq!(broken["passed"], false);
+    assert!(
+        broken["details"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("exited"),
+        "{broken}"
+    );
+    assert_eq!(
+        r["trials"][0]["status"], "failed",
+        "a broken evaluator fails its score, the trial is still judged"
+    );
+}

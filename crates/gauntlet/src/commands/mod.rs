@@ -4,7 +4,7 @@ mod check;
 mod compare;
 mod gate;
 pub mod report;
-mod run;
+pub mod run;
 mod runs;
 mod schema;
 mod score;

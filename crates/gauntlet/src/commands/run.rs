@@ -200,6 +200,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         trials,
         concurrency: args.concurrency.max(1),
         trial_timeout: Duration::from_secs_f64(args.trial_timeout),
+        custom: Arc::new((custom_evaluators(&suite), suite.root.clone())),
     };
     let records = runtime.block_on(run_trials(plan, agent, |event| match event {
         RunEvent::TrialStarted { case_id, .. } => progress.set_message(case_id),
@@ -243,6 +244,20 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     }
     verdict_code(&results, gate_errors)
+}
+
+/// The suite's custom evaluators, for the runner.
+pub fn custom_evaluators(suite: &gauntlet_suite::Suite) -> Vec<gauntlet_runner::CustomEvaluator> {
+    suite
+        .config
+        .evaluators
+        .iter()
+        .map(|e| gauntlet_runner::CustomEvaluator {
+            name: e.name.clone(),
+            command: e.command.clone(),
+            timeout_s: e.timeout_s,
+        })
+        .collect()
 }
 
 /// A run id that sorts by time: `20261130T071403Z-1a2b3c`.

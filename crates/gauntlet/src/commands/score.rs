@@ -21,6 +21,11 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let items = read_trajectories(&args.trajectories)
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
     let file = args.trajectories.display().to_string();
+    let custom = crate::commands::run::custom_evaluators(&suite);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     let mut problems = Vec::new();
     let mut records = Vec::new();
     for item in items {
@@ -44,7 +49,22 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             tools: &spec.tools,
             canaries: &spec.canaries,
         };
-        let scores = gauntlet_eval::evaluate_in(case, &t.trajectory, &t.final_state, &cx);
+        let mut scores = gauntlet_eval::evaluate_in(case, &t.trajectory, &t.final_state, &cx);
+        if !custom.is_empty() {
+            let input = serde_json::json!({
+                "case": case,
+                "trial": {"case_id": t.case_id, "epoch": t.epoch, "trajectory": &t.trajectory,
+                          "initial_state": &t.initial_state, "final_state": &t.final_state},
+                "scores": &scores,
+            });
+            for ev in &custom {
+                scores.extend(runtime.block_on(gauntlet_runner::run_custom(
+                    ev,
+                    &suite.root,
+                    &input,
+                )));
+            }
+        }
         let status = gauntlet_eval::trial_status(&scores);
         records.push(TrialRecord {
             trace_id: t.trace_id.unwrap_or_default(),

@@ -1,0 +1,125 @@
+//! Custom evaluators: an external command that reads one trial as JSON on stdin and writes its
+//! scores as JSON on stdout.
+//!
+//! Input: `{"case": Case, "trial": {case_id, epoch, trajectory, initial_state, final_state},
+//! "scores": [Score]}`. Output: `{"scores": [{"name", "score", "passed", "value"?, "severity"?,
+//! "dimension"?, "details"?}]}`. A command that fails, times out or writes something else gives
+//! a failed score `custom:NAME` that says why: the trial is judged, the run goes on.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use gauntlet_model::{Dimension, Score, Severity};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+/// A custom evaluator as configured in `gauntlet.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomEvaluator {
+    /// Its name (failures are reported as `custom:NAME`).
+    pub name: String,
+    /// The command, run with `sh -c` in the suite folder.
+    pub command: String,
+    /// Seconds before it is killed (10 by default).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Output {
+    scores: Vec<OutputScore>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputScore {
+    name: String,
+    score: f64,
+    passed: bool,
+    #[serde(default)]
+    value: Option<f64>,
+    #[serde(default)]
+    severity: Option<Severity>,
+    #[serde(default)]
+    dimension: Option<Dimension>,
+    #[serde(default)]
+    details: Value,
+}
+
+fn failure(name: &str, why: String) -> Score {
+    Score {
+        name: format!("custom:{name}"),
+        dimension: Dimension::Outcome,
+        value: 0.0,
+        score: 0.0,
+        passed: false,
+        severity: Severity::Error,
+        details: json!({"error": why}),
+        events: Vec::new(),
+    }
+}
+
+/// Runs one custom evaluator on one trial's input.
+pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Value) -> Vec<Score> {
+    let timeout = Duration::from_secs_f64(ev.timeout_s.unwrap_or(10.0).max(0.1));
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(&ev.command)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![failure(
+                &ev.name,
+                format!("cannot start `{}`: {e}", ev.command),
+            )];
+        }
+    };
+    let body = input.to_string();
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its input just closes the pipe; that is its business.
+        let _ = stdin.write_all(body.as_bytes()).await;
+    }
+    let out = match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => return vec![failure(&ev.name, format!("failed to run: {e}"))],
+        Err(_) => return vec![failure(&ev.name, format!("timed out after {timeout:?}"))],
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return vec![failure(
+            &ev.name,
+            format!("exited with {}: {}", out.status, err.trim()),
+        )];
+    }
+    match serde_json::from_slice::<Output>(&out.stdout) {
+        Ok(o) => o
+            .scores
+            .into_iter()
+            .map(|s| Score {
+                name: s.name,
+                dimension: s.dimension.unwrap_or(Dimension::Outcome),
+                value: s.value.unwrap_or(s.score),
+                score: s.score.clamp(0.0, 1.0),
+                passed: s.passed,
+                severity: s.severity.unwrap_or(Severity::Error),
+                details: s.details,
+                events: Vec::new(),
+            })
+            .collect(),
+        Err(e) => vec![failure(
+            &ev.name,
+            format!(
+                "wrote no valid scores JSON ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
+            ),
+        )],
+    }
+}
