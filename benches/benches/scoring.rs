@@ -1,5 +1,7 @@
-//! Offline scoring throughput: read recorded trials from JSON Lines and run every evaluator, on
-//! one core, against reading the same JSON without scoring (the floor we measure against).
+//! Offline scoring throughput: read recorded trials from JSON Lines and run every deterministic
+//! evaluator (the cases use constraints, order, a reference with agentevals matching, BFCL
+//! expected calls and canaries), on one core, against reading the same JSON without scoring (the
+//! floor we measure against).
 
 use std::collections::HashMap;
 use std::hint::black_box;

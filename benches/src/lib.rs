@@ -23,7 +23,17 @@ pub fn cases() -> Vec<Case> {
                     "max_tool_calls": 6,
                     "optimal_steps": 3
                 },
-                "tags": ["write"]
+                "tags": ["write"],
+                "canaries": ["CANARY-SECRET-1"],
+                "expected_calls": [{"get_incident": {"incident_id": ["INC-1"], "attempt": [0, 1, 2, ""]}},
+                                   {"close_incident": {"incident_id": ["INC-1"], "attempt": [0, 1, 2, ""]}}],
+                "trajectory_match": {"mode": "superset", "args": "subset"},
+                "reference_trajectory": [
+                    {"tool": "get_incident", "args": {"incident_id": "INC-1"}},
+                    {"confirm": "Close INC-1?"},
+                    {"tool": "close_incident", "args": {"incident_id": "INC-1"}},
+                    {"answer": "INC-1 is closed."}
+                ]
             }))
             .expect("valid case")
         })
