@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::environment::Environment;
+use crate::environment::SharedEnv;
 
 /// A boxed future, so that agents are object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -39,7 +39,7 @@ pub trait Agent: Send + Sync {
     fn run<'a>(
         &'a self,
         input: &'a AgentInput,
-        env: &'a mut dyn Environment,
+        env: SharedEnv,
     ) -> BoxFuture<'a, Result<AgentOutput, AgentError>>;
 }
 

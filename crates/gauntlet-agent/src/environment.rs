@@ -1,10 +1,23 @@
 //! A trial's tools and user, as an agent sees them.
+//!
+//! The environment is shared ([`SharedEnv`]): an in-process agent calls it directly, an MCP
+//! server hands it the calls of an agent in another process. Both record into the same trial.
+
+use std::sync::{Arc, Mutex};
 
 use gauntlet_model::{Event, ToolError, ToolSpec, Trajectory};
 use gauntlet_world::Simulator;
 use serde_json::Value;
 
 use crate::user::ScriptedUser;
+
+/// A trial's environment, shared between the agent adapter and the servers it starts.
+pub type SharedEnv = Arc<Mutex<dyn Environment>>;
+
+/// Locks a shared environment; a panic elsewhere while it was held does not lose the trial.
+pub fn lock(env: &SharedEnv) -> std::sync::MutexGuard<'_, dyn Environment + 'static> {
+    env.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The world and user of one trial. Every method records events in the trajectory.
 pub trait Environment: Send {
@@ -27,11 +40,17 @@ pub trait Environment: Send {
     /// Waits before the next action (a backoff). In-process agents advance the trial clock
     /// without sleeping; the time still counts in every time-based verdict.
     fn wait(&mut self, step: u32, ms: f64);
+    /// Records what an out-of-process agent wrote on its standard error.
+    fn log_stderr(&mut self, text: &str);
+    /// Ends the trial: the trajectory (with the final answer) and the final state. Later calls
+    /// answer as if the world were gone.
+    fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value);
 }
 
 /// The in-process environment: the simulator and the scripted user.
 pub struct SimulatedEnvironment {
-    simulator: Simulator,
+    sim: Option<Simulator>,
+    tools: Vec<ToolSpec>,
     user: ScriptedUser,
 }
 
@@ -41,22 +60,28 @@ impl SimulatedEnvironment {
         simulator.record(Event::UserMessage {
             text: user_input.to_owned(),
         });
-        SimulatedEnvironment { simulator, user }
+        SimulatedEnvironment {
+            tools: simulator.world().spec().tools.clone(),
+            sim: Some(simulator),
+            user,
+        }
     }
 
-    /// Ends the trial: the trajectory (with the final answer) and the final state.
-    pub fn finish(mut self, final_answer: Option<String>) -> (Trajectory, Value) {
-        if let Some(text) = &final_answer {
-            self.simulator
-                .record(Event::FinalAnswer { text: text.clone() });
+    /// Shares the environment.
+    pub fn shared(self) -> SharedEnv {
+        Arc::new(Mutex::new(self))
+    }
+
+    fn record(&mut self, event: Event) {
+        if let Some(sim) = &mut self.sim {
+            sim.record(event);
         }
-        self.simulator.finish(final_answer)
     }
 }
 
 impl Environment for SimulatedEnvironment {
     fn tools(&self) -> Vec<ToolSpec> {
-        self.simulator.world().spec().tools.clone()
+        self.tools.clone()
     }
 
     fn call_tool(
@@ -66,18 +91,24 @@ impl Environment for SimulatedEnvironment {
         arguments: Value,
         idempotency_key: Option<String>,
     ) -> Result<Value, ToolError> {
-        self.simulator
-            .call_tool(step, tool, arguments, idempotency_key)
+        match &mut self.sim {
+            Some(sim) => sim.call_tool(step, tool, arguments, idempotency_key),
+            None => Err(ToolError {
+                status: 503,
+                message: "the trial is over".to_owned(),
+                retry_after_s: None,
+            }),
+        }
     }
 
     fn confirm(&mut self, step: u32, text: &str) -> bool {
-        self.simulator.record(Event::ConfirmationRequest {
+        self.record(Event::ConfirmationRequest {
             step,
             text: text.to_owned(),
         });
         let answer = self.user.confirm(text);
         let approved = ScriptedUser::approves(&answer);
-        self.simulator.record(Event::ConfirmationResponse {
+        self.record(Event::ConfirmationResponse {
             text: answer,
             approved,
         });
@@ -85,25 +116,45 @@ impl Environment for SimulatedEnvironment {
     }
 
     fn ask(&mut self, step: u32, text: &str) -> String {
-        self.simulator.record(Event::Question {
+        self.record(Event::Question {
             step,
             text: text.to_owned(),
         });
         let answer = self.user.answer(text);
-        self.simulator.record(Event::UserMessage {
+        self.record(Event::UserMessage {
             text: answer.clone(),
         });
         answer
     }
 
     fn say(&mut self, step: u32, text: &str) {
-        self.simulator.record(Event::AgentMessage {
+        self.record(Event::AgentMessage {
             step,
             text: text.to_owned(),
         });
     }
 
     fn wait(&mut self, step: u32, ms: f64) {
-        self.simulator.wait(step, ms);
+        if let Some(sim) = &mut self.sim {
+            sim.wait(step, ms);
+        }
+    }
+
+    fn log_stderr(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.record(Event::AgentStderr {
+                text: text.to_owned(),
+            });
+        }
+    }
+
+    fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value) {
+        let Some(mut sim) = self.sim.take() else {
+            return (Trajectory::default(), Value::Null);
+        };
+        if let Some(text) = &final_answer {
+            sim.record(Event::FinalAnswer { text: text.clone() });
+        }
+        sim.finish(final_answer)
     }
 }

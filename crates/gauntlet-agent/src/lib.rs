@@ -13,6 +13,6 @@ mod user;
 pub use agent::{
     Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
 };
-pub use environment::{Environment, SimulatedEnvironment};
+pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock};
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::ScriptedUser;

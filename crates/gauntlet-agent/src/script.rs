@@ -9,7 +9,7 @@ use gauntlet_model::{Case, ReferenceStep};
 use serde_json::Value;
 
 use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
-use crate::environment::Environment;
+use crate::environment::{SharedEnv, lock};
 
 /// Built-in behaviours, each a transformation of the reference trajectory, with what it shows.
 pub const BUILTIN_BEHAVIOURS: [(&str, &str); 6] = [
@@ -141,7 +141,7 @@ impl Agent for ScriptAgent {
     fn run<'a>(
         &'a self,
         input: &'a AgentInput,
-        env: &'a mut dyn Environment,
+        env: SharedEnv,
     ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
         Box::pin(async move {
             let alternate = (input.seed % 2 == 1)
@@ -160,19 +160,19 @@ impl Agent for ScriptAgent {
                     if let Some(tool) = &s.tool {
                         let args = s.args.clone().unwrap_or(Value::Object(Default::default()));
                         // Errors are data in the trajectory; a script does not react to them.
-                        let _ = env.call_tool(step, tool, args, s.idempotency_key.clone());
+                        let _ = lock(&env).call_tool(step, tool, args, s.idempotency_key.clone());
                     } else if let Some(text) = &s.confirm {
-                        if !env.confirm(step, text) {
+                        if !lock(&env).confirm(step, text) {
                             return Ok(AgentOutput {
                                 final_answer: Some("Understood, I will not do it.".to_owned()),
                             });
                         }
                     } else if let Some(text) = &s.ask {
-                        env.ask(step, text);
+                        lock(&env).ask(step, text);
                     } else if let Some(text) = &s.say {
-                        env.say(step, text);
+                        lock(&env).say(step, text);
                     } else if let Some(ms) = s.wait_ms {
-                        env.wait(step, ms);
+                        lock(&env).wait(step, ms);
                     } else if let Some(text) = &s.answer {
                         return Ok(AgentOutput {
                             final_answer: Some(text.clone()),

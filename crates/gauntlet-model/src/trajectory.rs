@@ -104,6 +104,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ttft_ms: Option<f64>,
     },
+    /// What an out-of-process agent wrote on its standard error (kept for debugging).
+    AgentStderr {
+        /// The text (truncated to a bounded size).
+        text: String,
+    },
     /// The agent's final answer.
     FinalAnswer {
         /// The answer text.

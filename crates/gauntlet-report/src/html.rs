@@ -221,6 +221,11 @@ fn event_view(idx: usize, e: &Event) -> EventView {
                     .unwrap_or_default()
             );
         }
+        Event::AgentStderr { text } => {
+            v.kind = "stderr";
+            v.title = "agent stderr".into();
+            v.body = text.clone();
+        }
         Event::FinalAnswer { text } => {
             v.kind = "answer";
             v.title = "final answer".into();

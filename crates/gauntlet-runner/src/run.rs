@@ -142,7 +142,7 @@ async fn run_one(
         trial.context.clone(),
         trial.faults.clone(),
     );
-    let mut env = SimulatedEnvironment::new(
+    let env = SimulatedEnvironment::new(
         simulator,
         ScriptedUser::new(case.user.clone()),
         &case.user_input,
@@ -153,7 +153,8 @@ async fn run_one(
         epoch: trial.epoch,
         seed: trial.seed,
     };
-    let outcome = tokio::time::timeout(timeout, agent.run(&input, &mut env)).await;
+    let env = env.shared();
+    let outcome = tokio::time::timeout(timeout, agent.run(&input, env.clone())).await;
     let (final_answer, error) = match outcome {
         Ok(Ok(out)) => (out.final_answer, None),
         Ok(Err(e)) => (None, Some(format!("agent failed: {e}"))),
@@ -164,7 +165,7 @@ async fn run_one(
             )),
         ),
     };
-    let (trajectory, final_state) = env.finish(final_answer);
+    let (trajectory, final_state) = gauntlet_agent::lock(&env).finish(final_answer);
     let spec = trial.world.spec();
     let cx = gauntlet_eval::EvalContext {
         tools: &spec.tools,
