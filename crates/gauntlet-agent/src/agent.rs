@@ -48,15 +48,21 @@ pub trait Agent: Send + Sync {
 pub enum AgentSpec {
     /// `script:NAME`: a named scripted behaviour.
     Script(String),
+    /// `cmd:COMMAND`: a program started per trial, reaching the world over MCP.
+    Command(String),
 }
 
 /// Parses an `--agent` value; the message says which kinds exist.
 pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
     match spec.split_once(':') {
         Some(("script", name)) if !name.is_empty() => Ok(AgentSpec::Script(name.to_owned())),
+        Some(("cmd", command)) if !command.trim().is_empty() => {
+            Ok(AgentSpec::Command(command.to_owned()))
+        }
         _ => Err(format!(
-            "unknown agent `{spec}`: this version runs `script:NAME` agents (script:reference \
-             replays each case's reference_trajectory; see `gauntlet run --help` for the behaviours)"
+            "unknown agent `{spec}`: use `script:NAME` (script:reference replays each case's \
+             reference_trajectory) or `cmd:COMMAND` (a program per trial, with the world over MCP); \
+             see `gauntlet run --help`"
         )),
     }
 }

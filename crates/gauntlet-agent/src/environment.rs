@@ -16,7 +16,8 @@ pub type SharedEnv = Arc<Mutex<dyn Environment>>;
 
 /// Locks a shared environment; a panic elsewhere while it was held does not lose the trial.
 pub fn lock(env: &SharedEnv) -> std::sync::MutexGuard<'_, dyn Environment + 'static> {
-    env.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    env.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The world and user of one trial. Every method records events in the trajectory.

@@ -6,13 +6,16 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod command;
 mod environment;
+pub mod mcp;
 mod script;
 mod user;
 
 pub use agent::{
     Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
 };
+pub use command::{CommandAgent, final_answer};
 pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock};
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::ScriptedUser;

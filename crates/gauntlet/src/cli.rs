@@ -78,6 +78,24 @@ pub enum Command {
     },
     /// Print the JSON Schema of results.json.
     Schema,
+    /// Serve one case's world as an MCP server, for an IDE agent or MCP Inspector.
+    ///
+    /// With --http, prints `{"url", "token"}` on stdout; requests need `Authorization: Bearer
+    /// TOKEN`. When the session ends (stdio closes, or Ctrl-C), prints the trajectory's verdict
+    /// and record on stderr.
+    Serve {
+        /// The suite folder.
+        suite: PathBuf,
+        /// The case whose world to serve.
+        #[arg(long)]
+        case: String,
+        /// Serve over stdio.
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// Serve over streamable HTTP on this loopback address (127.0.0.1:0 picks a port).
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
+    },
     /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
     ///
     /// Example: gauntlet report RUN_DIR --format html --out report.html

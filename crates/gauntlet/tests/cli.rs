@@ -955,7 +955,7 @@ fn an_unknown_fault_profile_is_an_input_error() {
 /// Runs a Python checker; `None` (and a note) when its tools are not installed.
 fn python_check(script: &str, args: &[&str]) -> Option<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/browser")
+        .join("tests/python")
         .join(script);
     let out = std::process::Command::new("python3")
         .arg(path)
@@ -1253,5 +1253,277 @@ fn custom_command_evaluators_score_each_trial_and_a_broken_one_fails_its_score_o
     assert_eq!(
         r["trials"][0]["status"], "failed",
         "a broken evaluator fails its score, the trial is still judged"
+    );
+}
+
+fn gauntlet_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("gauntlet")
+}
+
+#[test]
+fn the_official_mcp_client_lists_and_calls_the_world_over_stdio() {
+    let suite = repo().join("examples/incident-desk");
+    let Some(r) = python_check(
+        "check_mcp.py",
+        &["stdio", s(&gauntlet_bin()), s(&suite), "close-mitigated"],
+    ) else {
+        return;
+    };
+    let tools: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for t in [
+        "get_incident",
+        "close_incident",
+        "gauntlet_confirm",
+        "gauntlet_ask_user",
+    ] {
+        assert!(tools.contains(&t), "{tools:?}");
+    }
+    assert_eq!(r["get"]["error"], false);
+    assert!(r["get"]["text"].as_str().unwrap().contains("Payment API"));
+    assert_eq!(
+        r["invalid"]["error"], true,
+        "a schema error is an MCP tool error"
+    );
+    assert!(
+        r["invalid"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("error 400"),
+        "{r}"
+    );
+    assert_eq!(r["confirm"]["approved"], true);
+    assert_eq!(r["close"]["error"], false);
+}
+
+#[test]
+fn the_official_mcp_client_works_over_http_and_requests_without_the_token_are_refused() {
+    use std::io::BufRead;
+    let suite = repo().join("examples/incident-desk");
+    let mut child = std::process::Command::new(gauntlet_bin())
+        .args([
+            "serve",
+            s(&suite),
+            "--case",
+            "close-mitigated",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let endpoint: Value = serde_json::from_str(&line).unwrap();
+    let url = endpoint["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "loopback only: {url}");
+    let result = python_check(
+        "check_mcp.py",
+        &["http", &url, endpoint["token"].as_str().unwrap()],
+    );
+    // End the session like a person would (SIGTERM); the verdict follows on stderr.
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let Some(r) = result else { return };
+    assert_eq!(r["unauthenticated_statuses"], serde_json::json!([401, 401]));
+    assert_eq!(r["close"]["error"], false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The client sent one call with invalid arguments on purpose.
+    assert!(
+        stderr.contains("session over: 3 tool calls, failed: ArgumentSchemaValidity"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_python_agent_runs_the_suite_through_cmd_and_its_calls_are_recorded() {
+    if std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        eprintln!("skipped: the mcp package is not installed (pip install mcp)");
+        return;
+    }
+    let (_tmp, suite) = example();
+    let out = suite.join("out");
+    let agent = format!(
+        "cmd:python3 {}",
+        s(&repo().join("examples/agents/rule_based_mcp.py"))
+    );
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &agent,
+        "--filter",
+        "close",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+    let trials: Vec<Value> = std::fs::read_to_string(out.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mitigated = trials
+        .iter()
+        .find(|t| t["case_id"] == "close-mitigated")
+        .unwrap();
+    assert_eq!(mitigated["status"], "passed", "{}", mitigated["scores"]);
+    let calls: Vec<&Value> = mitigated["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .collect();
+    assert_eq!(
+        calls
+            .iter()
+            .map(|c| c["tool"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["get_incident", "close_incident"]
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["latency_ms"].as_f64().unwrap() > 0.0)
+    );
+    assert!(
+        mitigated["trajectory"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "confirmation_request")
+    );
+    let declined = trials
+        .iter()
+        .find(|t| t["case_id"] == "close-declined")
+        .unwrap();
+    assert_eq!(
+        declined["final_state"]["incidents"]["INC-004300"]["status"], "open",
+        "the user said no"
+    );
+}
+
+#[test]
+fn a_hanging_crashing_or_flooding_agent_fails_only_its_trial() {
+    let (tmp, suite) = example();
+    let script = tmp.path().join("agent.sh");
+    std::fs::write(
+        &script,
+        "case \"$GAUNTLET_CASE_ID\" in\n  lookup-status) exec sleep 600 ;;\n  list-open) echo boom >&2; exit 7 ;;\n  add-note) head -c 3000000 /dev/zero ;;\n  *) echo \"nothing to do\" ;;\nesac\n",
+    )
+    .unwrap();
+    let agent = format!("cmd:sh {}", s(&script));
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &agent,
+        "--filter",
+        "-",
+        "--trial-timeout",
+        "2",
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    let by_case = |id: &str| {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["case_id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let hang = by_case("lookup-status");
+    assert_eq!(hang["status"], "error");
+    assert!(
+        hang["error"].as_str().unwrap().contains("time limit"),
+        "{hang}"
+    );
+    let crash = by_case("list-open");
+    assert_eq!(crash["status"], "error");
+    assert!(
+        crash["error"].as_str().unwrap().contains("exit status: 7")
+            && crash["error"].as_str().unwrap().contains("boom"),
+        "{crash}"
+    );
+    let flood = by_case("add-note");
+    assert!(
+        flood["error"].as_str().unwrap().contains("more than"),
+        "{flood}"
+    );
+    // The other trials ran and were judged.
+    let others: Vec<&Value> = r["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] != "error")
+        .collect();
+    assert!(others.len() >= 10, "{}", others.len());
+    // The hanging agent's process group is gone.
+    let ps = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ps -eo args | grep '^sleep 600' | grep -v grep | wc -l",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ps.stdout).trim(),
+        "0",
+        "a hung agent was left running"
+    );
+}
+
+#[test]
+fn the_agent_environment_holds_no_secret_of_the_harness() {
+    let (_tmp, suite) = example();
+    let out = gauntlet()
+        .args([
+            "run",
+            s(&suite),
+            "--agent",
+            "cmd:env",
+            "--filter",
+            "lookup-status",
+            "--json",
+        ])
+        .env("OPENAI_API_KEY", "sk-harness-secret-123")
+        .env("AWS_SECRET_ACCESS_KEY", "harness-aws-secret")
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trial = &r["trials"][0];
+    let answer = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "output_assertions")
+        .unwrap()["details"]["answer"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        answer.contains("GAUNTLET_MCP_URL=http://127.0.0.1:"),
+        "{answer}"
+    );
+    assert!(
+        !answer.contains("sk-harness-secret-123") && !answer.contains("harness-aws-secret"),
+        "{answer}"
     );
 }

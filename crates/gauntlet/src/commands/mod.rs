@@ -8,6 +8,7 @@ pub mod run;
 mod runs;
 mod schema;
 mod score;
+mod serve;
 mod shared;
 
 use crate::cli::{Cli, Command};
@@ -28,6 +29,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             fail_on_regression,
         } => compare::compare(&a, &b, json, fail_on_regression),
         Command::Schema => schema::schema(),
+        Command::Serve {
+            suite,
+            case,
+            stdio,
+            http,
+        } => serve::serve(&suite, &case, stdio, http),
         Command::Report {
             run,
             format,

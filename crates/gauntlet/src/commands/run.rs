@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gauntlet_agent::{AgentSpec, ScriptAgent, parse_agent_spec};
+use gauntlet_agent::{AgentSpec, CommandAgent, ScriptAgent, parse_agent_spec};
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
 use gauntlet_store::{Index, RunWriter};
@@ -73,6 +73,11 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
                     )));
                 }
                 Arc::new(script)
+            }
+            AgentSpec::Command(command) => {
+                let dir = std::env::current_dir()
+                    .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
+                Arc::new(CommandAgent::new(&command, dir))
             }
         };
 

@@ -1,0 +1,208 @@
+//! The command agent: any program, in any language, started once per trial.
+//!
+//! It gets the case input on stdin (`{"case_id", "user_input", "epoch", "seed", "mcp": {"url",
+//! "token"}}`) and in its environment (`GAUNTLET_CASE_ID`, `GAUNTLET_USER_INPUT`,
+//! `GAUNTLET_EPOCH`, `GAUNTLET_SEED`, `GAUNTLET_MCP_URL`, `GAUNTLET_MCP_TOKEN`), reaches the
+//! world's tools over MCP (streamable HTTP on loopback, bearer token), and answers on stdout:
+//! plain text, or a JSON object with `final_answer`. Its environment is scrubbed: only `PATH`,
+//! `HOME`, `LANG`, `LC_ALL`, `TMPDIR` and `TERM` pass, so no API key of the harness reaches it.
+//! It runs in its own process group, killed whole when the trial's time is up; a crash, a hang or
+//! output past [`MAX_STDOUT`] fails that trial with a readable reason.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
+use crate::environment::{SharedEnv, lock};
+use crate::mcp::{new_token, serve_http};
+
+/// Stdout beyond this many bytes fails the trial ("floods stdout").
+pub const MAX_STDOUT: usize = 1 << 20;
+/// Stderr kept in the trajectory (its end).
+pub const MAX_STDERR: usize = 64 << 10;
+/// Variables that pass into the agent's environment.
+pub const PASSED_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM"];
+
+/// Runs `sh -c COMMAND` per trial.
+pub struct CommandAgent {
+    command: String,
+    dir: PathBuf,
+}
+
+impl CommandAgent {
+    /// An agent running `command` in `dir`.
+    pub fn new(command: &str, dir: PathBuf) -> Self {
+        CommandAgent {
+            command: command.to_owned(),
+            dir,
+        }
+    }
+}
+
+/// Kills the agent's whole process group when dropped (the trial ended, timed out or failed).
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: kill(2) with a negative pid signals the process group we created; it has
+            // no memory-safety preconditions.
+            unsafe {
+                libc::kill(-(pid as i32), libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Reads a pipe to its end, keeping at most `cap` bytes; whether more came.
+async fn read_capped(mut r: impl tokio::io::AsyncRead + Unpin, cap: usize) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    let mut over = false;
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if out.len() + n > cap {
+                    out.extend_from_slice(&buf[..cap.saturating_sub(out.len())]);
+                    over = true;
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+        }
+    }
+    (out, over)
+}
+
+/// The final answer in an agent's stdout: `{"final_answer": ...}` or the trimmed text.
+pub fn final_answer(stdout: &str) -> Option<String> {
+    let t = stdout.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(t)
+        && let Some(a) = o
+            .get("final_answer")
+            .or_else(|| o.get("answer"))
+            .and_then(Value::as_str)
+    {
+        return Some(a.to_owned());
+    }
+    Some(t.to_owned())
+}
+
+impl Agent for CommandAgent {
+    fn run<'a>(
+        &'a self,
+        input: &'a AgentInput,
+        env: SharedEnv,
+    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
+        Box::pin(async move {
+            let server = serve_http(
+                env.clone(),
+                "127.0.0.1:0".parse().expect("valid address"),
+                new_token(),
+            )
+            .await
+            .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
+            let result = self
+                .run_process(input, &env, &server.url, &server.token)
+                .await;
+            server.shutdown().await;
+            result
+        })
+    }
+}
+
+impl CommandAgent {
+    async fn run_process(
+        &self,
+        input: &AgentInput,
+        env: &SharedEnv,
+        url: &str,
+        token: &str,
+    ) -> Result<AgentOutput, AgentError> {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(&self.command)
+            .current_dir(&self.dir)
+            .env_clear();
+        for k in PASSED_ENV {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+        cmd.env("GAUNTLET_CASE_ID", &input.case_id)
+            .env("GAUNTLET_USER_INPUT", &input.user_input)
+            .env("GAUNTLET_EPOCH", input.epoch.to_string())
+            .env("GAUNTLET_SEED", input.seed.to_string())
+            .env("GAUNTLET_MCP_URL", url)
+            .env("GAUNTLET_MCP_TOKEN", token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| AgentError(format!("cannot start `{}`: {e}", self.command)))?;
+        let _group = GroupGuard(child.id());
+        let stdin_body = json!({
+            "case_id": input.case_id, "user_input": input.user_input, "epoch": input.epoch,
+            "seed": input.seed, "mcp": {"url": url, "token": token},
+        })
+        .to_string();
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(stdin_body.as_bytes()).await;
+        }
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| AgentError("no stdout pipe".into()))?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| AgentError("no stderr pipe".into()))?;
+        let ((out, flooded), (err, _)) = tokio::join!(
+            read_capped(stdout, MAX_STDOUT),
+            read_capped(stderr, MAX_STDERR)
+        );
+        let err_text = String::from_utf8_lossy(&err).into_owned();
+        lock(env).log_stderr(&err_text);
+        if flooded {
+            return Err(AgentError(format!(
+                "the agent wrote more than {MAX_STDOUT} bytes on stdout"
+            )));
+        }
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| AgentError(format!("lost the agent process: {e}")))?;
+        if !status.success() {
+            let tail: String = err_text
+                .lines()
+                .rev()
+                .take(3)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join(" | ");
+            return Err(AgentError(format!(
+                "the agent exited with {status}{}",
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            )));
+        }
+        Ok(AgentOutput {
+            final_answer: final_answer(&String::from_utf8_lossy(&out)),
+        })
+    }
+}

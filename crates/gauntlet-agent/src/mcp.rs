@@ -1,0 +1,267 @@
+//! The MCP server of one trial's world (the official Rust SDK, rmcp), over stdio or streamable
+//! HTTP.
+//!
+//! The world's tools are listed with their schemas; two more tools reach the simulated user:
+//! `gauntlet_ask_user` (a question) and `gauntlet_confirm` (a confirmation request), so an agent
+//! in any language can ask before it writes and the trajectory shows it. A tool error or an
+//! injected fault comes back as an MCP tool error carrying its message. Over HTTP the server
+//! binds loopback only and refuses any request without the trial's bearer token.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::environment::{SharedEnv, lock};
+
+/// The name of the tool that asks the simulated user a question.
+pub const ASK_USER: &str = "gauntlet_ask_user";
+/// The name of the tool that asks the simulated user to confirm an action.
+pub const CONFIRM: &str = "gauntlet_confirm";
+
+/// An MCP server over a trial's environment.
+#[derive(Clone)]
+pub struct WorldServer {
+    env: SharedEnv,
+    step: Arc<AtomicU32>,
+}
+
+impl WorldServer {
+    /// A server over this environment.
+    pub fn new(env: SharedEnv) -> Self {
+        WorldServer {
+            env,
+            step: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools: Vec<Tool> = lock(&self.env)
+            .tools()
+            .into_iter()
+            .map(|t| {
+                let schema = t.parameters.as_object().cloned().unwrap_or_default();
+                Tool::new(t.name, t.description, schema)
+            })
+            .collect();
+        let text_schema = |field: &str, what: &str| {
+            json!({"type": "object", "properties": {field: {"type": "string", "description": what}}, "required": [field]})
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+        };
+        tools.push(Tool::new(
+            ASK_USER,
+            "Ask the user a question and wait for the answer.",
+            text_schema("question", "The question."),
+        ));
+        tools.push(Tool::new(
+            CONFIRM,
+            "Ask the user to confirm an action before doing it. Returns {approved, answer}.",
+            text_schema("action", "What you are about to do."),
+        ));
+        tools
+    }
+
+    /// Runs one call against the environment (the same path for every transport).
+    pub fn call(&self, name: &str, args: Value, idempotency_key: Option<String>) -> CallToolResult {
+        let step = self.step.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut env = lock(&self.env);
+        let text = |v: &Value| {
+            v.get("question")
+                .or_else(|| v.get("action"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match name {
+            ASK_USER => {
+                let answer = env.ask(step, &text(&args));
+                CallToolResult::success(vec![ContentBlock::text(answer)])
+            }
+            CONFIRM => {
+                let approved = env.confirm(step, &text(&args));
+                let body = json!({"approved": approved});
+                CallToolResult::success(vec![ContentBlock::text(body.to_string())])
+            }
+            _ => match env.call_tool(step, name, args, idempotency_key) {
+                Ok(v) => {
+                    let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+                    if v.is_object() {
+                        r.structured_content = Some(v);
+                    }
+                    r
+                }
+                Err(e) => {
+                    let mut msg = format!("error {}: {}", e.status, e.message);
+                    if let Some(s) = e.retry_after_s {
+                        msg.push_str(&format!(" (retry after {s} s)"));
+                    }
+                    CallToolResult::error(vec![ContentBlock::text(msg)])
+                }
+            },
+        }
+    }
+}
+
+impl ServerHandler for WorldServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("gauntlet", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "A simulated world for an evaluation. Use gauntlet_confirm before any write.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let key = request
+            .meta
+            .as_ref()
+            .and_then(|m| serde_json::to_value(m).ok())
+            .and_then(|m| {
+                m.get("idempotency_key")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.call(&request.name, args, key).into())
+    }
+}
+
+/// Serves the environment over stdio until the client disconnects.
+pub async fn serve_stdio(env: SharedEnv) -> std::io::Result<()> {
+    let running = rmcp::serve_server(WorldServer::new(env), rmcp::transport::io::stdio())
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(())
+}
+
+/// A running HTTP server: its URL, its token, and how to stop it.
+pub struct HttpServer {
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// The bearer token requests must carry.
+    pub token: String,
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// Stops the server and waits for it.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// A fresh random token (128 bits from the process's randomly keyed hasher).
+pub fn new_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let mut out = String::new();
+    for _ in 0..2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(COUNTER.fetch_add(1, Ordering::Relaxed));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out
+}
+
+/// Serves the environment over streamable HTTP on `addr` (port 0 picks one), loopback only,
+/// requiring `Authorization: Bearer TOKEN`.
+pub async fn serve_http(
+    env: SharedEnv,
+    addr: SocketAddr,
+    token: String,
+) -> std::io::Result<HttpServer> {
+    if !addr.ip().is_loopback() {
+        return Err(std::io::Error::other(format!(
+            "the MCP server binds loopback only, not {addr}"
+        )));
+    }
+    let cancel = CancellationToken::new();
+    let config =
+        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+    let server = WorldServer::new(env);
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let expected = format!("Bearer {token}");
+    let router =
+        axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(
+                move |req: Request, next: Next| {
+                    let ok = req
+                        .headers()
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        == Some(expected.as_str());
+                    async move {
+                        if ok {
+                            next.run(req).await
+                        } else {
+                            let r: Response =
+                                (StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+                                    .into_response();
+                            r
+                        }
+                    }
+                },
+            ));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let stop = cancel.clone();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+    });
+    Ok(HttpServer {
+        url: format!("http://{addr}/mcp"),
+        token,
+        addr,
+        cancel,
+        task,
+    })
+}

@@ -1,0 +1,129 @@
+//! `gauntlet serve SUITE --case ID (--stdio | --http ADDR)`: one case's world as an MCP server,
+//! for interactive work (an IDE agent, MCP Inspector). When the session ends (the client
+//! disconnects on stdio; Ctrl-C or SIGTERM on HTTP), the trajectory and its scores are printed.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use gauntlet_agent::{ScriptedUser, SimulatedEnvironment, lock, mcp};
+use gauntlet_model::{TrialStatus, TrialSummary};
+use gauntlet_world::{FaultPlan, FaultRule, Simulator};
+
+use crate::commands::shared::load_suite;
+use crate::exit::{ExpectedError, GATES_PASSED};
+
+pub fn serve(
+    suite_path: &Path,
+    case_id: &str,
+    stdio: bool,
+    http: Option<SocketAddr>,
+) -> Result<i32, ExpectedError> {
+    let suite = load_suite(suite_path)?;
+    let Some(lc) = suite.cases.iter().find(|c| c.case.case_id == case_id) else {
+        let ids: Vec<&str> = suite
+            .cases
+            .iter()
+            .map(|c| c.case.case_id.as_str())
+            .collect();
+        return Err(ExpectedError::input(format!(
+            "no case `{case_id}` in the suite (it has: {})",
+            ids.join(", ")
+        )));
+    };
+    let world = suite.world_of(lc);
+    let case = &lc.case;
+    let rules = case
+        .faults
+        .iter()
+        .map(|spec| FaultRule {
+            spec: spec.clone(),
+            source: "case".into(),
+        })
+        .collect();
+    let context = case
+        .context
+        .clone()
+        .unwrap_or_else(|| world.world.spec().default_context.clone());
+    let sim = Simulator::new(
+        world.world.clone(),
+        suite.initial_state(lc),
+        context,
+        FaultPlan { rules, seed: 0 },
+    );
+    let env =
+        SimulatedEnvironment::new(sim, ScriptedUser::new(case.user.clone()), &case.user_input)
+            .shared();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        if stdio {
+            eprintln!("gauntlet: serving case `{case_id}` of suite `{}` over stdio", suite.config.name);
+            mcp::serve_stdio(env.clone()).await.map_err(|e| ExpectedError::harness(format!("MCP over stdio failed: {e}")))
+        } else {
+            let addr = http.unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid address"));
+            let server = mcp::serve_http(env.clone(), addr, mcp::new_token())
+                .await
+                .map_err(|e| ExpectedError::input(format!("cannot serve on {addr}: {e}")))?;
+            // One JSON line on stdout for scripts; a sentence on stderr for people.
+            println!("{}", serde_json::json!({"url": server.url, "token": server.token}));
+            eprintln!(
+                "gauntlet: serving case `{case_id}` at {} (header `Authorization: Bearer {}`); Ctrl-C ends the session",
+                server.url, server.token
+            );
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(|e| ExpectedError::harness(format!("cannot watch signals: {e}")))?;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            server.shutdown().await;
+            Ok(())
+        }
+    })?;
+    let (trajectory, final_state) = lock(&env).finish(None);
+    let spec = world.world.spec();
+    let cx = gauntlet_eval::EvalContext {
+        tools: &spec.tools,
+        canaries: &spec.canaries,
+    };
+    let scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
+    let status = gauntlet_eval::trial_status(&scores);
+    let record = gauntlet_model::TrialRecord {
+        case_id: case.case_id.clone(),
+        epoch: 0,
+        seed: 0,
+        trace_id: String::new(),
+        status,
+        error: None,
+        tags: case.tags.clone(),
+        difficulty: case.difficulty.clone(),
+        initial_state: suite.initial_state(lc),
+        final_state,
+        trajectory,
+        scores,
+        duration_ms: 0.0,
+    };
+    let summary = TrialSummary::of(&record);
+    eprintln!(
+        "gauntlet: session over: {} tool calls, {}",
+        summary.tool_calls,
+        if status == TrialStatus::Passed {
+            "passed".to_owned()
+        } else {
+            format!(
+                "failed: {}",
+                summary
+                    .scores
+                    .iter()
+                    .filter(|s| s.fails_trial())
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    eprintln!("{}", serde_json::to_string(&record).unwrap_or_default());
+    Ok(GATES_PASSED)
+}
