@@ -28,7 +28,7 @@ async def main():
     request = case["user_input"]
     url, token = os.environ["GAUNTLET_MCP_URL"], os.environ["GAUNTLET_MCP_TOKEN"]
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with client, streamable_http_client(url, http_client=client) as (read, write, *_):
+    async with client, streamable_http_client(url, http_client=client, terminate_on_close=False) as (read, write, *_):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = {t.name for t in (await session.list_tools()).tools}

@@ -50,6 +50,8 @@ pub enum AgentSpec {
     Script(String),
     /// `cmd:COMMAND`: a program started per trial, reaching the world over MCP.
     Command(String),
+    /// `openai:MODEL`: the built-in tool-calling loop, through the gateway.
+    OpenAi(String),
 }
 
 /// Parses an `--agent` value; the message says which kinds exist.
@@ -59,9 +61,13 @@ pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
         Some(("cmd", command)) if !command.trim().is_empty() => {
             Ok(AgentSpec::Command(command.to_owned()))
         }
+        Some(("openai", model)) if !model.trim().is_empty() => {
+            Ok(AgentSpec::OpenAi(model.to_owned()))
+        }
         _ => Err(format!(
             "unknown agent `{spec}`: use `script:NAME` (script:reference replays each case's \
-             reference_trajectory) or `cmd:COMMAND` (a program per trial, with the world over MCP); \
+             reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or \
+             `openai:MODEL` (the built-in tool-calling loop through the gateway); \
              see `gauntlet run --help`"
         )),
     }

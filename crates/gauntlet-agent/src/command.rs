@@ -30,14 +30,21 @@ pub const PASSED_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "
 pub struct CommandAgent {
     command: String,
     dir: PathBuf,
+    gateway: Option<std::sync::Arc<crate::gateway::Gateway>>,
 }
 
 impl CommandAgent {
-    /// An agent running `command` in `dir`.
-    pub fn new(command: &str, dir: PathBuf) -> Self {
+    /// An agent running `command` in `dir`; with a gateway, it also gets `OPENAI_BASE_URL` and a
+    /// per-trial `OPENAI_API_KEY` that only the gateway accepts.
+    pub fn new(
+        command: &str,
+        dir: PathBuf,
+        gateway: Option<std::sync::Arc<crate::gateway::Gateway>>,
+    ) -> Self {
         CommandAgent {
             command: command.to_owned(),
             dir,
+            gateway,
         }
     }
 }
@@ -109,9 +116,14 @@ impl Agent for CommandAgent {
             )
             .await
             .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
+            let trial = self
+                .gateway
+                .as_ref()
+                .map(|g| g.register(env.clone(), &input.case_id, input.epoch));
             let result = self
-                .run_process(input, &env, &server.url, &server.token)
+                .run_process(input, &env, &server.url, &server.token, trial.as_ref())
                 .await;
+            drop(trial);
             server.shutdown().await;
             result
         })
@@ -125,6 +137,7 @@ impl CommandAgent {
         env: &SharedEnv,
         url: &str,
         token: &str,
+        gateway: Option<&crate::gateway::TrialGateway>,
     ) -> Result<AgentOutput, AgentError> {
         let mut cmd = tokio::process::Command::new("sh");
         cmd.arg("-c")
@@ -141,8 +154,12 @@ impl CommandAgent {
             .env("GAUNTLET_EPOCH", input.epoch.to_string())
             .env("GAUNTLET_SEED", input.seed.to_string())
             .env("GAUNTLET_MCP_URL", url)
-            .env("GAUNTLET_MCP_TOKEN", token)
-            .stdin(Stdio::piped())
+            .env("GAUNTLET_MCP_TOKEN", token);
+        if let Some(g) = gateway {
+            cmd.env("OPENAI_BASE_URL", &g.base_url)
+                .env("OPENAI_API_KEY", &g.key);
+        }
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)

@@ -43,6 +43,8 @@ pub trait Environment: Send {
     fn wait(&mut self, step: u32, ms: f64);
     /// Records what an out-of-process agent wrote on its standard error.
     fn log_stderr(&mut self, text: &str);
+    /// Records an event the harness observed (a model call through the gateway).
+    fn record_event(&mut self, event: Event);
     /// Ends the trial: the trajectory (with the final answer) and the final state. Later calls
     /// answer as if the world were gone.
     fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value);
@@ -147,6 +149,10 @@ impl Environment for SimulatedEnvironment {
                 text: text.to_owned(),
             });
         }
+    }
+
+    fn record_event(&mut self, event: Event) {
+        self.record(event);
     }
 
     fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value) {

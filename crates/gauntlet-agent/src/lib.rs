@@ -8,7 +8,9 @@
 mod agent;
 mod command;
 mod environment;
+pub mod gateway;
 pub mod mcp;
+mod openai;
 mod script;
 mod user;
 
@@ -17,5 +19,6 @@ pub use agent::{
 };
 pub use command::{CommandAgent, final_answer};
 pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock};
+pub use openai::OpenAiAgent;
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::ScriptedUser;

@@ -24,7 +24,7 @@ pub use case::{
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
-    EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod,
+    EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod, Price,
     RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats, TrialRecord,
     TrialStatus, TrialSummary, Verdict, Versions,
 };

@@ -355,3 +355,13 @@ pub enum Verdict {
     /// A gate failed.
     Failed,
 }
+
+/// Prices of a model, in euros per 1,000 tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per 1,000 prompt tokens.
+    pub prompt_eur_per_1k: f64,
+    /// Per 1,000 completion tokens.
+    pub completion_eur_per_1k: f64,
+}

@@ -45,6 +45,27 @@ pub struct SuiteConfig {
     /// Custom evaluators: commands that score each trial (JSON in, JSON out).
     #[serde(default)]
     pub evaluators: Vec<CustomEvaluatorSpec>,
+    /// The LLM gateway: upstream and price table.
+    #[serde(default)]
+    pub gateway: Option<GatewaySpec>,
+    /// The system prompt of the built-in `openai:MODEL` agent.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// The most model calls the built-in agent makes per trial (20 when absent).
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+}
+
+/// The LLM gateway's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewaySpec {
+    /// The upstream base URL (`--gateway-upstream` overrides it).
+    #[serde(default)]
+    pub upstream: Option<String>,
+    /// Prices by model, in euros per 1,000 tokens.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, gauntlet_model::Price>,
 }
 
 /// A custom evaluator: a command that reads a trial as JSON and writes scores as JSON.

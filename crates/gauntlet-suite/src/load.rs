@@ -579,6 +579,9 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         fault_profiles: Default::default(),
         fault_profile: None,
         evaluators: Vec::new(),
+        gateway: None,
+        system_prompt: None,
+        max_steps: None,
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);
     if problems.is_empty() {

@@ -141,6 +141,16 @@ pub struct RunArgs {
     /// default: the suite's `fault_profile`).
     #[arg(long)]
     pub faults: Option<String>,
+    /// The model endpoint behind the LLM gateway (an OpenAI-compatible base URL); agents get the
+    /// gateway as OPENAI_BASE_URL and never see the upstream key.
+    #[arg(long)]
+    pub gateway_upstream: Option<String>,
+    /// Record every model call into this cassette (JSON Lines).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Answer model calls from this cassette only: no upstream, no key.
+    #[arg(long)]
+    pub replay: Option<PathBuf>,
     /// Only run cases whose id contains this text.
     #[arg(long)]
     pub filter: Option<String>,

@@ -1527,3 +1527,256 @@ fn the_agent_environment_holds_no_secret_of_the_harness() {
         "{answer}"
     );
 }
+
+/// The fake OpenAI-compatible upstream (Python), killed when dropped.
+struct FakeUpstream {
+    child: std::process::Child,
+    url: String,
+}
+
+impl FakeUpstream {
+    fn start(dir: &Path) -> Option<FakeUpstream> {
+        let port_file = dir.join("fake.port");
+        let child = std::process::Command::new("python3")
+            .arg(repo().join("crates/gauntlet/tests/python/fake_openai.py"))
+            .arg(&port_file)
+            .spawn()
+            .ok()?;
+        for _ in 0..100 {
+            if let Ok(p) = std::fs::read_to_string(&port_file)
+                && !p.is_empty()
+            {
+                return Some(FakeUpstream {
+                    child,
+                    url: format!("http://127.0.0.1:{p}/v1"),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for FakeUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn python_has(module: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: the Python package `{module}` is not installed (pip install {module})");
+    }
+    ok
+}
+
+fn model_calls(trial: &Value) -> Vec<Value> {
+    trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "model_call")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_openai_client_goes_through_the_gateway_and_a_cassette_replays_it_without_the_upstream() {
+    if !python_has("openai") || !python_has("mcp") {
+        return;
+    }
+    let (tmp, suite) = example();
+    let config = std::fs::read_to_string(suite.join("gauntlet.yaml")).unwrap();
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        format!("{config}\ngateway:\n  prices:\n    gpt-4o-mini: {{prompt_eur_per_1k: 0.5, completion_eur_per_1k: 2.0}}\n"),
+    )
+    .unwrap();
+    let upstream = FakeUpstream::start(tmp.path()).expect("fake upstream");
+    let agent = format!(
+        "cmd:python3 {}",
+        s(&repo().join("examples/agents/openai_agent.py"))
+    );
+    let cassette = tmp.path().join("cassette.jsonl");
+    let (a, b) = (suite.join("recorded"), suite.join("replayed"));
+    let o = gauntlet()
+        .args([
+            "run",
+            s(&suite),
+            "--agent",
+            &agent,
+            "--filter",
+            "lookup-status",
+            "--epochs",
+            "2",
+        ])
+        .args([
+            "--gateway-upstream",
+            &upstream.url,
+            "--record",
+            s(&cassette),
+            "--out",
+            s(&a),
+            "--quiet",
+        ])
+        .env("GAUNTLET_UPSTREAM_API_KEY", "sk-upstream-secret")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let recorded: Vec<Value> = std::fs::read_to_string(a.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for t in &recorded {
+        assert_eq!(t["status"], "passed", "{}", t["error"]);
+        let calls = model_calls(t);
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        // The first call: 40 prompt and 7 completion tokens at the configured prices.
+        assert_eq!(calls[0]["prompt_tokens"], 40);
+        assert!(
+            (calls[0]["cost_eur"].as_f64().unwrap() - (40.0 * 0.5 + 7.0 * 2.0) / 1000.0).abs()
+                < 1e-12
+        );
+        // The second is streamed: its first token came well before its end.
+        let (ttft, latency) = (
+            calls[1]["ttft_ms"].as_f64().unwrap(),
+            calls[1]["latency_ms"].as_f64().unwrap(),
+        );
+        assert!(ttft < latency, "{ttft} {latency}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&cassette).unwrap().lines().count(),
+        4,
+        "2 calls × 2 epochs"
+    );
+    drop(upstream);
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &agent,
+        "--filter",
+        "lookup-status",
+        "--epochs",
+        "2",
+        "--replay",
+        s(&cassette),
+        "--out",
+        s(&b),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let replayed: Vec<Value> = std::fs::read_to_string(b.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shape = |trials: &[Value]| -> Vec<(String, u64, Vec<Value>)> {
+        let mut v: Vec<(String, u64, Vec<Value>)> = trials
+            .iter()
+            .map(|t| {
+                let events = t["trajectory"]["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["type"] != "agent_stderr")
+                    .map(|e| {
+                        let mut e = e.clone();
+                        if e["type"] == "tool_call" {
+                            e.as_object_mut().unwrap().remove("latency_ms");
+                            e.as_object_mut().unwrap().remove("at_ms");
+                        }
+                        e
+                    })
+                    .collect();
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["epoch"].as_u64().unwrap(),
+                    events,
+                )
+            })
+            .collect();
+        v.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+        v
+    };
+    assert_eq!(
+        shape(&recorded),
+        shape(&replayed),
+        "a replayed run reproduces the recorded trajectory"
+    );
+}
+
+#[test]
+fn the_agent_never_sees_the_upstream_key() {
+    let (tmp, suite) = example();
+    let cassette = tmp.path().join("empty.jsonl");
+    std::fs::write(&cassette, "").unwrap();
+    let out = gauntlet()
+        .args([
+            "run",
+            s(&suite),
+            "--agent",
+            "cmd:env",
+            "--filter",
+            "lookup-status",
+            "--replay",
+            s(&cassette),
+            "--json",
+        ])
+        .env("OPENAI_API_KEY", "sk-upstream-secret")
+        .env("GAUNTLET_UPSTREAM_API_KEY", "sk-upstream-secret-2")
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let answer = r["trials"][0]["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "output_assertions")
+        .unwrap()["details"]["answer"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        answer.contains("OPENAI_BASE_URL=http://127.0.0.1:"),
+        "{answer}"
+    );
+    assert!(!answer.contains("sk-upstream-secret"), "{answer}");
+}
+
+#[test]
+fn the_built_in_agent_evaluates_a_model_directly() {
+    let (tmp, suite) = example();
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "openai:fake-model",
+        "--filter",
+        "lookup-status",
+        "--gateway-upstream",
+        &upstream.url,
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["trials"][0]["status"], "passed");
+    assert!(r["trials"][0]["tokens"].as_u64().unwrap() > 0);
+    let o = run(&["run", s(&suite), "--agent", "openai:fake-model"]);
+    assert_eq!(o.code, 2, "no endpoint is an input error");
+}

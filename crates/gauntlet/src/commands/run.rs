@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gauntlet_agent::{AgentSpec, CommandAgent, ScriptAgent, parse_agent_spec};
+use gauntlet_agent::gateway::{Gateway, GatewayConfig, Mode};
+use gauntlet_agent::{AgentSpec, CommandAgent, OpenAiAgent, ScriptAgent, parse_agent_spec};
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
 use gauntlet_store::{Index, RunWriter};
@@ -18,6 +19,11 @@ use crate::results::{build_results, now};
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.suite)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let gateway = start_gateway(&runtime, &args, &suite)?;
     let agent_spec = args
         .agent
         .clone()
@@ -48,38 +54,52 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             args.filter.as_deref().unwrap_or_default()
         )));
     }
-    let agent: Arc<dyn gauntlet_agent::Agent> =
-        match parse_agent_spec(&agent_spec).map_err(ExpectedError::input)? {
-            AgentSpec::Script(name) => {
-                let script = ScriptAgent::new(&name, cases.iter().map(|c| &c.case))
-                    .map_err(ExpectedError::input)?;
-                // A script plays only the cases it has a plan for; say which it leaves out.
-                let skipped: Vec<&str> = cases
-                    .iter()
-                    .filter(|c| !script.has_plan(&c.case.case_id))
-                    .map(|c| c.case.case_id.as_str())
-                    .collect();
-                if !skipped.is_empty() && !args.quiet && !args.json {
-                    eprintln!(
-                        "note: script `{name}` has no plan for {} case(s), not run: {}",
-                        skipped.len(),
-                        skipped.join(", ")
-                    );
-                }
-                cases.retain(|c| script.has_plan(&c.case.case_id));
-                if cases.is_empty() {
-                    return Err(ExpectedError::input(format!(
-                        "script `{name}` has a plan for no case"
-                    )));
-                }
-                Arc::new(script)
+    let agent: Arc<dyn gauntlet_agent::Agent> = match parse_agent_spec(&agent_spec)
+        .map_err(ExpectedError::input)?
+    {
+        AgentSpec::Script(name) => {
+            let script = ScriptAgent::new(&name, cases.iter().map(|c| &c.case))
+                .map_err(ExpectedError::input)?;
+            // A script plays only the cases it has a plan for; say which it leaves out.
+            let skipped: Vec<&str> = cases
+                .iter()
+                .filter(|c| !script.has_plan(&c.case.case_id))
+                .map(|c| c.case.case_id.as_str())
+                .collect();
+            if !skipped.is_empty() && !args.quiet && !args.json {
+                eprintln!(
+                    "note: script `{name}` has no plan for {} case(s), not run: {}",
+                    skipped.len(),
+                    skipped.join(", ")
+                );
             }
-            AgentSpec::Command(command) => {
-                let dir = std::env::current_dir()
-                    .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
-                Arc::new(CommandAgent::new(&command, dir))
+            cases.retain(|c| script.has_plan(&c.case.case_id));
+            if cases.is_empty() {
+                return Err(ExpectedError::input(format!(
+                    "script `{name}` has a plan for no case"
+                )));
             }
-        };
+            Arc::new(script)
+        }
+        AgentSpec::Command(command) => {
+            let dir = std::env::current_dir()
+                .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
+            Arc::new(CommandAgent::new(&command, dir, gateway.clone()))
+        }
+        AgentSpec::OpenAi(model) => {
+            let Some(g) = gateway.clone() else {
+                return Err(ExpectedError::input(
+                    "`openai:MODEL` needs a model endpoint: give --gateway-upstream URL (or the suite's gateway.upstream), or --replay CASSETTE",
+                ));
+            };
+            Arc::new(OpenAiAgent::new(
+                &model,
+                suite.config.system_prompt.clone(),
+                suite.config.max_steps.unwrap_or(20),
+                g,
+            ))
+        }
+    };
 
     let profile_name = match args.faults.as_deref() {
         Some("none") => None,
@@ -196,10 +216,6 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         );
         pb
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     let mut write_error = None;
     let plan = RunPlan {
         trials,
@@ -219,6 +235,11 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     }));
     progress.finish_and_clear();
+    if let Some(g) = &gateway {
+        runtime
+            .block_on(g.shutdown())
+            .map_err(|e| ExpectedError::harness(format!("failed to write the cassette: {e}")))?;
+    }
     if let Some(e) = write_error {
         return Err(ExpectedError::harness(format!(
             "failed to record a trial: {e}"
@@ -249,6 +270,43 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     }
     verdict_code(&results, gate_errors)
+}
+
+/// Starts the LLM gateway when the run needs one (a model endpoint, a cassette to record or
+/// replay); the upstream key comes from `GAUNTLET_UPSTREAM_API_KEY`, else `OPENAI_API_KEY`.
+fn start_gateway(
+    runtime: &tokio::runtime::Runtime,
+    args: &RunArgs,
+    suite: &gauntlet_suite::Suite,
+) -> Result<Option<Arc<Gateway>>, ExpectedError> {
+    let cfg = suite.config.gateway.clone().unwrap_or_default();
+    let upstream = args.gateway_upstream.clone().or(cfg.upstream);
+    let mode = match (&args.record, &args.replay) {
+        (Some(_), Some(_)) => {
+            return Err(ExpectedError::input(
+                "--record and --replay exclude each other",
+            ));
+        }
+        (Some(p), None) => Mode::Record(p.clone()),
+        (None, Some(p)) => Mode::Replay(p.clone()),
+        (None, None) => Mode::Live,
+    };
+    if upstream.is_none() && mode == Mode::Live {
+        return Ok(None);
+    }
+    let api_key = std::env::var("GAUNTLET_UPSTREAM_API_KEY")
+        .or_else(|_| std::env::var("OPENAI_API_KEY"))
+        .ok();
+    let config = GatewayConfig {
+        upstream,
+        api_key,
+        mode,
+        prices: cfg.prices,
+    };
+    runtime
+        .block_on(Gateway::start(config))
+        .map(|g| Some(Arc::new(g)))
+        .map_err(|e| ExpectedError::input(format!("cannot start the LLM gateway: {e}")))
 }
 
 /// The suite's custom evaluators, for the runner.

@@ -52,7 +52,7 @@ async def over_stdio(binary, suite, case):
 
 async def over_http(url, token):
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with client, streamable_http_client(url, http_client=client) as (read, write, *_):
+    async with client, streamable_http_client(url, http_client=client, terminate_on_close=False) as (read, write, *_):
         async with ClientSession(read, write) as session:
             out = await exercise(session)
     # The same request without the token, and with a wrong one, must be refused.

@@ -1,0 +1,512 @@
+//! The LLM gateway: an OpenAI-compatible `/v1/chat/completions` proxy between agents and their
+//! model, which records every model call into the trial and can record and replay cassettes.
+//!
+//! Each trial gets its own base URL, `http://127.0.0.1:PORT/t/KEY/v1`, and `KEY` doubles as the
+//! API key the agent sends; the real upstream key stays in the harness. Per call the trial gets a
+//! `model_call` event: model, prompt and completion tokens (from `usage`), cost from the price
+//! table, latency and, for streams, time to first token. Cassettes key each response by case,
+//! epoch, a hash of the request and its occurrence in the trial, so repeated epochs stay
+//! independent; a replayed run needs no upstream and no key and reproduces the recorded calls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use gauntlet_model::Event;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::environment::{SharedEnv, lock};
+use crate::mcp::new_token;
+
+pub use gauntlet_model::Price;
+
+/// Where responses come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// From the upstream.
+    Live,
+    /// From the upstream, and written to this cassette.
+    Record(PathBuf),
+    /// From this cassette only; no upstream, no key.
+    Replay(PathBuf),
+}
+
+/// How to run the gateway.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The upstream base URL (`https://api.example.com/v1`); not needed to replay.
+    pub upstream: Option<String>,
+    /// The upstream API key (never shown to agents).
+    pub api_key: Option<String>,
+    /// Live, record or replay.
+    pub mode: Mode,
+    /// Prices by model name.
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// One recorded response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CassetteEntry {
+    /// The case.
+    pub case_id: String,
+    /// The epoch.
+    pub epoch: u32,
+    /// SHA-256 of the request body's canonical JSON.
+    pub request_hash: String,
+    /// Which occurrence of that request in the trial (0, 1, ...).
+    pub occurrence: usize,
+    /// The upstream's HTTP status.
+    pub status: u16,
+    /// The JSON body (non-streaming).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    /// The SSE `data:` payloads, in order (streaming).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<String>,
+    /// Latency as recorded, in milliseconds.
+    pub latency_ms: f64,
+    /// Time to first token as recorded (streaming).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+}
+
+struct Slot {
+    env: SharedEnv,
+    case_id: String,
+    epoch: u32,
+    seen: HashMap<String, usize>,
+}
+
+struct Shared {
+    cfg: GatewayConfig,
+    client: reqwest::Client,
+    slots: Mutex<HashMap<String, Slot>>,
+    replay: HashMap<(String, u32, String, usize), CassetteEntry>,
+    recorded: Mutex<Vec<CassetteEntry>>,
+}
+
+/// A running gateway.
+pub struct Gateway {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    cancel: CancellationToken,
+    task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// A trial's registration; unregisters when dropped.
+pub struct TrialGateway {
+    shared: Arc<Shared>,
+    /// The base URL the agent uses (`OPENAI_BASE_URL`).
+    pub base_url: String,
+    /// The key the agent sends (`OPENAI_API_KEY`); valid for this trial only.
+    pub key: String,
+}
+
+impl Drop for TrialGateway {
+    fn drop(&mut self) {
+        if let Ok(mut slots) = self.shared.slots.lock() {
+            slots.remove(&self.key);
+        }
+    }
+}
+
+fn canonical_hash(body: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    Sha256::digest(sorted(body).to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Gateway {
+    /// Starts the gateway on a loopback port; loads the cassette to replay, if any.
+    pub async fn start(cfg: GatewayConfig) -> std::io::Result<Gateway> {
+        let mut replay = HashMap::new();
+        if let Mode::Replay(path) = &cfg.mode {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let e: CassetteEntry = serde_json::from_str(line).map_err(|err| {
+                    std::io::Error::other(format!("{}:{}: {err}", path.display(), i + 1))
+                })?;
+                replay.insert(
+                    (
+                        e.case_id.clone(),
+                        e.epoch,
+                        e.request_hash.clone(),
+                        e.occurrence,
+                    ),
+                    e,
+                );
+            }
+        } else if cfg.upstream.is_none() {
+            return Err(std::io::Error::other(
+                "the gateway needs an upstream (--gateway-upstream) unless it replays a cassette",
+            ));
+        }
+        let shared = Arc::new(Shared {
+            client: reqwest::Client::new(),
+            cfg,
+            slots: Mutex::new(HashMap::new()),
+            replay,
+            recorded: Mutex::new(Vec::new()),
+        });
+        let router = axum::Router::new()
+            .route(
+                "/t/{key}/v1/chat/completions",
+                axum::routing::post(completions),
+            )
+            .with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+        });
+        Ok(Gateway {
+            shared,
+            addr,
+            cancel,
+            task: tokio::sync::Mutex::new(Some(task)),
+        })
+    }
+
+    /// Registers a trial: model calls under the returned key are recorded into `env`.
+    pub fn register(&self, env: SharedEnv, case_id: &str, epoch: u32) -> TrialGateway {
+        let key = new_token();
+        if let Ok(mut slots) = self.shared.slots.lock() {
+            slots.insert(
+                key.clone(),
+                Slot {
+                    env,
+                    case_id: case_id.to_owned(),
+                    epoch,
+                    seen: HashMap::new(),
+                },
+            );
+        }
+        TrialGateway {
+            shared: Arc::clone(&self.shared),
+            base_url: format!("http://{}/t/{key}/v1", self.addr),
+            key,
+        }
+    }
+
+    /// Stops the gateway and writes the cassette it recorded (sorted, one entry per line).
+    pub async fn shutdown(&self) -> std::io::Result<()> {
+        self.cancel.cancel();
+        if let Some(task) = self.task.lock().await.take() {
+            let _ = task.await;
+        }
+        if let Mode::Record(path) = &self.shared.cfg.mode {
+            let mut entries = self
+                .shared
+                .recorded
+                .lock()
+                .map(|e| e.clone())
+                .unwrap_or_default();
+            entries.sort_by(|a, b| {
+                (&a.case_id, a.epoch, a.occurrence, &a.request_hash).cmp(&(
+                    &b.case_id,
+                    b.epoch,
+                    b.occurrence,
+                    &b.request_hash,
+                ))
+            });
+            let mut text = String::new();
+            for e in entries {
+                text.push_str(&serde_json::to_string(&e).map_err(std::io::Error::other)?);
+                text.push('\n');
+            }
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, text)?;
+        }
+        Ok(())
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {"message": message, "type": "gauntlet_gateway"}})),
+    )
+        .into_response()
+}
+
+/// Records a model call into the trial.
+fn record_call(
+    shared: &Shared,
+    env: &SharedEnv,
+    model: &str,
+    usage: Option<&Value>,
+    latency_ms: f64,
+    ttft_ms: Option<f64>,
+) {
+    let tokens = |k: &str| {
+        usage
+            .and_then(|u| u.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let (prompt, completion) = (tokens("prompt_tokens"), tokens("completion_tokens"));
+    let price = shared.cfg.prices.get(model).copied().unwrap_or_default();
+    let cost = prompt as f64 / 1000.0 * price.prompt_eur_per_1k
+        + completion as f64 / 1000.0 * price.completion_eur_per_1k;
+    lock(env).record_event(Event::ModelCall {
+        model: model.to_owned(),
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        cost_eur: cost,
+        latency_ms,
+        ttft_ms,
+    });
+}
+
+fn sse_body(chunks: &[String]) -> Body {
+    let mut text = String::new();
+    for c in chunks {
+        text.push_str("data: ");
+        text.push_str(c);
+        text.push_str("\n\n");
+    }
+    Body::from(text)
+}
+
+async fn completions(
+    State(shared): State<Arc<Shared>>,
+    Path(key): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let auth_ok = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v == format!("Bearer {key}"));
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(StatusCode::BAD_REQUEST, "the request body is not JSON");
+    };
+    let hash = canonical_hash(&request);
+    let slot = shared.slots.lock().ok().and_then(|mut slots| {
+        slots.get_mut(&key).map(|s| {
+            let n = s.seen.entry(hash.clone()).or_default();
+            let occurrence = *n;
+            *n += 1;
+            (s.env.clone(), s.case_id.clone(), s.epoch, occurrence)
+        })
+    });
+    let (Some((env, case_id, epoch, occurrence)), true) = (slot, auth_ok) else {
+        return error(StatusCode::UNAUTHORIZED, "unknown trial key");
+    };
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned();
+    if let Mode::Replay(_) = shared.cfg.mode {
+        let Some(e) = shared
+            .replay
+            .get(&(case_id.clone(), epoch, hash.clone(), occurrence))
+        else {
+            return error(
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "no cassette entry for this request (case {case_id}, epoch {epoch}, occurrence {occurrence})"
+                ),
+            );
+        };
+        let usage = e
+            .body
+            .as_ref()
+            .and_then(|b| b.get("usage"))
+            .cloned()
+            .or_else(|| usage_of_chunks(&e.chunks));
+        record_call(
+            &shared,
+            &env,
+            &model,
+            usage.as_ref(),
+            e.latency_ms,
+            e.ttft_ms,
+        );
+        let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::OK);
+        return if e.chunks.is_empty() {
+            (status, axum::Json(e.body.clone().unwrap_or(Value::Null))).into_response()
+        } else {
+            Response::builder()
+                .status(status)
+                .header("content-type", "text/event-stream")
+                .body(sse_body(&e.chunks))
+                .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "bad response"))
+        };
+    }
+    let upstream = shared.cfg.upstream.clone().unwrap_or_default();
+    let mut req = shared
+        .client
+        .post(format!(
+            "{}/chat/completions",
+            upstream.trim_end_matches('/')
+        ))
+        .json(&request);
+    if let Some(k) = &shared.cfg.api_key {
+        req = req.bearer_auth(k);
+    }
+    let started = Instant::now();
+    let resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_GATEWAY,
+                &format!("the upstream failed: {e}"),
+            );
+        }
+    };
+    let status = resp.status().as_u16();
+    let mut entry = CassetteEntry {
+        case_id,
+        epoch,
+        request_hash: hash,
+        occurrence,
+        status,
+        body: None,
+        chunks: Vec::new(),
+        latency_ms: 0.0,
+        ttft_ms: None,
+    };
+    if !stream {
+        let bytes = resp.bytes().await.unwrap_or_default();
+        entry.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let model = value
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&model)
+            .to_owned();
+        record_call(
+            &shared,
+            &env,
+            &model,
+            value.get("usage"),
+            entry.latency_ms,
+            None,
+        );
+        entry.body = Some(value);
+        keep(&shared, entry);
+        return Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(Body::from(bytes))
+            .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "bad response"));
+    }
+    // Streaming: pass each chunk on as it comes, and keep them for the record.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    let shared2 = Arc::clone(&shared);
+    tokio::spawn(async move {
+        let mut upstream = resp.bytes_stream();
+        let mut buffer = String::new();
+        let mut first: Option<f64> = None;
+        while let Some(part) = upstream.next().await {
+            let Ok(bytes) = part else { break };
+            if first.is_none() {
+                first = Some(started.elapsed().as_secs_f64() * 1000.0);
+            }
+            buffer.push_str(&String::from_utf8_lossy(&bytes));
+            while let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                for line in event.lines() {
+                    if let Some(data) = line.strip_prefix("data:") {
+                        entry.chunks.push(data.trim().to_owned());
+                    }
+                }
+            }
+            if tx.send(Ok(bytes)).await.is_err() {
+                break;
+            }
+        }
+        entry.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        entry.ttft_ms = first;
+        let usage = usage_of_chunks(&entry.chunks);
+        let model = entry
+            .chunks
+            .iter()
+            .find_map(|c| {
+                serde_json::from_str::<Value>(c)
+                    .ok()
+                    .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned))
+            })
+            .unwrap_or(model);
+        record_call(
+            &shared2,
+            &env,
+            &model,
+            usage.as_ref(),
+            entry.latency_ms,
+            entry.ttft_ms,
+        );
+        keep(&shared2, entry);
+    });
+    let stream = tokio_stream_from(rx);
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "bad response"))
+}
+
+fn tokio_stream_from(
+    mut rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+fn keep(shared: &Shared, entry: CassetteEntry) {
+    if let (Mode::Record(_), Ok(mut rec)) = (&shared.cfg.mode, shared.recorded.lock()) {
+        rec.push(entry);
+    }
+}
+
+/// The `usage` object of a stream (sent in its last chunk when `stream_options.include_usage`).
+fn usage_of_chunks(chunks: &[String]) -> Option<Value> {
+    chunks.iter().rev().find_map(|c| {
+        serde_json::from_str::<Value>(c)
+            .ok()
+            .and_then(|v| v.get("usage").filter(|u| u.is_object()).cloned())
+    })
+}

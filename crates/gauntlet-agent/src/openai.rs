@@ -1,0 +1,145 @@
+//! The built-in agent: a reference tool-calling loop for any OpenAI-compatible endpoint, so a
+//! model and a prompt can be evaluated directly (tau-bench style). It talks to the model through
+//! the gateway, so its calls are recorded (and replayable) like any agent's.
+//!
+//! Loop: system prompt and the user's request; each response's tool calls run in the world (the
+//! calls of one response share a step); their results go back as tool messages; a response
+//! without tool calls is the final answer. The user tools (`gauntlet_ask_user`,
+//! `gauntlet_confirm`) are offered as functions too. At most `max_steps` model calls.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
+use crate::environment::{SharedEnv, lock};
+use crate::gateway::Gateway;
+use crate::mcp::{ASK_USER, CONFIRM};
+
+/// The built-in tool-calling agent.
+pub struct OpenAiAgent {
+    model: String,
+    system_prompt: String,
+    max_steps: u32,
+    gateway: Arc<Gateway>,
+    client: reqwest::Client,
+}
+
+impl OpenAiAgent {
+    /// An agent for `model` behind `gateway`.
+    pub fn new(
+        model: &str,
+        system_prompt: Option<String>,
+        max_steps: u32,
+        gateway: Arc<Gateway>,
+    ) -> Self {
+        OpenAiAgent {
+            model: model.to_owned(),
+            system_prompt: system_prompt.unwrap_or_else(|| {
+                "You are a careful assistant acting through tools. Ask the user to confirm \
+                 (gauntlet_confirm) before any change. Say plainly when something fails."
+                    .to_owned()
+            }),
+            max_steps: max_steps.max(1),
+            gateway,
+            client: reqwest::Client::new(),
+        }
+    }
+}
+
+fn function(name: &str, description: &str, parameters: &Value) -> Value {
+    json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+}
+
+impl Agent for OpenAiAgent {
+    fn run<'a>(
+        &'a self,
+        input: &'a AgentInput,
+        env: SharedEnv,
+    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
+        Box::pin(async move {
+            let trial = self
+                .gateway
+                .register(env.clone(), &input.case_id, input.epoch);
+            let mut tools: Vec<Value> = lock(&env)
+                .tools()
+                .iter()
+                .map(|t| function(&t.name, &t.description, &t.parameters))
+                .collect();
+            let text = |field: &str| json!({"type": "object", "properties": {field: {"type": "string"}}, "required": [field]});
+            tools.push(function(
+                ASK_USER,
+                "Ask the user a question.",
+                &text("question"),
+            ));
+            tools.push(function(
+                CONFIRM,
+                "Ask the user to confirm an action before doing it.",
+                &text("action"),
+            ));
+            let mut messages = vec![
+                json!({"role": "system", "content": self.system_prompt}),
+                json!({"role": "user", "content": input.user_input}),
+            ];
+            for step in 1..=self.max_steps {
+                let body = json!({"model": self.model, "messages": messages, "tools": tools, "seed": input.seed % (1 << 31)});
+                let resp = self
+                    .client
+                    .post(format!("{}/chat/completions", trial.base_url))
+                    .bearer_auth(&trial.key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .map_err(|e| AgentError(format!("model call failed: {e}")))?;
+                let status = resp.status();
+                let value: Value = resp.json().await.map_err(|e| {
+                    AgentError(format!("model answered something that is not JSON: {e}"))
+                })?;
+                if !status.is_success() {
+                    return Err(AgentError(format!(
+                        "model call failed with {status}: {value}"
+                    )));
+                }
+                let message = value["choices"][0]["message"].clone();
+                let calls = message["tool_calls"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if calls.is_empty() {
+                    return Ok(AgentOutput {
+                        final_answer: message["content"].as_str().map(str::to_owned),
+                    });
+                }
+                messages.push(message);
+                for call in calls {
+                    let name = call["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let args: Value = call["function"]["arguments"]
+                        .as_str()
+                        .and_then(|a| serde_json::from_str(a).ok())
+                        .unwrap_or_else(|| json!({}));
+                    let content = {
+                        let mut env = lock(&env);
+                        match name.as_str() {
+                            ASK_USER => env.ask(step, args["question"].as_str().unwrap_or_default()),
+                            CONFIRM => json!({"approved": env.confirm(step, args["action"].as_str().unwrap_or_default())}).to_string(),
+                            _ => match env.call_tool(step, &name, args, None) {
+                                Ok(v) => v.to_string(),
+                                Err(e) => format!("error {}: {}", e.status, e.message),
+                            },
+                        }
+                    };
+                    messages.push(
+                        json!({"role": "tool", "tool_call_id": call["id"], "content": content}),
+                    );
+                }
+            }
+            Err(AgentError(format!(
+                "no final answer after {} model calls",
+                self.max_steps
+            )))
+        })
+    }
+}

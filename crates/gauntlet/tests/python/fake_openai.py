@@ -1,0 +1,89 @@
+"""A tiny, deterministic OpenAI-compatible chat server for tests (no model, no network).
+
+It plays an incident-desk agent: asked about an incident (INC-NNNNNN) with a `get_incident` tool
+available, it calls the tool; given the tool's result, it answers with the status. It supports
+`stream: true` (SSE chunks, the usage in the last chunk when `stream_options.include_usage`).
+Usage: fake_openai.py PORT_FILE   (binds 127.0.0.1:0 and writes the port to PORT_FILE)
+"""
+import json
+import re
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def reply(body):
+    messages = body.get("messages", [])
+    tools = {t["function"]["name"] for t in body.get("tools", [])}
+    last = messages[-1]
+    if last.get("role") == "tool":
+        content = last.get("content") or ""
+        try:
+            status = json.loads(content).get("status", "unknown")
+        except ValueError:
+            status = "unknown (" + content + ")"
+        ids = re.findall(r"INC-\d{6}", " ".join(m.get("content") or "" for m in messages if m.get("role") == "user"))
+        return {"role": "assistant", "content": f"{ids[0] if ids else 'The incident'} is {status}."}
+    ids = re.findall(r"INC-\d{6}", last.get("content") or "")
+    if ids and "get_incident" in tools:
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "get_incident", "arguments": json.dumps({"incident_id": ids[0]})}}]}
+    return {"role": "assistant", "content": "I cannot help with that."}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        message = reply(body)
+        usage = {"prompt_tokens": 20 + 10 * len(body.get("messages", [])), "completion_tokens": 7, "total_tokens": 0}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        model = body.get("model", "fake")
+        if not body.get("stream"):
+            out = json.dumps({"id": "cmpl-1", "object": "chat.completion", "created": 0, "model": model,
+                              "choices": [{"index": 0, "message": message,
+                                           "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                              "usage": usage}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+
+        def chunk(delta, finish=None, extra=None):
+            data = {"id": "cmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            if extra:
+                data.update(extra)
+            self.wfile.write(b"data: " + json.dumps(data).encode() + b"\n\n")
+            self.wfile.flush()
+            time.sleep(0.05)
+
+        chunk({"role": "assistant", "content": ""})
+        if message.get("tool_calls"):
+            call = message["tool_calls"][0]
+            chunk({"tool_calls": [{"index": 0, **call}]})
+            chunk({}, "tool_calls")
+        else:
+            words = message["content"].split(" ")
+            for i, w in enumerate(words):
+                chunk({"content": w + (" " if i < len(words) - 1 else "")})
+            chunk({}, "stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self.wfile.write(b"data: " + json.dumps({"id": "cmpl-1", "object": "chat.completion.chunk", "created": 0,
+                                                     "model": model, "choices": [], "usage": usage}).encode() + b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+with open(sys.argv[1], "w") as f:
+    f.write(str(server.server_address[1]))
+server.serve_forever()
