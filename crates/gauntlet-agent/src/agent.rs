@@ -52,6 +52,8 @@ pub enum AgentSpec {
     Command(String),
     /// `openai:MODEL`: the built-in tool-calling loop, through the gateway.
     OpenAi(String),
+    /// `http://...`: an agent service that receives each trial as a POST.
+    Http(String),
 }
 
 /// Parses an `--agent` value; the message says which kinds exist.
@@ -64,6 +66,7 @@ pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
         Some(("openai", model)) if !model.trim().is_empty() => {
             Ok(AgentSpec::OpenAi(model.to_owned()))
         }
+        Some(("http" | "https", _)) => Ok(AgentSpec::Http(spec.to_owned())),
         _ => Err(format!(
             "unknown agent `{spec}`: use `script:NAME` (script:reference replays each case's \
              reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or \

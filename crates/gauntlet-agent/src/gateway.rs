@@ -18,6 +18,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use futures_util::StreamExt;
 use gauntlet_model::Event;
 use serde::{Deserialize, Serialize};
@@ -191,6 +192,10 @@ impl Gateway {
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
         let task = tokio::spawn(async move {
+            // No Nagle: small JSON-RPC answers must not wait for a delayed ACK (40 ms each).
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, router)
                 .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await;

@@ -9,6 +9,7 @@ mod agent;
 mod command;
 mod environment;
 pub mod gateway;
+mod http;
 pub mod mcp;
 mod openai;
 mod script;
@@ -19,6 +20,7 @@ pub use agent::{
 };
 pub use command::{CommandAgent, final_answer};
 pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock};
+pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::ScriptedUser;

@@ -15,6 +15,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -253,6 +254,10 @@ pub async fn serve_http(
     let addr = listener.local_addr()?;
     let stop = cancel.clone();
     let task = tokio::spawn(async move {
+        // No Nagle: small JSON-RPC answers must not wait for a delayed ACK (40 ms each).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;

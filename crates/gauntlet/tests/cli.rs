@@ -1780,3 +1780,40 @@ fn the_built_in_agent_evaluates_a_model_directly() {
     let o = run(&["run", s(&suite), "--agent", "openai:fake-model"]);
     assert_eq!(o.code, 2, "no endpoint is an input error");
 }
+
+#[test]
+fn an_http_agent_service_receives_each_trial_and_works_the_world_over_mcp() {
+    if !python_has("mcp") {
+        return;
+    }
+    let (tmp, suite) = example();
+    let port_file = tmp.path().join("agent.port");
+    let mut child = std::process::Command::new("python3")
+        .arg(repo().join("crates/gauntlet/tests/python/http_agent.py"))
+        .arg(&port_file)
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    for _ in 0..100 {
+        port = std::fs::read_to_string(&port_file).unwrap_or_default();
+        if !port.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &format!("http://127.0.0.1:{port}/"),
+        "--filter",
+        "lookup-status",
+        "--json",
+    ]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["trials"][0]["status"], "passed");
+    assert_eq!(r["trials"][0]["tool_calls"], 1);
+}

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, Mode};
-use gauntlet_agent::{AgentSpec, CommandAgent, OpenAiAgent, ScriptAgent, parse_agent_spec};
+use gauntlet_agent::{
+    AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, ScriptAgent, parse_agent_spec,
+};
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
 use gauntlet_store::{Index, RunWriter};
@@ -86,6 +88,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
                 .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
             Arc::new(CommandAgent::new(&command, dir, gateway.clone()))
         }
+        AgentSpec::Http(url) => Arc::new(HttpAgent::new(&url, gateway.clone())),
         AgentSpec::OpenAi(model) => {
             let Some(g) = gateway.clone() else {
                 return Err(ExpectedError::input(
