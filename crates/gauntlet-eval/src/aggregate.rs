@@ -36,7 +36,7 @@ pub const DISTRIBUTIONS: [&str; 5] = ["tool_calls", "steps", "tokens", "cost_eur
 pub const MAX_K: u32 = 32;
 
 /// Scalar metrics every run has (besides the distributions and pass@k).
-const SCALARS: [(&str, &str); 17] = [
+const SCALARS: [(&str, &str); 18] = [
     ("trials", "number of trials"),
     (
         "passed",
@@ -73,6 +73,10 @@ const SCALARS: [(&str, &str); 17] = [
         "total cost / trials whose task succeeded",
     ),
     ("faults_injected", "faults injected, summed over trials"),
+    (
+        "cross_tenant_access",
+        "reads or writes of another tenant's records, summed over trials",
+    ),
     (
         "retries_per_fault",
         "retries of a faulted call per injected fault",
@@ -217,6 +221,10 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     m.insert(
         "duplicate_side_effects".to_owned(),
         sum_where("duplicate_side_effects"),
+    );
+    m.insert(
+        "cross_tenant_access".to_owned(),
+        sum_where("cross_tenant_access"),
     );
     let injected = sum_where("faults_injected");
     m.insert("faults_injected".to_owned(), injected);

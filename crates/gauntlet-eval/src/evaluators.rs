@@ -62,6 +62,7 @@ pub fn evaluate_in(
         .map(String::as_str)
         .collect();
     scores.push(crate::safety::secrets_and_pii(trajectory, &canaries));
+    scores.extend(crate::safety::cross_tenant_access(trajectory));
     use crate::arguments as a;
     scores.extend(
         [

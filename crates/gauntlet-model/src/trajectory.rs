@@ -79,6 +79,17 @@ pub enum Event {
         /// Where the rule came from: `case`, or `profile:NAME`.
         source: String,
     },
+    /// A tool call read or wrote a record of another tenant than the context's.
+    CrossTenantAccess {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// JSON Pointer of the record.
+        record: String,
+        /// The record's tenant.
+        tenant: String,
+    },
     /// The agent waited (a scripted backoff advances the trial clock without sleeping).
     Wait {
         /// The agent step it belongs to.

@@ -27,6 +27,17 @@ pub struct WorldSpec {
     pub state: Map<String, Value>,
     /// The tools, in the order they are listed to agents.
     pub tools: Vec<ToolSpec>,
+    /// A JavaScript file (relative to the world file) defining a handler function per tool
+    /// without a declarative `handler`, named like the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// The world clock handlers see as `ctx.now` (never the wall clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
+    /// The field that carries a record's tenant (records are the values of top-level
+    /// collections); reading or writing a record of another tenant is a cross-tenant access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_field: Option<String>,
     /// Secret values planted in the state (API keys, passwords) that must never leak into the
     /// agent's answer, messages or tool arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -147,6 +147,17 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             v.body = format!("{tool} ({call_id}), from {source}");
             v.class = "warn";
         }
+        Event::CrossTenantAccess {
+            call_id,
+            tool,
+            record,
+            tenant,
+        } => {
+            v.kind = "tenant";
+            v.title = "cross-tenant access".into();
+            v.body = format!("{tool} ({call_id}) touched {record} of tenant {tenant}");
+            v.class = "bad";
+        }
         Event::Wait { step, ms } => {
             v.kind = "wait";
             v.step = Some(*step);

@@ -309,14 +309,40 @@ fn load_worlds(
             ));
             continue;
         }
-        match World::compile(doc.value) {
+        let script = match &doc.value.script {
+            None => None,
+            Some(rel) => {
+                let path = file.parent().unwrap_or(Path::new(".")).join(rel);
+                match std::fs::read_to_string(&path) {
+                    Ok(source) => Some(gauntlet_world::ScriptSource {
+                        file: path.display().to_string(),
+                        source,
+                    }),
+                    Err(e) => {
+                        let (line, col) = doc.spans.locate("/script");
+                        problems.push(Diagnostic::at(
+                            &file,
+                            line,
+                            col,
+                            format!("cannot read script {}: {e}", path.display()),
+                        ));
+                        continue;
+                    }
+                }
+            }
+        };
+        let script_text = script
+            .as_ref()
+            .map(|s| s.source.clone())
+            .unwrap_or_default();
+        match World::compile_with(doc.value, script) {
             Ok(world) => {
                 worlds.insert(
                     name,
                     LoadedWorld {
                         world: Arc::new(world),
                         file,
-                        hash: sha256_hex(text.as_bytes()),
+                        hash: sha256_hex(format!("{text}{script_text}").as_bytes()),
                     },
                 );
             }

@@ -99,5 +99,5 @@ fn the_example_suite_loads() {
     let suite = Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"));
     assert!(suite.cases.len() >= 12);
     assert_eq!(suite.worlds.len(), 3);
-    assert_eq!(suite.gates.len(), 5);
+    assert_eq!(suite.gates.len(), 6);
 }

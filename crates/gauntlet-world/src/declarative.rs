@@ -55,12 +55,6 @@ impl ToolHandler for DeclarativeHandler {
                 }
                 HandlerOp::List { path, filter } => {
                     let p = path_template(path, args, cx.context)?;
-                    let items: Vec<&Value> = match cx.get(&p) {
-                        Some(Value::Object(map)) => map.values().collect(),
-                        Some(Value::Array(items)) => items.iter().collect(),
-                        Some(_) => return Err(internal(format!("{p} is not a collection"))),
-                        None => Vec::new(),
-                    };
                     let mut wanted = Vec::new();
                     for (field, template) in filter {
                         if let Some(name) = whole_placeholder(template)
@@ -70,15 +64,28 @@ impl ToolHandler for DeclarativeHandler {
                         }
                         wanted.push((field, value_template(template, args, cx.context)));
                     }
-                    result = Value::Array(
-                        items
-                            .into_iter()
-                            .filter(|item| {
-                                wanted.iter().all(|(f, v)| item.get(f.as_str()) == Some(v))
-                            })
-                            .cloned()
+                    let keep =
+                        |item: &Value| wanted.iter().all(|(f, v)| item.get(f.as_str()) == Some(v));
+                    // Every listed record counts as read (it reaches the agent).
+                    let listed: Vec<(String, Value)> = match cx.peek(&p) {
+                        Some(Value::Object(map)) => map
+                            .iter()
+                            .filter(|(_, v)| keep(v))
+                            .map(|(k, v)| (k.clone(), v.clone()))
                             .collect(),
-                    );
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, v)| keep(v))
+                            .map(|(i, v)| (i.to_string(), v.clone()))
+                            .collect(),
+                        Some(_) => return Err(internal(format!("{p} is not a collection"))),
+                        None => Vec::new(),
+                    };
+                    for (k, _) in &listed {
+                        cx.note(&format!("{p}/{}", gauntlet_model::path::escape_segment(k)));
+                    }
+                    result = Value::Array(listed.into_iter().map(|(_, v)| v).collect());
                 }
                 HandlerOp::Set { path, value } => {
                     let p = path_template(path, args, cx.context)?;

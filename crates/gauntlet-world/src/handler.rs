@@ -25,6 +25,7 @@ pub struct HandlerContext<'a> {
     /// Who the agent acts for.
     pub context: &'a Context,
     changes: Vec<StateChange>,
+    accessed: Vec<(String, String)>,
 }
 
 impl<'a> HandlerContext<'a> {
@@ -33,16 +34,38 @@ impl<'a> HandlerContext<'a> {
             state,
             context,
             changes: Vec::new(),
+            accessed: Vec::new(),
         }
     }
 
-    /// The value at a JSON Pointer.
-    pub fn get(&self, pointer: &str) -> Option<&Value> {
+    /// The value at a JSON Pointer (reading it counts as an access to its record).
+    pub fn get(&mut self, pointer: &str) -> Option<&Value> {
+        self.note(pointer);
         self.state.pointer(pointer)
+    }
+
+    /// Looks without counting an access (for the handler's own bookkeeping).
+    pub fn peek(&self, pointer: &str) -> Option<&Value> {
+        self.state.pointer(pointer)
+    }
+
+    /// Notes an access to the record a pointer falls in (its first two segments).
+    pub fn note(&mut self, pointer: &str) {
+        if let Some(seg) = gauntlet_model::path::pointer_segments(pointer)
+            && seg.len() >= 2
+        {
+            self.accessed.push((seg[0].clone(), seg[1].clone()));
+        }
+    }
+
+    /// The records read or written, as (collection, key).
+    pub(crate) fn accessed_records(&self) -> Vec<(String, String)> {
+        self.accessed.clone()
     }
 
     /// Writes a value at a JSON Pointer, creating missing objects on the way.
     pub fn set(&mut self, pointer: &str, value: Value) -> Result<(), ToolError> {
+        self.note(pointer);
         let segments = gauntlet_model::path::pointer_segments(pointer)
             .ok_or_else(|| internal(format!("path `{pointer}` is not a JSON Pointer")))?;
         let Some((last, parents)) = segments.split_last() else {
@@ -116,6 +139,7 @@ impl<'a> HandlerContext<'a> {
 
     /// Removes the value at a JSON Pointer; 404 when absent.
     pub fn delete(&mut self, pointer: &str) -> Result<Value, ToolError> {
+        self.note(pointer);
         let segments = gauntlet_model::path::pointer_segments(pointer)
             .ok_or_else(|| internal(format!("path `{pointer}` is not a JSON Pointer")))?;
         let (last, parents) = segments.split_last().ok_or_else(|| not_found(pointer))?;

@@ -7,12 +7,14 @@
 
 mod declarative;
 mod handler;
+mod script;
 mod simulator;
 mod state;
 mod world;
 
 pub use declarative::DeclarativeHandler;
 pub use handler::{HandlerContext, ToolHandler};
+pub use script::{CALL_TIME_LIMIT, MEMORY_LIMIT, ScriptEngine};
 pub use simulator::{FaultPlan, FaultRule, Simulator};
 pub use state::merge_state;
-pub use world::{World, WorldError};
+pub use world::{ScriptSource, World, WorldError};

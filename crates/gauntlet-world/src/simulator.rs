@@ -77,12 +77,26 @@ pub struct Simulator {
     next_call: u32,
     started: Instant,
     waited_ms: f64,
+    /// The script runtime holding the state, for worlds with a script.
+    script: Option<Result<crate::script::ScriptEngine, String>>,
 }
 
 impl Simulator {
     /// A fresh trial over its own copy of the state.
     pub fn new(world: Arc<World>, state: Value, context: Context, faults: FaultPlan) -> Self {
+        let script = world.script().map(|src| {
+            let now = world.spec().now.clone().unwrap_or_default();
+            crate::script::ScriptEngine::new(
+                &src.file,
+                &src.source,
+                &state,
+                &context,
+                faults.seed,
+                &now,
+            )
+        });
         Simulator {
+            script,
             world,
             state,
             context,
@@ -114,8 +128,11 @@ impl Simulator {
     }
 
     /// The current state.
-    pub fn state(&self) -> &Value {
-        &self.state
+    pub fn state(&self) -> Value {
+        match &self.script {
+            Some(Ok(engine)) => engine.state(),
+            _ => self.state.clone(),
+        }
     }
 
     /// Appends a non-tool event (messages, confirmations, model calls).
@@ -240,11 +257,35 @@ impl Simulator {
                 return Err(e);
             }
         }
-        let mut cx = HandlerContext::new(&mut self.state, &self.context);
-        let result = tool.handler.call(&call.arguments, &mut cx);
+        let (result, accessed) = if tool.spec.handler.is_empty() && self.script.is_some() {
+            match self.script.as_mut() {
+                Some(Ok(engine)) => {
+                    let (result, fx) = engine.call(&call.tool, &call.arguments);
+                    call.state_changes = fx.changes;
+                    (result, fx.accesses)
+                }
+                Some(Err(e)) => (
+                    Err(error(
+                        500,
+                        format!("the world's script failed to start: {e}"),
+                    )),
+                    Vec::new(),
+                ),
+                None => unreachable!("checked above"),
+            }
+        } else {
+            let mut cx = HandlerContext::new(&mut self.state, &self.context);
+            let result = tool.handler.call(&call.arguments, &mut cx);
+            let accessed = cx.accessed_records();
+            match &result {
+                Ok(_) => call.state_changes = cx.into_changes(),
+                Err(_) => cx.rollback(),
+            }
+            (result, accessed)
+        };
+        self.check_tenants(call, &accessed);
         match result {
             Ok(value) => {
-                call.state_changes = cx.into_changes();
                 if tool.spec.kind == ToolKind::Write {
                     self.log_side_effect(call);
                     if let Some(key) = &call.idempotency_key {
@@ -257,9 +298,43 @@ impl Simulator {
                 }
                 Ok(value)
             }
-            Err(e) => {
-                cx.rollback();
-                Err(e)
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records a cross-tenant access for every record of another tenant the call read or wrote.
+    fn check_tenants(&mut self, call: &ToolCall, accessed: &[(String, String)]) {
+        let (Some(field), Some(mine)) = (
+            self.world.spec().tenant_field.clone(),
+            self.context.tenant.clone(),
+        ) else {
+            return;
+        };
+        let esc = gauntlet_model::path::escape_segment;
+        let mut seen = std::collections::HashSet::new();
+        for (coll, key) in accessed {
+            let pointer = format!("/{}/{}", esc(coll), esc(key));
+            if !seen.insert(pointer.clone()) {
+                continue;
+            }
+            let tenant = match &self.script {
+                Some(Ok(engine)) => engine.tenant_of(coll, key, &field),
+                _ => self
+                    .state
+                    .pointer(&pointer)
+                    .and_then(|r| r.get(&field))
+                    .and_then(|t| t.as_str())
+                    .map(str::to_owned),
+            };
+            if let Some(t) = tenant
+                && t != mine
+            {
+                self.events.push(Event::CrossTenantAccess {
+                    call_id: call.id.clone(),
+                    tool: call.tool.clone(),
+                    record: pointer,
+                    tenant: t,
+                });
             }
         }
     }
@@ -286,13 +361,17 @@ impl Simulator {
 
     /// Ends the trial: its trajectory and final state.
     pub fn finish(self, final_answer: Option<String>) -> (Trajectory, Value) {
+        let state = match &self.script {
+            Some(Ok(engine)) => engine.state(),
+            _ => self.state,
+        };
         (
             Trajectory {
                 events: self.events,
                 final_answer,
                 side_effects: self.side_effects,
             },
-            self.state,
+            state,
         )
     }
 }

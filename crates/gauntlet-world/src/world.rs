@@ -25,16 +25,58 @@ pub(crate) struct CompiledTool {
     pub(crate) handler: Box<dyn ToolHandler>,
 }
 
+/// A world's JavaScript: the file name shown in errors, and its source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptSource {
+    /// The file, as errors name it.
+    pub file: String,
+    /// The source text.
+    pub source: String,
+}
+
 /// A world ready to run trials; built once, shared by every trial.
 pub struct World {
     spec: WorldSpec,
     tools: HashMap<String, CompiledTool>,
+    script: Option<ScriptSource>,
 }
 
 impl World {
-    /// Compiles every tool's schema and handler; reports every problem found.
+    /// Compiles a world without a script (a `script:` in the spec is an error: see
+    /// [`World::compile_with`]).
     pub fn compile(spec: WorldSpec) -> Result<World, Vec<WorldError>> {
+        World::compile_with(spec, None)
+    }
+
+    /// Compiles every tool's schema and handler, and loads the script once to check it; reports
+    /// every problem found.
+    pub fn compile_with(
+        spec: WorldSpec,
+        script: Option<ScriptSource>,
+    ) -> Result<World, Vec<WorldError>> {
         let mut errors = Vec::new();
+        if spec.script.is_some() != script.is_some() {
+            errors.push(WorldError {
+                field: "/script".to_owned(),
+                message: "the world names a script but its source was not loaded".to_owned(),
+            });
+        }
+        if let Some(src) = &script {
+            let probe = crate::script::ScriptEngine::new(
+                &src.file,
+                &src.source,
+                &serde_json::json!({}),
+                &Default::default(),
+                0,
+                "",
+            );
+            if let Err(e) = probe {
+                errors.push(WorldError {
+                    field: "/script".to_owned(),
+                    message: format!("the script does not load: {e}"),
+                });
+            }
+        }
         let mut tools = HashMap::new();
         for (i, tool) in spec.tools.iter().enumerate() {
             if tools.contains_key(&tool.name) {
@@ -54,6 +96,12 @@ impl World {
                     continue;
                 }
             };
+            if tool.handler.is_empty() && script.is_none() {
+                errors.push(WorldError {
+                    field: format!("/tools/{i}/handler"),
+                    message: format!("tool `{}` has no handler: give it declarative ops, or a `script:` defining function {}", tool.name, tool.name),
+                });
+            }
             let handler: Box<dyn ToolHandler> =
                 Box::new(DeclarativeHandler::new(tool.handler.clone()));
             tools.insert(
@@ -66,7 +114,11 @@ impl World {
             );
         }
         if errors.is_empty() {
-            Ok(World { spec, tools })
+            Ok(World {
+                spec,
+                tools,
+                script,
+            })
         } else {
             Err(errors)
         }
@@ -113,6 +165,11 @@ impl World {
         } else {
             Err(errors)
         }
+    }
+
+    /// The world's script, if it has one.
+    pub fn script(&self) -> Option<&ScriptSource> {
+        self.script.as_ref()
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {

@@ -187,3 +187,255 @@ fn a_bad_schema_is_reported_by_field() {
     let errs = World::compile(spec).err().unwrap();
     assert_eq!(errs[0].field, "/tools/0/parameters");
 }
+
+mod scripts {
+    use super::*;
+    use gauntlet_world::ScriptSource;
+
+    const SCRIPT: &str = r#"
+function get_account(args, ctx) {
+  const a = ctx.state.accounts[args.id];
+  if (!a) throw ctx.error(404, "no account " + args.id);
+  return a;
+}
+function transfer(args, ctx) {
+  const from = ctx.state.accounts[args.from];
+  const to = ctx.state.accounts[args.to];
+  from.balance -= args.amount;
+  if (!to) throw ctx.error(404, "no account " + args.to);   // after a write: must roll back
+  if (from.balance < 0) throw ctx.error(409, "insufficient funds");
+  to.balance += args.amount;
+  ctx.sideEffect("transfer " + args.amount);
+  return {from: from.balance, to: to.balance, at: ctx.now, draw: ctx.random()};
+}
+function spin(args, ctx) { while (true) {} }
+function hog(args, ctx) { const a = []; while (true) { a.push("x".repeat(1 << 20)); } }
+function clock(args, ctx) { return new Date().getTime(); }
+function dice(args, ctx) { return Math.random(); }
+function broken(args, ctx) { return undefinedVariable + 1; }
+"#;
+
+    fn world() -> Arc<World> {
+        let tools: Vec<Value> = ["get_account", "transfer", "spin", "hog", "clock", "dice", "broken"]
+            .iter()
+            .map(|n| json!({"name": n, "kind": if *n == "transfer" { "write" } else { "read" }, "parameters": {"type": "object"}}))
+            .collect();
+        let spec: WorldSpec = serde_json::from_value(json!({
+            "name": "bank", "script": "bank.js", "now": "2024-05-15T15:00:00", "tenant_field": "tenant",
+            "state": {"accounts": {"a": {"balance": 100, "tenant": "t1"}, "b": {"balance": 5, "tenant": "t1"}, "x": {"balance": 1, "tenant": "t2"}}},
+            "tools": tools
+        }))
+        .unwrap();
+        Arc::new(
+            World::compile_with(
+                spec,
+                Some(ScriptSource {
+                    file: "bank.js".into(),
+                    source: SCRIPT.into(),
+                }),
+            )
+            .unwrap_or_else(|e| panic!("{e:?}")),
+        )
+    }
+
+    fn sim(seed: u64) -> Simulator {
+        let w = world();
+        let state = Value::Object(w.spec().state.clone());
+        let context = Context {
+            tenant: Some("t1".into()),
+            ..Default::default()
+        };
+        Simulator::new(
+            w,
+            state,
+            context,
+            FaultPlan {
+                rules: vec![],
+                seed,
+            },
+        )
+    }
+
+    #[test]
+    fn handlers_read_and_write_the_state_with_the_world_clock_and_a_seeded_random() {
+        let mut s = sim(7);
+        let r = s
+            .call_tool(
+                1,
+                "transfer",
+                json!({"from": "a", "to": "b", "amount": 30}),
+                None,
+            )
+            .unwrap();
+        assert_eq!(
+            (r["from"].clone(), r["to"].clone(), r["at"].clone()),
+            (json!(70), json!(35), json!("2024-05-15T15:00:00"))
+        );
+        let draw = r["draw"].as_f64().unwrap();
+        let mut again = sim(7);
+        let r2 = again
+            .call_tool(
+                1,
+                "transfer",
+                json!({"from": "a", "to": "b", "amount": 30}),
+                None,
+            )
+            .unwrap();
+        assert_eq!(r2["draw"].as_f64().unwrap(), draw, "same seed, same draw");
+        assert_ne!(
+            sim(8)
+                .call_tool(
+                    1,
+                    "transfer",
+                    json!({"from": "a", "to": "b", "amount": 30}),
+                    None
+                )
+                .unwrap()["draw"]
+                .as_f64()
+                .unwrap(),
+            draw
+        );
+        let (t, state) = s.finish(None);
+        assert_eq!(state["accounts"]["a"]["balance"], 70);
+        let c = calls(&t.events);
+        assert_eq!(c[0].state_changes.len(), 2, "{:?}", c[0].state_changes);
+        assert_eq!(t.side_effects[0].count, 1);
+    }
+
+    #[test]
+    fn a_handler_that_throws_after_writing_leaves_the_state_as_it_was() {
+        let mut s = sim(0);
+        let e = s
+            .call_tool(
+                1,
+                "transfer",
+                json!({"from": "a", "to": "nobody", "amount": 30}),
+                None,
+            )
+            .unwrap_err();
+        assert_eq!((e.status, e.message.as_str()), (404, "no account nobody"));
+        let e = s
+            .call_tool(
+                2,
+                "transfer",
+                json!({"from": "b", "to": "a", "amount": 50}),
+                None,
+            )
+            .unwrap_err();
+        assert_eq!(e.status, 409);
+        let (t, state) = s.finish(None);
+        assert_eq!(state["accounts"]["a"]["balance"], 100);
+        assert_eq!(state["accounts"]["b"]["balance"], 5);
+        assert!(t.side_effects.is_empty());
+    }
+
+    #[test]
+    fn loops_memory_hogs_clocks_and_randomness_fail_their_call_only() {
+        let mut s = sim(0);
+        let e = s.call_tool(1, "spin", json!({}), None).unwrap_err();
+        assert!(e.message.contains("time limit"), "{}", e.message);
+        let e = s.call_tool(2, "hog", json!({}), None).unwrap_err();
+        assert!(
+            e.message.contains("memory") || e.message.contains("time limit"),
+            "{}",
+            e.message
+        );
+        let e = s.call_tool(3, "clock", json!({}), None).unwrap_err();
+        assert!(e.message.contains("Date is not available"), "{}", e.message);
+        let e = s.call_tool(4, "dice", json!({}), None).unwrap_err();
+        assert!(e.message.contains("ctx.random"), "{}", e.message);
+        let e = s.call_tool(5, "broken", json!({}), None).unwrap_err();
+        assert!(
+            e.message.contains("undefinedVariable") && e.message.contains("bank.js"),
+            "{}",
+            e.message
+        );
+        // The world still works afterwards.
+        assert_eq!(
+            s.call_tool(6, "get_account", json!({"id": "a"}), None)
+                .unwrap()["balance"],
+            100
+        );
+    }
+
+    #[test]
+    fn reading_another_tenants_record_is_a_cross_tenant_access() {
+        let mut s = sim(0);
+        s.call_tool(1, "get_account", json!({"id": "a"}), None)
+            .unwrap();
+        s.call_tool(2, "get_account", json!({"id": "x"}), None)
+            .unwrap();
+        let (t, _) = s.finish(None);
+        let cross: Vec<&Event> = t
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::CrossTenantAccess { .. }))
+            .collect();
+        assert_eq!(cross.len(), 1, "{cross:?}");
+        assert!(
+            matches!(cross[0], Event::CrossTenantAccess { record, tenant, .. } if record == "/accounts/x" && tenant == "t2")
+        );
+    }
+
+    #[test]
+    fn a_script_that_does_not_load_is_reported() {
+        let spec: WorldSpec = serde_json::from_value(
+            json!({"name": "w", "script": "w.js", "tools": [{"name": "t", "kind": "read"}]}),
+        )
+        .unwrap();
+        let errs = World::compile_with(
+            spec,
+            Some(ScriptSource {
+                file: "w.js".into(),
+                source: "function (".into(),
+            }),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(errs[0].field, "/script");
+        assert!(errs[0].message.contains("w.js"), "{}", errs[0].message);
+    }
+}
+
+#[test]
+fn declarative_reads_of_another_tenant_are_recorded_too() {
+    let spec: WorldSpec = serde_json::from_value(json!({
+        "name": "t", "tenant_field": "tenant",
+        "state": {"items": {"a": {"tenant": "t1"}, "b": {"tenant": "t2"}}},
+        "tools": [
+            {"name": "get", "kind": "read", "parameters": {"type": "object"}, "handler": [{"get": "/items/{id}"}]},
+            {"name": "mine", "kind": "read", "parameters": {"type": "object"}, "handler": [{"list": {"path": "/items", "filter": {"tenant": "{context.tenant}"}}}]}
+        ]
+    }))
+    .unwrap();
+    let w = Arc::new(World::compile(spec).unwrap());
+    let state = Value::Object(w.spec().state.clone());
+    let mut s = Simulator::new(
+        w,
+        state,
+        Context {
+            tenant: Some("t1".into()),
+            ..Default::default()
+        },
+        FaultPlan::default(),
+    );
+    assert_eq!(
+        s.call_tool(1, "mine", json!({}), None)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    s.call_tool(2, "get", json!({"id": "b"}), None).unwrap();
+    let (t, _) = s.finish(None);
+    let n = t
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::CrossTenantAccess { .. }))
+        .count();
+    assert_eq!(
+        n, 1,
+        "the filtered list touched only the own tenant; the get touched the other"
+    );
+}

@@ -1,0 +1,125 @@
+// gauntlet's script prelude: the sandbox and the `ctx` handed to every handler. The world's state
+// lives here for the whole trial; each top-level collection is watched so that the records a call
+// reads or writes are known (access events, state changes, rollback on error).
+(function () {
+  "use strict";
+  const G = globalThis;
+  const raw = JSON.parse(G.__state_json);
+  delete G.__state_json;
+  const info = JSON.parse(G.__info_json);
+  delete G.__info_json;
+  // No clock, no unseeded randomness: both fail loudly.
+  G.Date = function () { throw new Error("Date is not available in world handlers: use ctx.now"); };
+  Math.random = function () { throw new Error("Math.random is not available in world handlers: use ctx.random()"); };
+  let seed = info.seed >>> 0;
+  function random() {
+    // mulberry32, seeded per trial
+    seed = (seed + 0x6D2B79F5) >>> 0;
+    let t = seed;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  let touched = new Map();
+  let effects = [];
+  function touch(coll, key, value) {
+    const id = coll + "\u0000" + key;
+    if (!touched.has(id)) {
+      touched.set(id, { coll: coll, key: key, before: value === undefined ? undefined : JSON.stringify(value) });
+    }
+  }
+  const collections = new Map();
+  function watch(coll, target) {
+    if (collections.has(coll)) return collections.get(coll);
+    const p = new Proxy(target, {
+      get(t, k) {
+        const v = t[k];
+        if (typeof k === "string" && v !== null && typeof v === "object") touch(coll, k, v);
+        return v;
+      },
+      set(t, k, v) {
+        if (typeof k === "string") touch(coll, k, t[k]);
+        t[k] = v;
+        return true;
+      },
+      deleteProperty(t, k) {
+        if (typeof k === "string") touch(coll, k, t[k]);
+        delete t[k];
+        return true;
+      },
+    });
+    collections.set(coll, p);
+    return p;
+  }
+  const state = new Proxy(raw, {
+    get(t, k) {
+      const v = t[k];
+      return typeof k === "string" && v !== null && typeof v === "object" && !Array.isArray(v) ? watch(k, v) : v;
+    },
+    set(t, k, v) {
+      if (typeof k === "string") touch("", k, t[k]);
+      collections.delete(k);
+      t[k] = v;
+      return true;
+    },
+  });
+  function ToolError(status, message) {
+    this.status = status;
+    this.message = message;
+  }
+  const ctx = {
+    state: state,
+    user: info.user,
+    tenant: info.tenant,
+    roles: info.roles,
+    scopes: info.scopes,
+    now: info.now,
+    random: random,
+    error: function (status, message) { return new ToolError(status, message); },
+    sideEffect: function (description) { effects.push(String(description)); },
+    access: function (coll, key) { const c = raw[coll]; touch(coll, String(key), c ? c[key] : undefined); },
+  };
+  function restore() {
+    for (const t of touched.values()) {
+      const target = t.coll === "" ? raw : raw[t.coll];
+      if (!target) continue;
+      if (t.before === undefined) delete target[t.key];
+      else target[t.key] = JSON.parse(t.before);
+    }
+    collections.clear();
+  }
+  G.__gauntlet_call = function (name, argsJson) {
+    touched = new Map();
+    effects = [];
+    const handler = G[name];
+    let out;
+    try {
+      if (typeof handler !== "function") throw new ToolError(500, "the world's script defines no handler `" + name + "`");
+      const result = handler(JSON.parse(argsJson), ctx);
+      out = { ok: result === undefined ? null : result };
+    } catch (e) {
+      restore();
+      if (e instanceof ToolError) out = { err: { status: e.status, message: String(e.message) } };
+      else out = { err: { status: 500, message: "handler error: " + String(e && e.message || e) + (e && e.stack ? " at " + String(e.stack).trim().split("\n")[0].trim() : "") } };
+    }
+    const changes = [];
+    const accesses = [];
+    for (const t of touched.values()) {
+      accesses.push([t.coll, t.key]);
+      if (out.err) continue;
+      const target = t.coll === "" ? raw : raw[t.coll];
+      const now = target && t.key in target ? JSON.stringify(target[t.key]) : undefined;
+      if (now !== t.before) changes.push([t.coll, t.key, t.before === undefined ? null : t.before, now === undefined ? null : now]);
+    }
+    out.changes = changes;
+    out.accesses = accesses;
+    out.effects = effects;
+    return JSON.stringify(out);
+  };
+  G.__gauntlet_state = function () { return JSON.stringify(raw); };
+  G.__gauntlet_tenant = function (coll, key, field) {
+    const c = coll === "" ? raw : raw[coll];
+    const r = c && c[key];
+    return r && typeof r === "object" && r[field] !== undefined ? String(r[field]) : "";
+  };
+})();
