@@ -71,6 +71,7 @@ pub fn record(i: usize) -> TrialRecord {
             idempotency_key: None,
             state_changes: Vec::new(),
             idempotent_replay: false,
+            recorded_output: None,
             at_ms: 0.0,
             latency_ms: 0.2,
         })));

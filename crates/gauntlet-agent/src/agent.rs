@@ -54,6 +54,8 @@ pub enum AgentSpec {
     OpenAi(String),
     /// `http://...`: an agent service that receives each trial as a POST.
     Http(String),
+    /// `replay:FILE`: re-executes the tool calls of recorded trajectories.
+    Replay(String),
 }
 
 /// Parses an `--agent` value; the message says which kinds exist.
@@ -67,6 +69,7 @@ pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
             Ok(AgentSpec::OpenAi(model.to_owned()))
         }
         Some(("http" | "https", _)) => Ok(AgentSpec::Http(spec.to_owned())),
+        Some(("replay", file)) if !file.is_empty() => Ok(AgentSpec::Replay(file.to_owned())),
         _ => Err(format!(
             "unknown agent `{spec}`: use `script:NAME` (script:reference replays each case's \
              reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or \

@@ -45,6 +45,8 @@ pub trait Environment: Send {
     fn log_stderr(&mut self, text: &str);
     /// Records an event the harness observed (a model call through the gateway).
     fn record_event(&mut self, event: Event);
+    /// In a replay: the output the recorded trajectory had for the last call.
+    fn note_recorded_output(&mut self, recorded: Value);
     /// Ends the trial: the trajectory (with the final answer) and the final state. Later calls
     /// answer as if the world were gone.
     fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value);
@@ -153,6 +155,12 @@ impl Environment for SimulatedEnvironment {
 
     fn record_event(&mut self, event: Event) {
         self.record(event);
+    }
+
+    fn note_recorded_output(&mut self, recorded: Value) {
+        if let Some(sim) = &mut self.sim {
+            sim.note_recorded_output(recorded);
+        }
     }
 
     fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value) {

@@ -12,6 +12,7 @@ pub mod gateway;
 mod http;
 pub mod mcp;
 mod openai;
+mod replay;
 mod script;
 mod user;
 
@@ -22,5 +23,6 @@ pub use command::{CommandAgent, final_answer};
 pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock};
 pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
+pub use replay::ReplayAgent;
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::ScriptedUser;

@@ -407,3 +407,44 @@ pub fn reference_match(case: &Case, t: &Trajectory) -> Option<Score> {
         Vec::new(),
     ))
 }
+
+/// `replay_agreement`: in a replay, the share of calls whose output today equals the recorded
+/// one (an error compares by its message); the differences in details.
+pub fn replay_agreement(t: &Trajectory) -> Option<Score> {
+    let mut total = 0usize;
+    let mut differ = Vec::new();
+    let mut events = Vec::new();
+    for (i, c) in calls(t) {
+        let Some(recorded) = &c.recorded_output else {
+            continue;
+        };
+        total += 1;
+        let now = match (&c.result, &c.error) {
+            (Some(v), _) => v.clone(),
+            (None, Some(e)) => Value::String(e.message.clone()),
+            _ => Value::Null,
+        };
+        let same = now == *recorded
+            || matches!((&now, recorded), (Value::String(a), Value::String(b)) if b.contains(a.as_str()) || a.contains(b.as_str()));
+        if !same {
+            events.push(i);
+            if differ.len() < 10 {
+                differ
+                    .push(json!({"call": c.id, "tool": c.tool, "recorded": recorded, "now": now}));
+            }
+        }
+    }
+    if total == 0 {
+        return None;
+    }
+    let ratio = (total - events.len()) as f64 / total as f64;
+    Some(score(
+        "replay_agreement",
+        Dimension::Tools,
+        Severity::Info,
+        ratio,
+        events.is_empty(),
+        json!({"calls": total, "differences": differ}),
+        events,
+    ))
+}

@@ -72,6 +72,7 @@ pub fn evaluate_in(
             a::unnecessary_calls(case, trajectory),
             a::bfcl_ast_match(case, trajectory, cx.tools),
             a::reference_match(case, trajectory),
+            a::replay_agreement(trajectory),
         ]
         .into_iter()
         .flatten(),

@@ -51,6 +51,7 @@ fn call(i: usize, tool: &str, args: Value) -> Event {
         idempotency_key: None,
         state_changes: Vec::new(),
         idempotent_replay: false,
+        recorded_output: None,
         at_ms: 0.0,
         latency_ms: 0.0,
     }))

@@ -110,6 +110,7 @@ impl AgentTrajectory {
                     idempotency_key: None,
                     state_changes: Vec::new(),
                     idempotent_replay: false,
+                    recorded_output: None,
                     at_ms: 0.0,
                     latency_ms: tc.execution_time_ms,
                 })));

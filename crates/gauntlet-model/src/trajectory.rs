@@ -167,6 +167,9 @@ pub struct ToolCall {
     /// When the call started, in milliseconds on the trial clock (0 at the user's request).
     #[serde(default)]
     pub at_ms: f64,
+    /// In a replay: the output the recorded trajectory had for this call, beside today's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_output: Option<Value>,
     /// Time spent in the simulator, in milliseconds.
     #[serde(default)]
     pub latency_ms: f64,

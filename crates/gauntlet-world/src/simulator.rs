@@ -135,6 +135,18 @@ impl Simulator {
         }
     }
 
+    /// Puts the recorded output of a replayed call beside the last call's output.
+    pub fn note_recorded_output(&mut self, recorded: Value) {
+        if let Some(Event::ToolCall(c)) = self
+            .events
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(e, Event::ToolCall(_)))
+        {
+            c.recorded_output = Some(recorded);
+        }
+    }
+
     /// Appends a non-tool event (messages, confirmations, model calls).
     pub fn record(&mut self, event: Event) {
         self.events.push(event);
@@ -170,6 +182,7 @@ impl Simulator {
             idempotency_key,
             state_changes: Vec::new(),
             idempotent_replay: false,
+            recorded_output: None,
             at_ms,
             latency_ms: 0.0,
         };

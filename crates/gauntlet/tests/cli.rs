@@ -1817,3 +1817,123 @@ fn an_http_agent_service_receives_each_trial_and_works_the_world_over_mcp() {
     assert_eq!(r["trials"][0]["status"], "passed");
     assert_eq!(r["trials"][0]["tool_calls"], 1);
 }
+
+#[test]
+fn replaying_a_run_reproduces_it_and_a_changed_world_shows() {
+    let (_tmp, suite) = example();
+    let first = suite.join("first");
+    assert_eq!(
+        run(&["run", s(&suite), "--out", s(&first), "--quiet"]).code,
+        0
+    );
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &format!("replay:{}", s(&first)),
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let replayed: Value = serde_json::from_str(&o.stdout).unwrap();
+    let original: Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("results.json")).unwrap())
+            .unwrap();
+    let states = |r: &Value| -> Vec<(String, Value)> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["final_state"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(states(&replayed), states(&original));
+    for t in replayed["trials"].as_array().unwrap() {
+        if let Some(a) = t["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "replay_agreement")
+        {
+            assert_eq!(a["value"], 1.0, "{}", t["case_id"]);
+        }
+    }
+    // Today's world renamed an incident: the replay still runs, and the difference is shown.
+    let world = suite.join("worlds/incident-desk.yaml");
+    let text = std::fs::read_to_string(&world).unwrap();
+    std::fs::write(
+        &world,
+        text.replacen(
+            "title: Search index lagging\n",
+            "title: Search index stalled\n",
+            1,
+        ),
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &format!("replay:{}", s(&first)),
+        "--filter",
+        "lookup-status",
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    let a = r["trials"][0]["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "replay_agreement")
+        .unwrap()
+        .clone();
+    assert_eq!(a["value"], 0.0);
+    assert!(
+        a["details"]["differences"][0]["now"]["title"] == "Search index stalled",
+        "{a}"
+    );
+}
+
+#[test]
+fn an_openai_messages_log_replays_in_the_world() {
+    let (tmp, suite) = example();
+    let log = tmp.path().join("log.jsonl");
+    let messages = serde_json::json!({"case_id": "lookup-status", "messages": [
+        {"role": "user", "content": "What is the status of INC-004218?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_incident", "arguments": "{\"incident_id\": \"INC-004218\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{\"status\": \"open\"}"},
+        {"role": "assistant", "content": "INC-004218 is open."}
+    ]});
+    std::fs::write(&log, format!("{messages}\n")).unwrap();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &format!("replay:{}", s(&log)),
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        r["trials"].as_array().unwrap().len(),
+        1,
+        "only the logged case runs"
+    );
+    assert_eq!(r["trials"][0]["status"], "passed");
+    let a = r["trials"][0]["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "replay_agreement")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        a["value"], 0.0,
+        "the log recorded only the status, today's world returns the whole incident"
+    );
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, Mode};
 use gauntlet_agent::{
-    AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, ScriptAgent, parse_agent_spec,
+    AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, ReplayAgent, ScriptAgent, parse_agent_spec,
 };
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
@@ -87,6 +87,24 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             let dir = std::env::current_dir()
                 .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
             Arc::new(CommandAgent::new(&command, dir, gateway.clone()))
+        }
+        AgentSpec::Replay(file) => {
+            let replay = ReplayAgent::load(&file).map_err(ExpectedError::input)?;
+            let before = cases.len();
+            cases.retain(|c| replay.has_case(&c.case.case_id));
+            if cases.is_empty() {
+                return Err(ExpectedError::input(format!(
+                    "the log {file} has no trajectory for any case of the suite"
+                )));
+            }
+            if cases.len() < before && !args.quiet && !args.json {
+                eprintln!(
+                    "note: the log has trajectories for {} of {} cases; only those run",
+                    cases.len(),
+                    before
+                );
+            }
+            Arc::new(replay)
         }
         AgentSpec::Http(url) => Arc::new(HttpAgent::new(&url, gateway.clone())),
         AgentSpec::OpenAi(model) => {

@@ -1,0 +1,74 @@
+//! World costs against state size: starting a trial (a fresh state; for a script world, the
+//! state parsed into QuickJS) and one handler call (read a record, change it, return it), for a
+//! declarative world and a JavaScript world. Run: cargo bench -p gauntlet-bench --bench world
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use gauntlet_model::{Context, WorldSpec};
+use gauntlet_world::{FaultPlan, ScriptSource, Simulator, World};
+use serde_json::{Value, json};
+
+const SCRIPT: &str =
+    "function bump(args, ctx) { const r = ctx.state.records[args.id]; r.count += 1; return r; }";
+
+fn state(records: usize) -> Value {
+    let mut m = serde_json::Map::new();
+    for i in 0..records {
+        m.insert(format!("r{i}"), json!({"id": format!("r{i}"), "count": 0, "name": "x".repeat(40), "tags": ["a", "b", "c"], "price": 12.5}));
+    }
+    json!({ "records": m })
+}
+
+fn world(script: bool, st: &Value) -> Arc<World> {
+    let handler = if script {
+        json!([])
+    } else {
+        json!([{"get": "/records/{id}"}, {"set": {"path": "/records/{id}/count", "value": 1}}, {"get": "/records/{id}"}])
+    };
+    let spec: WorldSpec = serde_json::from_value(json!({
+        "name": "bench", "script": if script { json!("bench.js") } else { Value::Null },
+        "state": st,
+        "tools": [{"name": "bump", "kind": "write", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}, "handler": handler}]
+    }))
+    .expect("spec");
+    let src = script.then(|| ScriptSource {
+        file: "bench.js".into(),
+        source: SCRIPT.into(),
+    });
+    Arc::new(World::compile_with(spec, src).expect("world"))
+}
+
+fn main() {
+    for records in [200usize, 2_000, 20_000] {
+        let st = state(records);
+        let mb = st.to_string().len() as f64 / 1e6;
+        for script in [false, true] {
+            let w = world(script, &st);
+            let starts = 20;
+            let t = Instant::now();
+            let mut last = None;
+            for _ in 0..starts {
+                last = Some(Simulator::new(
+                    Arc::clone(&w),
+                    st.clone(),
+                    Context::default(),
+                    FaultPlan::default(),
+                ));
+            }
+            let start_us = t.elapsed().as_secs_f64() * 1e6 / starts as f64;
+            let mut sim = last.expect("simulator");
+            let calls = 2_000;
+            let t = Instant::now();
+            for i in 0..calls {
+                sim.call_tool(1, "bump", json!({"id": format!("r{}", i % records)}), None)
+                    .expect("call");
+            }
+            let call_us = t.elapsed().as_secs_f64() * 1e6 / calls as f64;
+            println!(
+                "{:>11} world, {records:>6} records ({mb:.2} MB): trial start {start_us:>9.0} µs, handler call {call_us:>6.1} µs",
+                if script { "JavaScript" } else { "declarative" }
+            );
+        }
+    }
+}

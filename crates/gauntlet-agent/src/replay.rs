@@ -1,0 +1,264 @@
+//! The replay agent: re-executes, in today's world, the tool calls of recorded trajectories, so
+//! old runs are re-scored against current worlds and evaluators, and a changed world shows.
+//!
+//! It reads gauntlet's `trials.jsonl` (or a run folder), OpenAI-messages logs (`{"case_id",
+//! "epoch"?, "messages": [...]}` per line or in an array) and tau-bench's historical trajectory
+//! files (`[{"task_id", "trial", "traj": [...]}]`, matched to cases `PREFIX + task_id`, PREFIX
+//! `airline-test-` unless `replay:FILE#PREFIX` says otherwise). Each call's recorded output is
+//! kept beside today's (`recorded_output`); the recorded final answer is given again.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
+use crate::environment::{SharedEnv, lock};
+
+/// One recorded action of the agent.
+#[derive(Debug, Clone)]
+enum Action {
+    Call {
+        step: u32,
+        tool: String,
+        args: Value,
+        key: Option<String>,
+        recorded: Option<Value>,
+    },
+    Confirm {
+        step: u32,
+        text: String,
+    },
+    Ask {
+        step: u32,
+        text: String,
+    },
+    Say {
+        step: u32,
+        text: String,
+    },
+    Wait {
+        step: u32,
+        ms: f64,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+struct Recorded {
+    actions: Vec<Action>,
+    answer: Option<String>,
+}
+
+/// Replays recorded tool calls.
+pub struct ReplayAgent {
+    trials: HashMap<(String, u32), Recorded>,
+}
+
+fn from_messages(messages: &[Value]) -> Recorded {
+    let mut rec = Recorded::default();
+    let mut outputs: HashMap<String, Value> = HashMap::new();
+    for m in messages {
+        if m["role"] == "tool"
+            && let Some(id) = m["tool_call_id"].as_str()
+        {
+            let content = m["content"].clone();
+            let parsed = content
+                .as_str()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or(content);
+            outputs.insert(id.to_owned(), parsed);
+        }
+    }
+    let mut step = 0;
+    for m in messages.iter().filter(|m| m["role"] == "assistant") {
+        match m["tool_calls"].as_array().filter(|c| !c.is_empty()) {
+            Some(calls) => {
+                step += 1;
+                for c in calls {
+                    let f = c.get("function").unwrap_or(c);
+                    let name = f["name"].as_str().unwrap_or_default().to_owned();
+                    let args = match &f["arguments"] {
+                        Value::String(s) => {
+                            serde_json::from_str(s).unwrap_or(Value::Object(Default::default()))
+                        }
+                        Value::Null => Value::Object(Default::default()),
+                        other => other.clone(),
+                    };
+                    let recorded = c["id"].as_str().and_then(|id| outputs.get(id).cloned());
+                    rec.actions.push(Action::Call {
+                        step,
+                        tool: name,
+                        args,
+                        key: None,
+                        recorded,
+                    });
+                }
+            }
+            None => {
+                if let Some(text) = m["content"].as_str().filter(|t| !t.is_empty()) {
+                    rec.answer = Some(text.to_owned());
+                }
+            }
+        }
+    }
+    rec
+}
+
+fn from_record(r: &Value) -> Recorded {
+    let mut rec = Recorded::default();
+    for e in r["trajectory"]["events"].as_array().into_iter().flatten() {
+        let step = e["step"].as_u64().unwrap_or(0) as u32;
+        let text = e["text"].as_str().unwrap_or_default().to_owned();
+        match e["type"].as_str() {
+            Some("tool_call") => {
+                let recorded = e
+                    .get("result")
+                    .cloned()
+                    .or_else(|| e["error"].get("message").cloned());
+                let key = e["idempotency_key"].as_str().map(str::to_owned);
+                rec.actions.push(Action::Call {
+                    step,
+                    tool: e["tool"].as_str().unwrap_or_default().to_owned(),
+                    args: e["arguments"].clone(),
+                    key,
+                    recorded,
+                });
+            }
+            Some("confirmation_request") => rec.actions.push(Action::Confirm { step, text }),
+            Some("question") => rec.actions.push(Action::Ask { step, text }),
+            Some("agent_message") => rec.actions.push(Action::Say { step, text }),
+            Some("wait") => rec.actions.push(Action::Wait {
+                step,
+                ms: e["ms"].as_f64().unwrap_or(0.0),
+            }),
+            _ => {}
+        }
+    }
+    rec.answer = r["trajectory"]["final_answer"].as_str().map(str::to_owned);
+    rec
+}
+
+impl ReplayAgent {
+    /// Loads a log (`FILE` or `FILE#PREFIX` for tau-bench task ids).
+    pub fn load(spec: &str) -> Result<ReplayAgent, String> {
+        let (file, prefix) = spec.split_once('#').unwrap_or((spec, "airline-test-"));
+        let path = Path::new(file);
+        let path = if path.is_dir() {
+            path.join("trials.jsonl")
+        } else {
+            path.to_owned()
+        };
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let items: Vec<Value> = if text.trim_start().starts_with('[') {
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        } else {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| {
+                    serde_json::from_str(l)
+                        .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let mut trials = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            let (key, rec) = if item.get("trajectory").is_some() {
+                (
+                    (
+                        item["case_id"].as_str().unwrap_or_default().to_owned(),
+                        item["epoch"].as_u64().unwrap_or(0) as u32,
+                    ),
+                    from_record(item),
+                )
+            } else if let Some(traj) = item["traj"].as_array() {
+                let task = item["task_id"].as_u64().ok_or(format!(
+                    "{}: item {} has no task_id",
+                    path.display(),
+                    i + 1
+                ))?;
+                (
+                    (
+                        format!("{prefix}{task}"),
+                        item["trial"].as_u64().unwrap_or(0) as u32,
+                    ),
+                    from_messages(traj),
+                )
+            } else if let Some(messages) = item["messages"].as_array() {
+                let case = item["case_id"].as_str().ok_or(format!(
+                    "{}: item {} has messages but no case_id",
+                    path.display(),
+                    i + 1
+                ))?;
+                (
+                    (case.to_owned(), item["epoch"].as_u64().unwrap_or(0) as u32),
+                    from_messages(messages),
+                )
+            } else {
+                return Err(format!(
+                    "{}: item {} is neither a trial record, an OpenAI-messages log nor a tau-bench trajectory",
+                    path.display(),
+                    i + 1
+                ));
+            };
+            trials.insert(key, rec);
+        }
+        Ok(ReplayAgent { trials })
+    }
+
+    /// Whether the log has a trajectory for this case (any epoch).
+    pub fn has_case(&self, case_id: &str) -> bool {
+        self.trials.keys().any(|(c, _)| c == case_id)
+    }
+}
+
+impl Agent for ReplayAgent {
+    fn run<'a>(
+        &'a self,
+        input: &'a AgentInput,
+        env: SharedEnv,
+    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
+        Box::pin(async move {
+            let Some(rec) = self.trials.get(&(input.case_id.clone(), input.epoch)) else {
+                return Err(AgentError(format!(
+                    "the log has no trajectory for case `{}` epoch {}",
+                    input.case_id, input.epoch
+                )));
+            };
+            for action in &rec.actions {
+                let mut env = lock(&env);
+                match action {
+                    Action::Call {
+                        step,
+                        tool,
+                        args,
+                        key,
+                        recorded,
+                    } => {
+                        let _ = env.call_tool(*step, tool, args.clone(), key.clone());
+                        if let Some(r) = recorded {
+                            env.note_recorded_output(r.clone());
+                        }
+                    }
+                    // Today's user answers; a refusal ends the replay as the agent would stop.
+                    Action::Confirm { step, text } => {
+                        if !env.confirm(*step, text) {
+                            return Ok(AgentOutput {
+                                final_answer: rec.answer.clone(),
+                            });
+                        }
+                    }
+                    Action::Ask { step, text } => {
+                        env.ask(*step, text);
+                    }
+                    Action::Say { step, text } => env.say(*step, text),
+                    Action::Wait { step, ms } => env.wait(*step, *ms),
+                }
+            }
+            Ok(AgentOutput {
+                final_answer: rec.answer.clone(),
+            })
+        })
+    }
+}
