@@ -52,6 +52,8 @@ pub enum ReservedKey {
     OutputNotContains,
     /// `output_regex: pattern`: the final answer matches the regular expression.
     OutputRegex,
+    /// `state_unchanged_elsewhere: true`: records no expectation names must not change.
+    StateUnchangedElsewhere,
 }
 
 impl ReservedKey {
@@ -62,6 +64,7 @@ impl ReservedKey {
             "output_contains" => Self::OutputContains,
             "output_not_contains" => Self::OutputNotContains,
             "output_regex" => Self::OutputRegex,
+            "state_unchanged_elsewhere" => Self::StateUnchangedElsewhere,
             _ => return None,
         })
     }

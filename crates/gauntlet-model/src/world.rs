@@ -25,6 +25,10 @@ pub struct WorldSpec {
     /// The default state; each trial gets its own copy, with the case's `initial_state` merged over.
     #[serde(default)]
     pub state: Map<String, Value>,
+    /// A JSON file (relative to the world file) holding the state as one object (for large
+    /// states, such as a benchmark's database); top-level keys of inline `state` win over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_file: Option<String>,
     /// The tools, in the order they are listed to agents.
     pub tools: Vec<ToolSpec>,
     /// A JavaScript file (relative to the world file) defining a handler function per tool

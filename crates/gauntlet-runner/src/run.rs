@@ -170,6 +170,7 @@ async fn run_one(
     let cx = gauntlet_eval::EvalContext {
         tools: &spec.tools,
         canaries: &spec.canaries,
+        initial_state: Some(&trial.initial_state),
     };
     let mut scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
     if !custom.0.is_empty() {

@@ -291,7 +291,7 @@ fn load_worlds(
                 continue;
             }
         };
-        let doc = match parse::<WorldSpec>(&file, &text, is_json(&file), 0) {
+        let mut doc = match parse::<WorldSpec>(&file, &text, is_json(&file), 0) {
             Ok(d) => d,
             Err(d) => {
                 problems.push(d);
@@ -308,6 +308,34 @@ fn load_worlds(
                 format!("world `{name}` is defined twice"),
             ));
             continue;
+        }
+        if let Some(rel) = doc.value.state_file.clone() {
+            let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
+            let loaded = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read state file {}: {e}", path.display()))
+                .and_then(|text| {
+                    serde_json::from_str::<serde_json::Value>(&text)
+                        .map_err(|e| format!("state file {}: {e}", path.display()))
+                })
+                .and_then(|v| match v {
+                    serde_json::Value::Object(m) => Ok(m),
+                    _ => Err(format!(
+                        "state file {} must hold a JSON object",
+                        path.display()
+                    )),
+                });
+            match loaded {
+                Ok(mut base) => {
+                    // Inline `state` wins over the file, key by key at the top level.
+                    base.extend(std::mem::take(&mut doc.value.state));
+                    doc.value.state = base;
+                }
+                Err(message) => {
+                    let (line, col) = doc.spans.locate("/state_file");
+                    problems.push(Diagnostic::at(&file, line, col, message));
+                    continue;
+                }
+            }
         }
         let script = match &doc.value.script {
             None => None,

@@ -48,6 +48,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         let cx = gauntlet_eval::EvalContext {
             tools: &spec.tools,
             canaries: &spec.canaries,
+            initial_state: Some(&t.initial_state),
         };
         let mut scores = gauntlet_eval::evaluate_in(case, &t.trajectory, &t.final_state, &cx);
         if !custom.is_empty() {

@@ -84,9 +84,11 @@ pub fn serve(
     })?;
     let (trajectory, final_state) = lock(&env).finish(None);
     let spec = world.world.spec();
+    let initial = suite.initial_state(lc);
     let cx = gauntlet_eval::EvalContext {
         tools: &spec.tools,
         canaries: &spec.canaries,
+        initial_state: Some(&initial),
     };
     let scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
     let status = gauntlet_eval::trial_status(&scores);
