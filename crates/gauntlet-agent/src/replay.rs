@@ -47,6 +47,24 @@ enum Action {
 struct Recorded {
     actions: Vec<Action>,
     answer: Option<String>,
+    /// Why the recorded episode never ended, when it did not: the replay then fails the same way.
+    unfinished: Option<String>,
+}
+
+/// Whether a tau-bench episode ended: the user said `###STOP###` or the agent transferred to a
+/// human. Otherwise tau-bench's step limit cut it off, and tau-bench scored it 0 unjudged.
+fn tau_episode_ended(traj: &[Value]) -> bool {
+    traj.iter().any(|m| {
+        (m["role"] == "user"
+            && m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("###STOP###")))
+            || m["tool_calls"].as_array().is_some_and(|calls| {
+                calls
+                    .iter()
+                    .any(|c| c["function"]["name"] == "transfer_to_human_agents")
+            })
+    })
 }
 
 /// Replays recorded tool calls.
@@ -54,27 +72,27 @@ pub struct ReplayAgent {
     trials: HashMap<(String, u32), Recorded>,
 }
 
+/// Reads an OpenAI-messages log. A tool message answers the earliest unanswered call with its
+/// `tool_call_id` (logs reuse ids, so ids alone do not pair them).
 fn from_messages(messages: &[Value]) -> Recorded {
     let mut rec = Recorded::default();
-    let mut outputs: HashMap<String, Value> = HashMap::new();
-    for m in messages {
-        if m["role"] == "tool"
-            && let Some(id) = m["tool_call_id"].as_str()
-        {
-            let content = m["content"].clone();
-            let parsed = content
-                .as_str()
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or(content);
-            outputs.insert(id.to_owned(), parsed);
-        }
-    }
+    let mut pending: Vec<(usize, String)> = Vec::new();
     let mut step = 0;
-    for m in messages.iter().filter(|m| m["role"] == "assistant") {
-        match m["tool_calls"].as_array().filter(|c| !c.is_empty()) {
-            Some(calls) => {
-                step += 1;
-                for c in calls {
+    for m in messages {
+        match m["role"].as_str() {
+            Some("assistant") => {
+                let text = m["content"].as_str().filter(|t| !t.trim().is_empty());
+                let calls = m["tool_calls"].as_array().filter(|c| !c.is_empty());
+                if text.is_some() || calls.is_some() {
+                    step += 1;
+                }
+                if let Some(text) = text {
+                    rec.actions.push(Action::Say {
+                        step,
+                        text: text.to_owned(),
+                    });
+                }
+                for c in calls.into_iter().flatten() {
                     let f = c.get("function").unwrap_or(c);
                     let name = f["name"].as_str().unwrap_or_default().to_owned();
                     let args = match &f["arguments"] {
@@ -84,22 +102,45 @@ fn from_messages(messages: &[Value]) -> Recorded {
                         Value::Null => Value::Object(Default::default()),
                         other => other.clone(),
                     };
-                    let recorded = c["id"].as_str().and_then(|id| outputs.get(id).cloned());
+                    pending.push((
+                        rec.actions.len(),
+                        c["id"].as_str().unwrap_or_default().to_owned(),
+                    ));
                     rec.actions.push(Action::Call {
                         step,
                         tool: name,
                         args,
                         key: None,
-                        recorded,
+                        recorded: None,
                     });
                 }
             }
-            None => {
-                if let Some(text) = m["content"].as_str().filter(|t| !t.is_empty()) {
-                    rec.answer = Some(text.to_owned());
+            Some("tool") => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default();
+                let Some(at) = pending
+                    .iter()
+                    .position(|(_, p)| p == id)
+                    .or((!pending.is_empty()).then_some(0))
+                else {
+                    continue;
+                };
+                let (index, _) = pending.remove(at);
+                let content = m["content"].clone();
+                let parsed = content
+                    .as_str()
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .unwrap_or(content);
+                if let Some(Action::Call { recorded, .. }) = rec.actions.get_mut(index) {
+                    *recorded = Some(parsed);
                 }
             }
+            _ => {}
         }
+    }
+    // The last message is the final answer when nothing follows it; earlier ones were turns.
+    if let Some(Action::Say { text, .. }) = rec.actions.last() {
+        rec.answer = Some(text.clone());
+        rec.actions.pop();
     }
     rec
 }
@@ -178,12 +219,20 @@ impl ReplayAgent {
                     path.display(),
                     i + 1
                 ))?;
+                let mut rec = from_messages(traj);
+                if !tau_episode_ended(traj) {
+                    rec.unfinished = Some(
+                        "the recorded episode never ended (tau-bench's step limit cut it off; \
+                         tau-bench scores such a trial 0)"
+                            .to_owned(),
+                    );
+                }
                 (
                     (
                         format!("{prefix}{task}"),
                         item["trial"].as_u64().unwrap_or(0) as u32,
                     ),
-                    from_messages(traj),
+                    rec,
                 )
             } else if let Some(messages) = item["messages"].as_array() {
                 let case = item["case_id"].as_str().ok_or(format!(
@@ -255,6 +304,9 @@ impl Agent for ReplayAgent {
                     Action::Say { step, text } => env.say(*step, text),
                     Action::Wait { step, ms } => env.wait(*step, *ms),
                 }
+            }
+            if let Some(why) = &rec.unfinished {
+                return Err(AgentError(why.clone()));
             }
             Ok(AgentOutput {
                 final_answer: rec.answer.clone(),

@@ -138,7 +138,14 @@ fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>)
             return s;
         }
     };
-    if expectations.is_empty() {
+    // `state_unchanged_elsewhere: true`: every record (a value of a top-level collection) that no
+    // expectation names must be as it was.
+    let elsewhere = case
+        .expected_outcome
+        .get("state_unchanged_elsewhere")
+        .and_then(Value::as_bool)
+        == Some(true);
+    if expectations.is_empty() && !(elsewhere && initial.is_some()) {
         let mut s = score(
             "StateVerification",
             Dimension::Outcome,
@@ -164,13 +171,6 @@ fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>)
         }
     }
     let mut total = expectations.len();
-    // `state_unchanged_elsewhere: true`: every record (a value of a top-level collection) that no
-    // expectation names must be as it was.
-    let elsewhere = case
-        .expected_outcome
-        .get("state_unchanged_elsewhere")
-        .and_then(Value::as_bool)
-        == Some(true);
     if let (true, Some(initial)) = (elsewhere, initial) {
         // A record counts as named when an expectation points at it or inside it; a collection
         // when an expectation points at the whole of it.
@@ -295,7 +295,8 @@ fn texts(v: &Value) -> Vec<String> {
     }
 }
 
-/// `output_assertions`: the reserved `output_*` keys of `expected_outcome` on the final answer.
+/// `output_assertions`: the reserved `output_*` keys of `expected_outcome` on the final answer,
+/// and `said_contains` on every message the agent sent.
 fn output_assertions(case: &Case, trajectory: &Trajectory) -> Option<Score> {
     let answer = trajectory.final_answer.clone().unwrap_or_default();
     let lower = answer.to_lowercase();
@@ -316,6 +317,27 @@ fn output_assertions(case: &Case, trajectory: &Trajectory) -> Option<Score> {
                     checked += 1;
                     if lower.contains(&t.to_lowercase()) {
                         failures.push(format!("answer contains {t:?}"));
+                    }
+                }
+            }
+            Some(ReservedKey::SaidContains) => {
+                let norm = |t: &str| t.to_lowercase().replace(',', "");
+                let said: Vec<String> = trajectory
+                    .events
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::AgentMessage { text, .. }
+                        | Event::Question { text, .. }
+                        | Event::ConfirmationRequest { text, .. } => Some(norm(text)),
+                        _ => None,
+                    })
+                    .chain(trajectory.final_answer.as_deref().map(norm))
+                    .collect();
+                for t in texts(value) {
+                    checked += 1;
+                    let want = t.to_lowercase();
+                    if !said.iter().any(|m| m.contains(&want)) {
+                        failures.push(format!("no message says {t:?}"));
                     }
                 }
             }

@@ -255,6 +255,24 @@ fn state_unchanged_elsewhere_catches_collateral_writes() {
         !mismatches.contains_key("/reservations/ABC"),
         "{mismatches:?}"
     );
+    // With nothing to change, any change fails (tau-bench's tasks without gold actions).
+    let nothing: Case = serde_json::from_value(json!({
+        "case_id": "n", "user_input": "hello", "expected_outcome": {"state_unchanged_elsewhere": true}
+    }))
+    .unwrap();
+    let cx = gauntlet_eval::EvalContext {
+        initial_state: Some(&initial),
+        ..Default::default()
+    };
+    let sv = |f: &Value| {
+        gauntlet_eval::evaluate_in(&nothing, &Trajectory::default(), f, &cx)
+            .into_iter()
+            .find(|s| s.name == "StateVerification")
+            .unwrap()
+            .passed
+    };
+    assert!(sv(&initial));
+    assert!(!sv(&clean));
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod path;
 pub mod rubric;
 pub mod run;
 pub mod score;
+pub mod stored_state;
 pub mod trajectory;
 pub mod world;
 

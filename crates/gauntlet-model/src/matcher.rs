@@ -54,6 +54,9 @@ pub enum ReservedKey {
     OutputRegex,
     /// `state_unchanged_elsewhere: true`: records no expectation names must not change.
     StateUnchangedElsewhere,
+    /// `said_contains: text or [texts]`: each text appears in some message the agent sent the
+    /// user (any turn or the final answer), ignoring case and commas (tau-bench's outputs rule).
+    SaidContains,
 }
 
 impl ReservedKey {
@@ -65,6 +68,7 @@ impl ReservedKey {
             "output_not_contains" => Self::OutputNotContains,
             "output_regex" => Self::OutputRegex,
             "state_unchanged_elsewhere" => Self::StateUnchangedElsewhere,
+            "said_contains" => Self::SaidContains,
             _ => return None,
         })
     }

@@ -9,14 +9,15 @@ use gauntlet_world::{FaultPlan, Simulator, World};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 
-/// One trial to run.
+/// One trial to run (cheap to clone: the case, world and state are shared).
+#[derive(Clone)]
 pub struct TrialPlan {
     /// The case (evaluators read it; the agent sees only its input).
     pub case: Arc<Case>,
     /// The world it runs in.
     pub world: Arc<World>,
-    /// The state it starts from.
-    pub initial_state: Value,
+    /// The state it starts from (shared between the trials of a case).
+    pub initial_state: Arc<Value>,
     /// Who the agent acts for.
     pub context: Context,
     /// The repetition.
@@ -64,12 +65,7 @@ pub enum RunEvent {
 
 /// Runs every trial, calling `on_event` as trials start and finish, and returns the records in
 /// plan order.
-pub async fn run_trials(
-    plan: RunPlan,
-    agent: Arc<dyn Agent>,
-    mut on_event: impl FnMut(RunEvent),
-) -> Vec<TrialRecord> {
-    let total = plan.trials.len();
+pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl FnMut(RunEvent)) {
     let semaphore = Arc::new(Semaphore::new(plan.concurrency.max(1)));
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
     let timeout = plan.trial_timeout;
@@ -87,11 +83,11 @@ pub async fn run_trials(
                 case_id: trial.case.case_id.clone(),
                 epoch: trial.epoch,
             });
-            let fallback = error_record(&trial, "the trial panicked".to_owned());
+            let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
             let record = match tokio::spawn(run_one(trial, agent, timeout, custom)).await {
                 Ok(r) => r,
-                Err(_) => fallback,
+                Err(_) => error_record(&spare, "the trial panicked".to_owned()),
             };
             let _ = tx.send(RunEvent::TrialFinished {
                 index,
@@ -100,14 +96,9 @@ pub async fn run_trials(
         });
     }
     drop(tx);
-    let mut records: Vec<Option<TrialRecord>> = (0..total).map(|_| None).collect();
     while let Some(event) = rx.recv().await {
-        if let RunEvent::TrialFinished { index, record } = &event {
-            records[*index] = Some((**record).clone());
-        }
         on_event(event);
     }
-    records.into_iter().flatten().collect()
 }
 
 fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
@@ -120,8 +111,8 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
         error: Some(error),
         tags: trial.case.tags.clone(),
         difficulty: trial.case.difficulty.clone(),
-        initial_state: trial.initial_state.clone(),
-        final_state: trial.initial_state.clone(),
+        initial_state: (*trial.initial_state).clone(),
+        final_state: (*trial.initial_state).clone(),
         trajectory: Default::default(),
         scores: Vec::new(),
         duration_ms: 0.0,
@@ -138,7 +129,7 @@ async fn run_one(
     let case = &trial.case;
     let simulator = Simulator::new(
         Arc::clone(&trial.world),
-        trial.initial_state.clone(),
+        (*trial.initial_state).clone(),
         trial.context.clone(),
         trial.faults.clone(),
     );
@@ -170,14 +161,14 @@ async fn run_one(
     let cx = gauntlet_eval::EvalContext {
         tools: &spec.tools,
         canaries: &spec.canaries,
-        initial_state: Some(&trial.initial_state),
+        initial_state: Some(trial.initial_state.as_ref()),
     };
     let mut scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
     if !custom.0.is_empty() {
         let input = serde_json::json!({
             "case": case.as_ref(),
             "trial": {"case_id": case.case_id, "epoch": trial.epoch, "trajectory": &trajectory,
-                      "initial_state": &trial.initial_state, "final_state": &final_state},
+                      "initial_state": trial.initial_state.as_ref(), "final_state": &final_state},
             "scores": &scores,
         });
         for ev in &custom.0 {
@@ -205,7 +196,7 @@ async fn run_one(
         error,
         tags: case.tags.clone(),
         difficulty: case.difficulty.clone(),
-        initial_state: trial.initial_state,
+        initial_state: Arc::unwrap_or_clone(trial.initial_state),
         final_state,
         trajectory,
         scores,

@@ -123,6 +123,7 @@ pub fn read_trajectories(
     if line_mode {
         let mut format = Format::Ours;
         let mut lines = reader.lines().enumerate();
+        let mut states = crate::StateReader::for_file(&file);
         return Ok(Box::new(std::iter::from_fn(move || {
             loop {
                 let (i, line) = lines.next()?;
@@ -135,11 +136,14 @@ pub fn read_trajectories(
                 }
                 return Some(
                     parse_item(&line, &mut format)
-                        .map(|mut t| {
+                        .map_err(|m| fmt_err(i + 1, m))
+                        .and_then(|mut t| {
                             t.line = i + 1;
-                            t
-                        })
-                        .map_err(|m| fmt_err(i + 1, m)),
+                            t.initial_state =
+                                states.expand(std::mem::take(&mut t.initial_state))?;
+                            t.final_state = states.expand(std::mem::take(&mut t.final_state))?;
+                            Ok(t)
+                        }),
                 );
             }
         })));

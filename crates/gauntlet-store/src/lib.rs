@@ -8,7 +8,9 @@
 mod import;
 mod index;
 mod run_dir;
+mod states;
 
 pub use import::{ImportedTrial, read_trajectories};
 pub use index::{Index, RunRow};
 pub use run_dir::{RunWriter, StoreError, read_results, read_trials};
+pub use states::StateReader;

@@ -5,6 +5,9 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialRecord};
+use serde_json::Value;
+
+use crate::states::{StateReader, StateWriter};
 
 /// A store failure, naming the file.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +67,7 @@ fn write_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Store
 pub struct RunWriter {
     dir: PathBuf,
     trials: BufWriter<File>,
+    states: StateWriter,
 }
 
 impl RunWriter {
@@ -83,6 +87,7 @@ impl RunWriter {
         Ok(RunWriter {
             dir: dir.to_owned(),
             trials: BufWriter::new(file),
+            states: StateWriter::default(),
         })
     }
 
@@ -91,16 +96,36 @@ impl RunWriter {
         &self.dir
     }
 
-    /// Appends one trial record and flushes it.
-    pub fn append(&mut self, record: &TrialRecord) -> Result<(), StoreError> {
+    /// Appends one trial record and flushes it. A large initial state is written once under
+    /// `states/` and the record keeps a reference to it and the trial's changes; the final
+    /// state's stored form is returned then, for the trial's summary in `results.json`.
+    pub fn append(&mut self, record: &TrialRecord) -> Result<Option<Value>, StoreError> {
         let path = self.dir.join("trials.jsonl");
+        let compact = self
+            .states
+            .compact(&self.dir, &record.initial_state, &record.final_state)?;
+        let owned;
+        let mut stored_final = None;
+        let record = match compact {
+            None => record,
+            Some((initial, final_state)) => {
+                stored_final = Some(final_state.clone());
+                owned = TrialRecord {
+                    initial_state: initial,
+                    final_state,
+                    ..record.clone()
+                };
+                &owned
+            }
+        };
         serde_json::to_writer(&mut self.trials, record).map_err(|e| StoreError::Format {
             path: path.clone(),
             line: 0,
             message: e.to_string(),
         })?;
         self.trials.write_all(b"\n").map_err(io(&path))?;
-        self.trials.flush().map_err(io(&path))
+        self.trials.flush().map_err(io(&path))?;
+        Ok(stored_final)
     }
 
     /// Writes `results.json` atomically; the run is complete.
@@ -150,16 +175,21 @@ pub fn read_trials(
         path.to_owned()
     };
     let reader = BufReader::new(File::open(&file).map_err(io(&file))?);
+    let mut states = StateReader::for_file(&file);
     Ok(reader
         .lines()
         .enumerate()
         .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
         .map(move |(i, line)| {
             let line = line.map_err(io(&file))?;
-            serde_json::from_str(&line).map_err(|e| StoreError::Format {
-                path: file.clone(),
-                line: i + 1,
-                message: e.to_string(),
-            })
+            let mut r: TrialRecord =
+                serde_json::from_str(&line).map_err(|e| StoreError::Format {
+                    path: file.clone(),
+                    line: i + 1,
+                    message: e.to_string(),
+                })?;
+            r.initial_state = states.expand(std::mem::take(&mut r.initial_state))?;
+            r.final_state = states.expand(std::mem::take(&mut r.final_state))?;
+            Ok(r)
         }))
 }

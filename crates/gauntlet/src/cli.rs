@@ -96,6 +96,34 @@ pub enum Command {
         #[arg(long)]
         http: Option<std::net::SocketAddr>,
     },
+    /// Write a suite from a peer benchmark's published data.
+    ///
+    /// Example: gauntlet import tau-bench ../tau-bench --domain airline --out suites/airline
+    ///
+    /// DATA_DIR is laid out like the tau-bench repository, with the task lists exported as JSON
+    /// under derived/ (see docs/reference.md, "Importing tau-bench"). One case per task
+    /// (`airline-test-0`, ...): the instruction as input, the gold actions as reference
+    /// trajectory, tau-bench's reward rule as expected outcome.
+    Import {
+        /// The benchmark.
+        #[arg(value_enum)]
+        benchmark: crate::commands::import::Benchmark,
+        /// The benchmark's data folder.
+        data_dir: PathBuf,
+        /// The domain to import.
+        #[arg(long, default_value = "airline")]
+        domain: String,
+        /// The task split.
+        #[arg(long, default_value = "test")]
+        split: String,
+        /// A users table to use instead of the data folder's (tau-bench's historical logs were
+        /// made with the one at commit 7362a17).
+        #[arg(long)]
+        users: Option<PathBuf>,
+        /// The suite folder to write (created; existing files are overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
     ///
     /// Example: gauntlet report RUN_DIR --format html --out report.html

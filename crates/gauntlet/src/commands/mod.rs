@@ -3,6 +3,7 @@
 mod check;
 mod compare;
 mod gate;
+pub mod import;
 pub mod report;
 pub mod run;
 mod runs;
@@ -29,6 +30,14 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             fail_on_regression,
         } => compare::compare(&a, &b, json, fail_on_regression),
         Command::Schema => schema::schema(),
+        Command::Import {
+            benchmark,
+            data_dir,
+            domain,
+            split,
+            users,
+            out,
+        } => import::import(benchmark, data_dir, domain, split, users, out),
         Command::Serve {
             suite,
             case,

@@ -182,10 +182,22 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     };
 
     let mut trials = Vec::new();
+    // Cases without their own initial_state share their world's state.
+    let mut world_states: std::collections::HashMap<String, Arc<serde_json::Value>> =
+        std::collections::HashMap::new();
     for lc in &cases {
         let case = Arc::new(lc.case.clone());
         let world = suite.world_of(lc);
-        let initial_state = suite.initial_state(lc);
+        let initial_state = if lc.case.initial_state.is_empty() {
+            let name = world.world.spec().name.clone();
+            Arc::clone(
+                world_states
+                    .entry(name)
+                    .or_insert_with(|| Arc::new(suite.initial_state(lc))),
+            )
+        } else {
+            Arc::new(suite.initial_state(lc))
+        };
         let context = lc
             .case
             .context
@@ -206,7 +218,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             trials.push(TrialPlan {
                 case: Arc::clone(&case),
                 world: Arc::clone(&world.world),
-                initial_state: initial_state.clone(),
+                initial_state: Arc::clone(&initial_state),
                 context: context.clone(),
                 epoch,
                 seed,
@@ -244,14 +256,20 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         trial_timeout: Duration::from_secs_f64(args.trial_timeout),
         custom: Arc::new((custom_evaluators(&suite), suite.root.clone())),
     };
-    let records = runtime.block_on(run_trials(plan, agent, |event| match event {
+    // Records are written as trials end and only their summaries are kept.
+    let mut summaries: Vec<Option<TrialSummary>> = (0..total).map(|_| None).collect();
+    runtime.block_on(run_trials(plan, agent, |event| match event {
         RunEvent::TrialStarted { case_id, .. } => progress.set_message(case_id),
-        RunEvent::TrialFinished { record, .. } => {
-            if let Err(e) = writer.append(&record)
-                && write_error.is_none()
-            {
-                write_error = Some(e);
+        RunEvent::TrialFinished { index, record } => {
+            let mut summary = TrialSummary::of(&record);
+            match writer.append(&record) {
+                Ok(Some(stored)) => summary.final_state = stored,
+                Ok(None) => {}
+                Err(e) => {
+                    write_error.get_or_insert(e);
+                }
             }
+            summaries[index] = Some(summary);
             progress.inc(1);
         }
     }));
@@ -267,7 +285,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         )));
     }
 
-    let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
+    let summaries: Vec<TrialSummary> = summaries.into_iter().flatten().collect();
     let (results, gate_errors) =
         build_results(header, summaries, &suite.gates, suite.rubric.as_ref());
     writer

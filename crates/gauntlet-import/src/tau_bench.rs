@@ -1,0 +1,379 @@
+//! tau-bench (Sierra Research) as a gauntlet suite.
+//!
+//! Reads a folder laid out like the tau-bench repository, with the task lists exported as JSON
+//! under `derived/`:
+//!
+//! ```text
+//! DATA_DIR/derived/airline_tools.json            the tools, in OpenAI function format
+//! DATA_DIR/derived/airline_tasks_test.json       [{user_id, instruction, actions, outputs}]
+//! DATA_DIR/tau_bench/envs/airline/data/{flights,reservations,users}.json
+//! ```
+//!
+//! and writes `SUITE_DIR/gauntlet.yaml`, `worlds/tau-bench-airline.json` (tools, schemas),
+//! `worlds/airline.js` (the domain's behaviour, shipped with gauntlet), `worlds/airline-state.json`
+//! (the three tables, exactly as in the data) and `cases/airline-test.jsonl`: one case per task,
+//! `airline-test-{index}`, with the instruction as input, the gold actions as reference
+//! trajectory, and tau-bench's reward rule as expected outcome: every record the gold actions
+//! change equals what they make of it, every other record is unchanged
+//! (`state_unchanged_elsewhere`), and each of the task's `outputs` is said in some message
+//! (`said_contains`).
+
+use std::path::{Path, PathBuf};
+
+use gauntlet_model::{Context, ToolKind, WorldSpec};
+use gauntlet_world::{FaultPlan, ScriptSource, Simulator, World};
+use serde_json::{Map, Value, json};
+
+use crate::{ImportError, read_json, write};
+
+/// The airline domain's behaviour, re-implemented in JavaScript from tau-bench's semantics.
+pub const AIRLINE_JS: &str = include_str!("../../../worlds/tau-bench/airline.js");
+
+/// The tables of the airline state, as tau-bench hashes them.
+pub const AIRLINE_TABLES: [&str; 3] = ["flights", "reservations", "users"];
+
+/// The airline tools that change the state.
+const AIRLINE_WRITES: [&str; 6] = [
+    "book_reservation",
+    "cancel_reservation",
+    "send_certificate",
+    "update_reservation_baggages",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+];
+
+/// What to import.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The tau-bench data folder.
+    pub data_dir: PathBuf,
+    /// The domain (`airline`).
+    pub domain: String,
+    /// The task split (`test`).
+    pub split: String,
+    /// Another users table (tau-bench's historical logs were made with an older one).
+    pub users: Option<PathBuf>,
+    /// The suite folder to write.
+    pub out: PathBuf,
+}
+
+/// What an import wrote.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Cases written.
+    pub cases: usize,
+    /// Cases with `said_contains` (tasks with outputs).
+    pub with_outputs: usize,
+    /// Gold actions the world refused, as `case: tool: error` (tau-bench refuses them too).
+    pub refused_gold_actions: Vec<String>,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// A domain as read from the data: its world, initial state and tasks.
+pub struct Domain {
+    /// The world, compiled with the shipped script.
+    pub world: std::sync::Arc<World>,
+    /// The world file's JSON.
+    pub world_json: Value,
+    /// The state: the three tables.
+    pub initial: Value,
+    /// The tasks, as in the task list.
+    pub tasks: Vec<Value>,
+    /// The task list file.
+    pub tasks_path: PathBuf,
+}
+
+/// Reads a domain from the data folder.
+pub fn load(opts: &Options) -> Result<Domain, ImportError> {
+    if opts.domain != "airline" {
+        return Err(ImportError::Invalid {
+            path: opts.data_dir.clone(),
+            message: format!(
+                "domain `{}` is not supported yet (supported: airline)",
+                opts.domain
+            ),
+        });
+    }
+    let derived = opts.data_dir.join("derived");
+    let data = opts
+        .data_dir
+        .join("tau_bench/envs")
+        .join(&opts.domain)
+        .join("data");
+    let mut state = Map::new();
+    for table in AIRLINE_TABLES {
+        let path = match (&opts.users, table) {
+            (Some(users), "users") => users.clone(),
+            _ => data.join(format!("{table}.json")),
+        };
+        let value = read_json(&path)?;
+        if !value.is_object() {
+            return Err(invalid(&path, "expected a JSON object keyed by id"));
+        }
+        state.insert(table.to_owned(), value);
+    }
+    let tools_path = derived.join(format!("{}_tools.json", opts.domain));
+    let tools = tools_from_openai(&tools_path, &read_json(&tools_path)?)?;
+    let tasks_path = derived.join(format!("{}_tasks_{}.json", opts.domain, opts.split));
+    let tasks = read_json(&tasks_path)?;
+    let Some(tasks) = tasks.as_array() else {
+        return Err(invalid(&tasks_path, "expected a JSON array of tasks"));
+    };
+
+    let world_name = format!("tau-bench-{}", opts.domain);
+    let world_json = json!({
+        "name": world_name,
+        "description": format!(
+            "tau-bench's {} domain: tools and data from tau-bench, behaviour re-implemented in {}.js",
+            opts.domain, opts.domain
+        ),
+        "state_file": format!("{}-state.json", opts.domain),
+        "script": format!("{}.js", opts.domain),
+        "tools": tools,
+    });
+    let spec: WorldSpec = serde_json::from_value(world_json.clone()).map_err(|e| {
+        invalid(
+            &tools_path,
+            &format!("cannot make a world of these tools: {e}"),
+        )
+    })?;
+    let world = World::compile_with(
+        spec.clone(),
+        Some(ScriptSource {
+            file: format!("{}.js", opts.domain),
+            source: AIRLINE_JS.to_owned(),
+        }),
+    )
+    .map_err(|errors| {
+        invalid(
+            &tools_path,
+            &errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    Ok(Domain {
+        world: std::sync::Arc::new(world),
+        world_json,
+        initial: Value::Object(state),
+        tasks: tasks.clone(),
+        tasks_path,
+    })
+}
+
+/// Imports one domain's split as a suite.
+pub fn import(opts: &Options) -> Result<Summary, ImportError> {
+    let Domain {
+        world,
+        world_json,
+        initial,
+        tasks,
+        tasks_path,
+    } = load(opts)?;
+    let world_name = world_json["name"].as_str().unwrap_or_default().to_owned();
+
+    let mut summary = Summary::default();
+    let mut lines = String::new();
+    for (index, task) in tasks.iter().enumerate() {
+        let case_id = format!("{}-{}-{index}", opts.domain, opts.split);
+        let at = format!("{}: task {index}", tasks_path.display());
+        let (case, refused) = case_of(&case_id, task, &world, &initial)
+            .map_err(|m| invalid(&tasks_path, &format!("{at}: {m}")))?;
+        summary.refused_gold_actions.extend(refused);
+        if case["expected_outcome"].get("said_contains").is_some() {
+            summary.with_outputs += 1;
+        }
+        lines.push_str(&serde_json::to_string(&case).expect("JSON values serialise"));
+        lines.push('\n');
+        summary.cases += 1;
+    }
+
+    let out = &opts.out;
+    let config = format!(
+        "# tau-bench's {domain} domain ({split} split), imported by `gauntlet import tau-bench`.\n\
+         # Replay tau-bench's GPT-4o log: gauntlet run {out} --agent replay:gpt-4o-{domain}.json --epochs 4\n\
+         name: tau-bench-{domain}-{split}\n\
+         description: >\n  {n} tasks of tau-bench's {domain} domain; expected outcome = tau-bench's reward rule.\n\
+         agent: script:reference\n\
+         epochs: 1\n\
+         worlds:\n  - worlds/{world_name}.json\n\
+         datasets:\n  - path: cases/{domain}-{split}.jsonl\n    world: {world_name}\n",
+        domain = opts.domain,
+        split = opts.split,
+        out = out.display(),
+        n = summary.cases,
+    );
+    let files: [(PathBuf, String); 5] = [
+        (out.join("gauntlet.yaml"), config),
+        (
+            out.join(format!("worlds/{world_name}.json")),
+            serde_json::to_string_pretty(&world_json).expect("serialises"),
+        ),
+        (
+            out.join(format!("worlds/{}.js", opts.domain)),
+            AIRLINE_JS.to_owned(),
+        ),
+        (
+            out.join(format!("worlds/{}-state.json", opts.domain)),
+            serde_json::to_string(&initial).expect("serialises"),
+        ),
+        (
+            out.join(format!("cases/{}-{}.jsonl", opts.domain, opts.split)),
+            lines,
+        ),
+    ];
+    for (path, text) in &files {
+        write(path, text)?;
+        summary.files.push(path.clone());
+    }
+    Ok(summary)
+}
+
+fn invalid(path: &Path, message: &str) -> ImportError {
+    ImportError::Invalid {
+        path: path.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// Tool specs from OpenAI function definitions (`[{type: function, function: {...}}]`).
+fn tools_from_openai(path: &Path, tools: &Value) -> Result<Vec<Value>, ImportError> {
+    let Some(list) = tools.as_array() else {
+        return Err(invalid(path, "expected a JSON array of tool definitions"));
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let f = t.get("function").unwrap_or(t);
+            let name = f["name"]
+                .as_str()
+                .ok_or_else(|| invalid(path, &format!("tool {i} has no function.name")))?;
+            let kind = if AIRLINE_WRITES.contains(&name) {
+                ToolKind::Write
+            } else {
+                ToolKind::Read
+            };
+            Ok(json!({
+                "name": name,
+                "description": f["description"].as_str().unwrap_or_default(),
+                "kind": kind,
+                "parameters": f.get("parameters").cloned().unwrap_or(json!({"type": "object"})),
+            }))
+        })
+        .collect()
+}
+
+/// The state after the gold actions, and the refusals met on the way.
+pub fn run_gold(
+    world: &std::sync::Arc<World>,
+    initial: &Value,
+    actions: &[Value],
+) -> (Value, Vec<(String, String)>) {
+    let mut sim = Simulator::new(
+        world.clone(),
+        initial.clone(),
+        Context::default(),
+        FaultPlan::default(),
+    );
+    let mut refused = Vec::new();
+    for (i, a) in actions.iter().enumerate() {
+        let tool = a["name"].as_str().unwrap_or_default();
+        if let Err(e) = sim.call_tool(i as u32 + 1, tool, a["kwargs"].clone(), None) {
+            refused.push((tool.to_owned(), e.message));
+        }
+    }
+    (sim.finish(None).1, refused)
+}
+
+/// Record-level differences: `/table/id` → the record now (`None` when it is gone).
+pub fn changed_records(before: &Value, after: &Value) -> Vec<(String, Option<Value>)> {
+    let esc = gauntlet_model::path::escape_segment;
+    let mut out = Vec::new();
+    for table in AIRLINE_TABLES {
+        let (Some(a), Some(b)) = (
+            before.get(table).and_then(Value::as_object),
+            after.get(table).and_then(Value::as_object),
+        ) else {
+            continue;
+        };
+        for (id, record) in b {
+            if a.get(id) != Some(record) {
+                out.push((format!("/{table}/{}", esc(id)), Some(record.clone())));
+            }
+        }
+        for id in a.keys().filter(|id| !b.contains_key(*id)) {
+            out.push((format!("/{table}/{}", esc(id)), None));
+        }
+    }
+    out
+}
+
+/// One task as a case (JSON), with the gold actions the world refused.
+fn case_of(
+    case_id: &str,
+    task: &Value,
+    world: &std::sync::Arc<World>,
+    initial: &Value,
+) -> Result<(Value, Vec<String>), String> {
+    let instruction = task["instruction"]
+        .as_str()
+        .ok_or("no `instruction` (a string)")?;
+    let actions = task["actions"]
+        .as_array()
+        .ok_or("no `actions` (an array)")?;
+    for (i, a) in actions.iter().enumerate() {
+        if !a["name"].is_string() || !a["kwargs"].is_object() {
+            return Err(format!(
+                "actions[{i}] needs `name` (a string) and `kwargs` (an object)"
+            ));
+        }
+    }
+    let (after, refused) = run_gold(world, initial, actions);
+    let mut expected = Map::new();
+    for (path, record) in changed_records(initial, &after) {
+        expected.insert(path, record.unwrap_or_else(|| json!({"$absent": true})));
+    }
+    expected.insert("state_unchanged_elsewhere".into(), json!(true));
+    let outputs: Vec<&str> = task["outputs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !outputs.is_empty() {
+        expected.insert("said_contains".into(), json!(outputs));
+    }
+    let mut reference: Vec<Value> = actions
+        .iter()
+        .map(|a| json!({"tool": a["name"], "args": a["kwargs"]}))
+        .collect();
+    // The gold path ends by telling the user what the task asks to be told.
+    let answer = if outputs.is_empty() {
+        "Done.".to_owned()
+    } else {
+        outputs.join("; ")
+    };
+    reference.push(json!({"answer": answer}));
+    let mut case = json!({
+        "case_id": case_id,
+        "description": format!("tau-bench task for user {}", task["user_id"].as_str().unwrap_or("?")),
+        "user_input": instruction,
+        "expected_outcome": expected,
+        "reference_trajectory": reference,
+        "tags": ["tau-bench", "airline"],
+    });
+    if let Some(a) = task["annotator"].as_str() {
+        case["tags"]
+            .as_array_mut()
+            .expect("an array")
+            .push(json!(format!("annotator-{a}")));
+    }
+    let refused = refused
+        .into_iter()
+        .map(|(tool, e)| format!("{case_id}: {tool}: {e}"))
+        .collect();
+    Ok((case, refused))
+}

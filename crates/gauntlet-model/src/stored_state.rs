@@ -1,0 +1,109 @@
+//! How large states are kept in a run folder: once, with each trial's changes beside it.
+//!
+//! A trial record's `initial_state` is either the state itself or `{"$state": "states/H.json"}`
+//! (a file of the run folder holding it); its `final_state` is either the state or
+//! `{"$state": "states/H.json", "$changes": {"/table/id": record or null}}`: the base with each
+//! changed top-level entry or record replaced (`null`: removed). Pointers are JSON Pointers of
+//! one or two segments.
+
+use serde_json::{Map, Value};
+
+use crate::path::{escape_segment, pointer_segments};
+
+/// States whose JSON is longer than this are stored once per run folder.
+pub const INLINE_STATE_LIMIT: usize = 64 * 1024;
+
+/// The reference to a stored state, when `v` is one: (file, changes).
+pub fn stored_ref(v: &Value) -> Option<(&str, Option<&Map<String, Value>>)> {
+    let o = v.as_object()?;
+    let file = o.get("$state")?.as_str()?;
+    let changes = o.get("$changes").and_then(Value::as_object);
+    (o.len() <= 2).then_some((file, changes))
+}
+
+/// The changes that turn `before` into `after`, per top-level entry and, inside objects of
+/// objects, per record.
+pub fn changes(before: &Value, after: &Value) -> Map<String, Value> {
+    let mut out = Map::new();
+    let empty = Map::new();
+    let a = before.as_object().unwrap_or(&empty);
+    let b = after.as_object().unwrap_or(&empty);
+    for (k, bv) in b {
+        let p = format!("/{}", escape_segment(k));
+        match (a.get(k), bv) {
+            (Some(av), _) if av == bv => {}
+            (Some(Value::Object(ar)), Value::Object(br)) => {
+                for (id, rec) in br {
+                    if ar.get(id) != Some(rec) {
+                        out.insert(format!("{p}/{}", escape_segment(id)), rec.clone());
+                    }
+                }
+                for id in ar.keys().filter(|id| !br.contains_key(*id)) {
+                    out.insert(format!("{p}/{}", escape_segment(id)), Value::Null);
+                }
+            }
+            _ => {
+                out.insert(p, bv.clone());
+            }
+        }
+    }
+    for k in a.keys().filter(|k| !b.contains_key(*k)) {
+        out.insert(format!("/{}", escape_segment(k)), Value::Null);
+    }
+    out
+}
+
+/// `base` with `changes` applied (see [`changes`]).
+pub fn apply(mut base: Value, changes: &Map<String, Value>) -> Value {
+    for (pointer, v) in changes {
+        let Some(segs) = pointer_segments(pointer) else {
+            continue;
+        };
+        let Some(root) = base.as_object_mut() else {
+            continue;
+        };
+        match segs.as_slice() {
+            [k] => {
+                if v.is_null() {
+                    root.remove(k);
+                } else {
+                    root.insert(k.clone(), v.clone());
+                }
+            }
+            [k, id] => {
+                let Some(table) = root
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                else {
+                    continue;
+                };
+                if v.is_null() {
+                    table.remove(id);
+                } else {
+                    table.insert(id.clone(), v.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    base
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn changes_applied_to_the_base_give_the_final_state() {
+        let before = json!({"t": {"a": 1, "b": {"x": 2}, "gone": 3}, "flag": true, "old": 1,
+                            "odd/key": {"r~1": 1}});
+        let after = json!({"t": {"a": 1, "b": {"x": 5}, "new": 4}, "flag": false, "extra": [1],
+                           "odd/key": {"r~1": 2}});
+        let c = changes(&before, &after);
+        assert_eq!(apply(before.clone(), &c), after);
+        assert_eq!(c.len(), 7, "{c:?}");
+        assert!(changes(&after, &after).is_empty());
+    }
+}

@@ -1,0 +1,116 @@
+//! Large states, stored once per run folder (see `gauntlet_model::stored_state`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gauntlet_model::stored_state::{INLINE_STATE_LIMIT, apply, changes, stored_ref};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::run_dir::StoreError;
+
+/// Writes each distinct large initial state once under `RUN/states/`.
+#[derive(Default)]
+pub(crate) struct StateWriter {
+    /// The file of each state already written, by the digest of its JSON.
+    written: HashMap<[u8; 32], String>,
+}
+
+impl StateWriter {
+    /// The compact forms of a trial's states, or `None` when they are small enough to inline.
+    pub(crate) fn compact(
+        &mut self,
+        dir: &Path,
+        initial: &Value,
+        final_state: &Value,
+    ) -> Result<Option<(Value, Value)>, StoreError> {
+        if stored_ref(initial).is_some() {
+            return Ok(None);
+        }
+        let text = serde_json::to_vec(initial).map_err(|e| StoreError::Format {
+            path: dir.to_owned(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        if text.len() <= INLINE_STATE_LIMIT {
+            return Ok(None);
+        }
+        let digest: [u8; 32] = Sha256::digest(&text).into();
+        let name = match self.written.get(&digest) {
+            Some(n) => n.clone(),
+            None => {
+                let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+                let name = format!("states/{hex}.json");
+                let path = dir.join(&name);
+                std::fs::create_dir_all(dir.join("states")).map_err(|source| StoreError::Io {
+                    path: dir.join("states"),
+                    source,
+                })?;
+                std::fs::write(&path, &text).map_err(|source| StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                self.written.insert(digest, name.clone());
+                name
+            }
+        };
+        Ok(Some((
+            json!({"$state": name}),
+            json!({"$state": name, "$changes": changes(initial, final_state)}),
+        )))
+    }
+}
+
+/// Expands stored-state references of one run folder, caching each base.
+pub struct StateReader {
+    dir: PathBuf,
+    bases: HashMap<String, Arc<Value>>,
+}
+
+impl StateReader {
+    /// A reader for the run folder holding `trials_file`.
+    pub fn for_file(trials_file: &Path) -> StateReader {
+        StateReader {
+            dir: trials_file.parent().unwrap_or(Path::new(".")).to_owned(),
+            bases: HashMap::new(),
+        }
+    }
+
+    /// The state itself: `v` unchanged, or its base with its changes applied.
+    pub fn expand(&mut self, v: Value) -> Result<Value, StoreError> {
+        let Some((file, changes)) = stored_ref(&v) else {
+            return Ok(v);
+        };
+        if file.contains("..") || Path::new(file).is_absolute() {
+            return Err(StoreError::Format {
+                path: self.dir.clone(),
+                line: 0,
+                message: format!("stored state `{file}` is outside the run folder"),
+            });
+        }
+        let base = match self.bases.get(file) {
+            Some(b) => b.clone(),
+            None => {
+                let path = self.dir.join(file);
+                let text = std::fs::read(&path).map_err(|source| StoreError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                let value: Value =
+                    serde_json::from_slice(&text).map_err(|e| StoreError::Format {
+                        path: path.clone(),
+                        line: e.line(),
+                        message: e.to_string(),
+                    })?;
+                let b = Arc::new(value);
+                self.bases.insert(file.to_owned(), b.clone());
+                b
+            }
+        };
+        Ok(match changes {
+            Some(c) => apply((*base).clone(), c),
+            None => (*base).clone(),
+        })
+    }
+}

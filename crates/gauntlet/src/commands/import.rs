@@ -1,0 +1,55 @@
+//! `gauntlet import BENCHMARK DATA_DIR --out SUITE_DIR`: a suite from a peer benchmark's data.
+
+use std::path::PathBuf;
+
+use gauntlet_import::{ImportError, tau_bench};
+
+use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// The benchmarks gauntlet imports.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Benchmark {
+    /// tau-bench (Sierra Research): airline domain.
+    TauBench,
+}
+
+pub fn import(
+    benchmark: Benchmark,
+    data_dir: PathBuf,
+    domain: String,
+    split: String,
+    users: Option<PathBuf>,
+    out: PathBuf,
+) -> Result<i32, ExpectedError> {
+    let Benchmark::TauBench = benchmark;
+    let opts = tau_bench::Options {
+        data_dir,
+        domain,
+        split,
+        users,
+        out,
+    };
+    let summary = tau_bench::import(&opts).map_err(|e| match e {
+        ImportError::Io { .. } if !opts.data_dir.exists() => ExpectedError::input(format!(
+            "{}: no such folder (it should hold tau-bench's data: tau_bench/envs/{}/data and \
+             derived/*.json)",
+            opts.data_dir.display(),
+            opts.domain
+        )),
+        e => ExpectedError::input(e.to_string()),
+    })?;
+    eprintln!(
+        "wrote {} cases ({} with outputs) to {}",
+        summary.cases,
+        summary.with_outputs,
+        opts.out.display()
+    );
+    for r in &summary.refused_gold_actions {
+        eprintln!("  note: the world refuses a gold action, as tau-bench does: {r}");
+    }
+    eprintln!(
+        "run it:  gauntlet run {} --agent replay:FILE --epochs N   (or any agent)",
+        opts.out.display()
+    );
+    Ok(GATES_PASSED)
+}

@@ -1,0 +1,145 @@
+//! tau-bench's airline domain end to end: import, gold replay proven by tau-bench's own state
+//! hashes, and the replay of tau-bench's 200 logged GPT-4o trajectories, checked by a Python
+//! script that computes the hash as tau-bench does. Reads `../shared/peers/tau-bench`; skips,
+//! saying so, where it is absent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn data() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/tau-bench");
+    if dir
+        .join("historical_trajectories/gpt-4o-airline.json")
+        .exists()
+    {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipped: tau-bench data not found at {} (see docs/reference.md, \"Importing tau-bench\")",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn gauntlet(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_gauntlet"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "gauntlet {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The run folder a `gauntlet run` printed.
+fn run_dir(out: &std::process::Output) -> PathBuf {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .expect("a results line");
+    Path::new(line.trim()).parent().unwrap().to_owned()
+}
+
+fn check(run: &Path, log: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_tau.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(run)
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
+    let Some(data) = data() else { return };
+    let log = data.join("historical_trajectories/gpt-4o-airline.json");
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("airline");
+    let users = data.join("at-7362a17/tau_bench/envs/airline/data/users.json");
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let out = gauntlet(&[
+        "import",
+        "tau-bench",
+        &s(&data),
+        "--domain",
+        "airline",
+        "--users",
+        &s(&users),
+        "--out",
+        &s(&suite),
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("wrote 50 cases (4 with outputs)"), "{said}");
+
+    // Gold: the reference trajectory is the gold actions; every final state hashes as
+    // tau-bench's logged gt_data_hash, and every case (outputs included) passes.
+    let gold = gauntlet(&["run", &s(&suite), "--agent", "script:reference"]);
+    let report = check(&run_dir(&gold), &log);
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 50);
+    let hashed: Vec<&Value> = trials
+        .iter()
+        .filter(|t| !t["logged_hash"].is_null())
+        .collect();
+    assert_eq!(hashed.len(), 46);
+    let wrong: Vec<&Value> = hashed
+        .iter()
+        .filter(|t| t["hash"] != t["logged_hash"])
+        .copied()
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "final states unlike tau-bench's: {wrong:?}"
+    );
+    let failed: Vec<&Value> = trials.iter().filter(|t| t["reward"] != 1.0).collect();
+    assert!(failed.is_empty(), "gold trials without reward: {failed:?}");
+
+    // GPT-4o: the 200 logged trajectories replayed give the logged rewards, and today's tool
+    // outputs equal the logged ones.
+    let replay = gauntlet(&[
+        "run",
+        &s(&suite),
+        "--agent",
+        &format!("replay:{}", s(&log)),
+        "--epochs",
+        "4",
+    ]);
+    let report = check(&run_dir(&replay), &log);
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 200);
+    let disagree: Vec<&Value> = trials
+        .iter()
+        .filter(|t| t["reward"] != t["logged_reward"])
+        .collect();
+    assert!(
+        disagree.is_empty(),
+        "rewards unlike the log's: {disagree:?}"
+    );
+    let ones = trials.iter().filter(|t| t["reward"] == 1.0).count();
+    assert_eq!(ones, 84);
+    let calls = report["calls"].as_u64().unwrap();
+    let differences = report["differences"].as_array().unwrap();
+    eprintln!(
+        "{calls} tool calls replayed, {} outputs differ",
+        differences.len()
+    );
+    assert!(calls > 1000);
+    assert!(
+        differences.len() as f64 <= calls as f64 * 0.01,
+        "{differences:?}"
+    );
+}
