@@ -58,8 +58,10 @@ pub enum RunEvent {
     TrialFinished {
         /// Position of the trial in the plan.
         index: usize,
-        /// Everything about it.
+        /// Everything about it, but its `initial_state` (left `null`: trials share it).
         record: Box<TrialRecord>,
+        /// The state the trial started from, shared with the other trials of its case.
+        initial_state: Arc<Value>,
     },
 }
 
@@ -92,6 +94,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
             let _ = tx.send(RunEvent::TrialFinished {
                 index,
                 record: Box::new(record),
+                initial_state: spare.initial_state,
             });
         });
     }
@@ -111,7 +114,7 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
         error: Some(error),
         tags: trial.case.tags.clone(),
         difficulty: trial.case.difficulty.clone(),
-        initial_state: (*trial.initial_state).clone(),
+        initial_state: Value::Null,
         final_state: (*trial.initial_state).clone(),
         trajectory: Default::default(),
         scores: Vec::new(),
@@ -196,7 +199,7 @@ async fn run_one(
         error,
         tags: case.tags.clone(),
         difficulty: case.difficulty.clone(),
-        initial_state: Arc::unwrap_or_clone(trial.initial_state),
+        initial_state: Value::Null,
         final_state,
         trajectory,
         scores,

@@ -128,6 +128,47 @@ impl RunWriter {
         Ok(stored_final)
     }
 
+    /// Appends a trial record whose initial state is shared with other trials (the record's own
+    /// `initial_state` is ignored); see [`RunWriter::append`].
+    pub fn append_shared(
+        &mut self,
+        record: &TrialRecord,
+        initial: &std::sync::Arc<Value>,
+    ) -> Result<Option<Value>, StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        let (initial_state, final_state, stored_final) =
+            match self
+                .states
+                .compact_shared(&self.dir, initial, &record.final_state)?
+            {
+                Some((i, f)) => (i, f.clone(), Some(f)),
+                None => ((**initial).clone(), record.final_state.clone(), None),
+            };
+        let owned = TrialRecord {
+            initial_state,
+            final_state,
+            case_id: record.case_id.clone(),
+            epoch: record.epoch,
+            seed: record.seed,
+            trace_id: record.trace_id.clone(),
+            status: record.status,
+            error: record.error.clone(),
+            tags: record.tags.clone(),
+            difficulty: record.difficulty.clone(),
+            trajectory: record.trajectory.clone(),
+            scores: record.scores.clone(),
+            duration_ms: record.duration_ms,
+        };
+        serde_json::to_writer(&mut self.trials, &owned).map_err(|e| StoreError::Format {
+            path: path.clone(),
+            line: 0,
+            message: e.to_string(),
+        })?;
+        self.trials.write_all(b"\n").map_err(io(&path))?;
+        self.trials.flush().map_err(io(&path))?;
+        Ok(stored_final)
+    }
+
     /// Writes `results.json` atomically; the run is complete.
     pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
         let path = self.dir.join("trials.jsonl");

@@ -15,9 +15,39 @@ use crate::run_dir::StoreError;
 pub(crate) struct StateWriter {
     /// The file of each state already written, by the digest of its JSON.
     written: HashMap<[u8; 32], String>,
+    /// Shared states already seen (kept alive, so their addresses stay theirs): their stored
+    /// reference, or `None` when small enough to inline.
+    shared: HashMap<*const Value, (Arc<Value>, Option<String>)>,
 }
 
 impl StateWriter {
+    /// Like [`StateWriter::compact`], for a state shared between trials: serialised and hashed
+    /// once.
+    pub(crate) fn compact_shared(
+        &mut self,
+        dir: &Path,
+        initial: &Arc<Value>,
+        final_state: &Value,
+    ) -> Result<Option<(Value, Value)>, StoreError> {
+        let key = Arc::as_ptr(initial);
+        let name = match self.shared.get(&key) {
+            Some((_, name)) => name.clone(),
+            None => {
+                let name = self
+                    .compact(dir, initial, &Value::Null)?
+                    .and_then(|(r, _)| r["$state"].as_str().map(str::to_owned));
+                self.shared.insert(key, (Arc::clone(initial), name.clone()));
+                name
+            }
+        };
+        Ok(name.map(|name| {
+            (
+                json!({"$state": name}),
+                json!({"$state": name, "$changes": changes(initial, final_state)}),
+            )
+        }))
+    }
+
     /// The compact forms of a trial's states, or `None` when they are small enough to inline.
     pub(crate) fn compact(
         &mut self,

@@ -260,9 +260,13 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let mut summaries: Vec<Option<TrialSummary>> = (0..total).map(|_| None).collect();
     runtime.block_on(run_trials(plan, agent, |event| match event {
         RunEvent::TrialStarted { case_id, .. } => progress.set_message(case_id),
-        RunEvent::TrialFinished { index, record } => {
+        RunEvent::TrialFinished {
+            index,
+            record,
+            initial_state,
+        } => {
             let mut summary = TrialSummary::of(&record);
-            match writer.append(&record) {
+            match writer.append_shared(&record, &initial_state) {
                 Ok(Some(stored)) => summary.final_state = stored,
                 Ok(None) => {}
                 Err(e) => {
