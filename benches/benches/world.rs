@@ -71,4 +71,62 @@ fn main() {
             );
         }
     }
+    airline();
+}
+
+/// tau-bench's airline world on its real 3 MB state, when the data is beside the checkout.
+fn airline() {
+    let data =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/peers/tau-bench");
+    if !data.join("derived/airline_tools.json").exists() {
+        println!("airline: skipped (no tau-bench data at {})", data.display());
+        return;
+    }
+    let domain = gauntlet_import::tau_bench::load(&gauntlet_import::tau_bench::Options {
+        data_dir: data,
+        domain: "airline".into(),
+        split: "test".into(),
+        users: None,
+        out: Default::default(),
+    })
+    .expect("airline data");
+    let mb = domain.initial.to_string().len() as f64 / 1e6;
+    let starts = 10;
+    let t = Instant::now();
+    let mut last = None;
+    for _ in 0..starts {
+        last = Some(Simulator::new(
+            Arc::clone(&domain.world),
+            domain.initial.clone(),
+            Context::default(),
+            FaultPlan::default(),
+        ));
+    }
+    let start_us = t.elapsed().as_secs_f64() * 1e6 / starts as f64;
+    let mut sim = last.expect("simulator");
+    let probes = [
+        (
+            "get_reservation_details",
+            json!({"reservation_id": "4WQ150"}),
+        ),
+        ("get_user_details", json!({"user_id": "mia_li_3668"})),
+        (
+            "search_direct_flight",
+            json!({"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
+        ),
+        (
+            "search_onestop_flight",
+            json!({"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
+        ),
+    ];
+    println!("   airline world ({mb:.2} MB state): trial start {start_us:>9.0} µs");
+    for (tool, args) in probes {
+        let calls = 200;
+        let t = Instant::now();
+        for _ in 0..calls {
+            let _ = sim.call_tool(1, tool, args.clone(), None);
+        }
+        let call_us = t.elapsed().as_secs_f64() * 1e6 / calls as f64;
+        println!("   airline {tool:<24} {call_us:>8.1} µs per call");
+    }
 }
