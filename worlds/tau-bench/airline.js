@@ -11,6 +11,22 @@ function copy(v) {
   return JSON.parse(JSON.stringify(v));
 }
 
+// Checks that a flight segment can seat `seats` in `cabin` on its date, fills in its price,
+// origin and destination (as tau-bench does), and returns its cost.
+function price_flight(ctx, f, cabin, seats) {
+  const flights = ctx.state.flights, n = f.flight_number;
+  if (!(n in flights)) throw fail(ctx, "flight " + n + " not found");
+  const fd = flights[n];
+  if (!(f.date in fd.dates)) throw fail(ctx, "flight " + n + " not found on date " + f.date);
+  const day = fd.dates[f.date];
+  if (day.status !== "available") throw fail(ctx, "flight " + n + " not available on date " + f.date);
+  if (day.available_seats[cabin] < seats) throw fail(ctx, "not enough seats on flight " + n);
+  f.price = day.prices[cabin];
+  f.origin = fd.origin;
+  f.destination = fd.destination;
+  return f.price * seats;
+}
+
 function book_reservation(a, ctx) {
   const reservations = ctx.state.reservations, users = ctx.state.users, flights = ctx.state.flights;
   if (!(a.user_id in users)) throw fail(ctx, "user not found");
@@ -29,17 +45,7 @@ function book_reservation(a, ctx) {
   };
   let total = 0;
   for (const f of reservation.flights) {
-    const n = f.flight_number;
-    if (!(n in flights)) throw fail(ctx, "flight " + n + " not found");
-    const fd = flights[n];
-    if (!(f.date in fd.dates)) throw fail(ctx, "flight " + n + " not found on date " + f.date);
-    const day = fd.dates[f.date];
-    if (day.status !== "available") throw fail(ctx, "flight " + n + " not available on date " + f.date);
-    if (day.available_seats[a.cabin] < a.passengers.length) throw fail(ctx, "not enough seats on flight " + n);
-    f.price = day.prices[a.cabin];
-    f.origin = fd.origin;
-    f.destination = fd.destination;
-    total += f.price * a.passengers.length;
+    total += price_flight(ctx, f, a.cabin, a.passengers.length);
   }
   if (a.insurance === "yes") total += 30 * a.passengers.length;
   total += 50 * a.nonfree_baggages;
@@ -200,17 +206,7 @@ function update_reservation_flights(a, ctx) {
       f.destination = same[0].destination;
       continue;
     }
-    const n = f.flight_number;
-    if (!(n in flights)) throw fail(ctx, "flight " + n + " not found");
-    const fd = flights[n];
-    if (!(f.date in fd.dates)) throw fail(ctx, "flight " + n + " not found on date " + f.date);
-    const day = fd.dates[f.date];
-    if (day.status !== "available") throw fail(ctx, "flight " + n + " not available on date " + f.date);
-    if (day.available_seats[a.cabin] < r.passengers.length) throw fail(ctx, "not enough seats on flight " + n);
-    f.price = day.prices[a.cabin];
-    f.origin = fd.origin;
-    f.destination = fd.destination;
-    total += f.price * r.passengers.length;
+    total += price_flight(ctx, f, a.cabin, r.passengers.length);
   }
   total -= r.flights.reduce((s, f) => s + f.price, 0) * r.passengers.length;
   const methods = users[r.user_id].payment_methods;

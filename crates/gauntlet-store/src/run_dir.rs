@@ -100,7 +100,6 @@ impl RunWriter {
     /// `states/` and the record keeps a reference to it and the trial's changes; the final
     /// state's stored form is returned then, for the trial's summary in `results.json`.
     pub fn append(&mut self, record: &TrialRecord) -> Result<Option<Value>, StoreError> {
-        let path = self.dir.join("trials.jsonl");
         let compact = self
             .states
             .compact(&self.dir, &record.initial_state, &record.final_state)?;
@@ -118,13 +117,7 @@ impl RunWriter {
                 &owned
             }
         };
-        serde_json::to_writer(&mut self.trials, record).map_err(|e| StoreError::Format {
-            path: path.clone(),
-            line: 0,
-            message: e.to_string(),
-        })?;
-        self.trials.write_all(b"\n").map_err(io(&path))?;
-        self.trials.flush().map_err(io(&path))?;
+        self.write_line(record)?;
         Ok(stored_final)
     }
 
@@ -135,7 +128,6 @@ impl RunWriter {
         record: &TrialRecord,
         initial: &std::sync::Arc<Value>,
     ) -> Result<Option<Value>, StoreError> {
-        let path = self.dir.join("trials.jsonl");
         let (initial_state, final_state, stored_final) =
             match self
                 .states
@@ -159,14 +151,20 @@ impl RunWriter {
             scores: record.scores.clone(),
             duration_ms: record.duration_ms,
         };
-        serde_json::to_writer(&mut self.trials, &owned).map_err(|e| StoreError::Format {
+        self.write_line(&owned)?;
+        Ok(stored_final)
+    }
+
+    /// Writes one line of `trials.jsonl` and flushes it, so a crash loses no finished trial.
+    fn write_line(&mut self, record: &TrialRecord) -> Result<(), StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        serde_json::to_writer(&mut self.trials, record).map_err(|e| StoreError::Format {
             path: path.clone(),
             line: 0,
             message: e.to_string(),
         })?;
         self.trials.write_all(b"\n").map_err(io(&path))?;
-        self.trials.flush().map_err(io(&path))?;
-        Ok(stored_final)
+        self.trials.flush().map_err(io(&path))
     }
 
     /// Writes `results.json` atomically; the run is complete.
