@@ -90,6 +90,43 @@ pub fn apply(mut base: Value, changes: &Map<String, Value>) -> Value {
     base
 }
 
+/// The entries of `base` that `changes` names (top-level entries, or records inside them), and
+/// nothing else: with the changes applied it gives the changed part of the final state.
+pub fn restrict(base: &Value, changes: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    for pointer in changes.keys() {
+        let Some(segs) = pointer_segments(pointer) else {
+            continue;
+        };
+        match segs.as_slice() {
+            [k] => {
+                if let Some(v) = base.get(k) {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            [k, id] => {
+                if let Some(v) = base.get(k).and_then(|t| t.get(id)) {
+                    out.entry(k.clone())
+                        .or_insert_with(|| Value::Object(Map::new()))
+                        .as_object_mut()
+                        .map(|t| t.insert(id.clone(), v.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Value::Object(out)
+}
+
+/// The changed part of a trial's states: (initial, final) restricted to what changed, for views
+/// that hold many trials (reports, re-scored runs) and need only the difference.
+pub fn lean(initial: &Value, final_state: &Value) -> (Value, Value) {
+    let c = changes(initial, final_state);
+    let before = restrict(initial, &c);
+    let after = apply(before.clone(), &c);
+    (before, after)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +142,8 @@ mod tests {
         assert_eq!(apply(before.clone(), &c), after);
         assert_eq!(c.len(), 7, "{c:?}");
         assert!(changes(&after, &after).is_empty());
+        let (b, a) = lean(&before, &after);
+        assert_eq!(changes(&b, &a), c);
+        assert!(b.get("odd/key").is_some() && b["t"].get("a").is_none());
     }
 }

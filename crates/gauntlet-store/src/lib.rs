@@ -12,5 +12,5 @@ mod states;
 
 pub use import::{ImportedTrial, read_trajectories};
 pub use index::{Index, RunRow};
-pub use run_dir::{RunWriter, StoreError, read_results, read_trials};
+pub use run_dir::{RunWriter, StoreError, read_results, read_trials, read_trials_lean};
 pub use states::StateReader;

@@ -208,6 +208,21 @@ pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
 pub fn read_trials(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
+    read_trials_with(path, false)
+}
+
+/// Like [`read_trials`], with each trial's states restricted to what changed (stored bases are
+/// not copied whole): for views that hold many trials, such as reports.
+pub fn read_trials_lean(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
+    read_trials_with(path, true)
+}
+
+fn read_trials_with(
+    path: &Path,
+    lean: bool,
+) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
     let file = if path.is_dir() {
         path.join("trials.jsonl")
     } else {
@@ -227,8 +242,15 @@ pub fn read_trials(
                     line: i + 1,
                     message: e.to_string(),
                 })?;
-            r.initial_state = states.expand(std::mem::take(&mut r.initial_state))?;
-            r.final_state = states.expand(std::mem::take(&mut r.final_state))?;
+            let (initial, final_state) = (
+                std::mem::take(&mut r.initial_state),
+                std::mem::take(&mut r.final_state),
+            );
+            (r.initial_state, r.final_state) = if lean {
+                states.lean(initial, final_state)?
+            } else {
+                (states.expand(initial)?, states.expand(final_state)?)
+            };
             Ok(r)
         }))
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gauntlet_model::stored_state::{INLINE_STATE_LIMIT, apply, changes, stored_ref};
+use gauntlet_model::stored_state::{INLINE_STATE_LIMIT, apply, changes, restrict, stored_ref};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -107,11 +107,37 @@ impl StateReader {
         }
     }
 
+    /// A trial's states restricted to what changed (see `stored_state::lean`), without copying
+    /// a stored base whole.
+    pub fn lean(
+        &mut self,
+        initial: Value,
+        final_state: Value,
+    ) -> Result<(Value, Value), StoreError> {
+        if let Some((file, Some(changes))) = stored_ref(&final_state) {
+            let changes = changes.clone();
+            let base = self.base(file)?;
+            let before = restrict(&base, &changes);
+            let after = apply(before.clone(), &changes);
+            return Ok((before, after));
+        }
+        Ok((self.expand(initial)?, self.expand(final_state)?))
+    }
+
     /// The state itself: `v` unchanged, or its base with its changes applied.
     pub fn expand(&mut self, v: Value) -> Result<Value, StoreError> {
         let Some((file, changes)) = stored_ref(&v) else {
             return Ok(v);
         };
+        let base = self.base(file)?;
+        Ok(match changes {
+            Some(c) => apply((*base).clone(), c),
+            None => (*base).clone(),
+        })
+    }
+
+    /// A stored base, read once.
+    fn base(&mut self, file: &str) -> Result<Arc<Value>, StoreError> {
         if file.contains("..") || Path::new(file).is_absolute() {
             return Err(StoreError::Format {
                 path: self.dir.clone(),
@@ -119,28 +145,21 @@ impl StateReader {
                 message: format!("stored state `{file}` is outside the run folder"),
             });
         }
-        let base = match self.bases.get(file) {
-            Some(b) => b.clone(),
-            None => {
-                let path = self.dir.join(file);
-                let text = std::fs::read(&path).map_err(|source| StoreError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                let value: Value =
-                    serde_json::from_slice(&text).map_err(|e| StoreError::Format {
-                        path: path.clone(),
-                        line: e.line(),
-                        message: e.to_string(),
-                    })?;
-                let b = Arc::new(value);
-                self.bases.insert(file.to_owned(), b.clone());
-                b
-            }
-        };
-        Ok(match changes {
-            Some(c) => apply((*base).clone(), c),
-            None => (*base).clone(),
-        })
+        if let Some(b) = self.bases.get(file) {
+            return Ok(b.clone());
+        }
+        let path = self.dir.join(file);
+        let text = std::fs::read(&path).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let value: Value = serde_json::from_slice(&text).map_err(|e| StoreError::Format {
+            path: path.clone(),
+            line: e.line(),
+            message: e.to_string(),
+        })?;
+        let b = Arc::new(value);
+        self.bases.insert(file.to_owned(), b.clone());
+        Ok(b)
     }
 }

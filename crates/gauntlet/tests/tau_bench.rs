@@ -142,4 +142,35 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
         differences.len() as f64 <= calls as f64 * 0.01,
         "{differences:?}"
     );
+
+    // The stored run (states kept once, trials by their changes) re-scores to the same verdicts
+    // on the state, and renders as a report.
+    let run = run_dir(&replay);
+    let rescored = gauntlet(&["score", &s(&run), "--cases", &s(&suite), "--json"]);
+    let rescored: Value = serde_json::from_slice(&rescored.stdout).unwrap();
+    let state_passed = |t: &Value| {
+        t["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "StateVerification")
+            .map(|s| s["passed"].clone())
+    };
+    let live: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let live_trials = live["trials"].as_array().unwrap();
+    let again = rescored["trials"].as_array().unwrap();
+    assert_eq!(again.len(), 200);
+    for t in again {
+        let l = live_trials
+            .iter()
+            .find(|l| l["case_id"] == t["case_id"] && l["epoch"] == t["epoch"])
+            .unwrap();
+        assert_eq!(state_passed(t), state_passed(l), "{}", t["case_id"]);
+    }
+    let html = run.join("report.html");
+    gauntlet(&["report", &s(&run), "--format", "html", "--out", &s(&html)]);
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("airline-test-49"));
+    assert!(text.len() < 20_000_000, "report of {} bytes", text.len());
 }

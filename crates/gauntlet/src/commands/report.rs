@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{RunResults, TrialRecord};
-use gauntlet_store::{read_results, read_trials};
+use gauntlet_store::{read_results, read_trials_lean};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 
@@ -36,7 +36,8 @@ impl Format {
 /// Trial records in the order of the results (the log is in completion order).
 fn ordered_trials(dir: &Path, results: &RunResults) -> Result<Vec<TrialRecord>, ExpectedError> {
     let mut records = Vec::with_capacity(results.trials.len());
-    for r in read_trials(dir)
+    // Reports show what changed; large states are read as their changed part.
+    for r in read_trials_lean(dir)
         .map_err(|e| ExpectedError::input(format!("failed to read the trials: {e}")))?
     {
         records

@@ -67,6 +67,14 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             }
         }
         let status = gauntlet_eval::trial_status(&scores);
+        // Many trials of a large world are kept by what changed, not whole.
+        let large = serde_json::to_vec(&t.initial_state)
+            .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
+        let (initial_state, final_state) = if large {
+            gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
+        } else {
+            (t.initial_state, t.final_state)
+        };
         records.push(TrialRecord {
             trace_id: t.trace_id.unwrap_or_default(),
             case_id: t.case_id,
@@ -76,8 +84,8 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             error: None,
             tags: case.tags.clone(),
             difficulty: case.difficulty.clone(),
-            initial_state: t.initial_state,
-            final_state: t.final_state,
+            initial_state,
+            final_state,
             trajectory: t.trajectory,
             scores,
             duration_ms: t.duration_ms,
