@@ -22,10 +22,15 @@
   }
   let touched = new Map();
   let effects = [];
+  // Calls of read tools note the records they touch but take no snapshots (a scan of a large
+  // table would copy it whole): their writes are not listed as state changes.
+  const UNTRACKED = {};
+  let tracking = true;
   function touch(coll, key, value) {
     const id = coll + "\u0000" + key;
     if (!touched.has(id)) {
-      touched.set(id, { coll: coll, key: key, before: value === undefined ? undefined : JSON.stringify(value) });
+      const before = !tracking ? UNTRACKED : value === undefined ? undefined : JSON.stringify(value);
+      touched.set(id, { coll: coll, key: key, before: before });
     }
   }
   const collections = new Map();
@@ -82,13 +87,14 @@
   function restore() {
     for (const t of touched.values()) {
       const target = t.coll === "" ? raw : raw[t.coll];
-      if (!target) continue;
+      if (!target || t.before === UNTRACKED) continue;
       if (t.before === undefined) delete target[t.key];
       else target[t.key] = JSON.parse(t.before);
     }
     collections.clear();
   }
-  G.__gauntlet_call = function (name, argsJson) {
+  G.__gauntlet_call = function (name, argsJson, readOnly) {
+    tracking = !readOnly;
     touched = new Map();
     effects = [];
     const handler = G[name];
@@ -106,7 +112,7 @@
     const accesses = [];
     for (const t of touched.values()) {
       accesses.push([t.coll, t.key]);
-      if (out.err) continue;
+      if (out.err || t.before === UNTRACKED) continue;
       const target = t.coll === "" ? raw : raw[t.coll];
       const now = target && t.key in target ? JSON.stringify(target[t.key]) : undefined;
       if (now !== t.before) changes.push([t.coll, t.key, t.before === undefined ? null : t.before, now === undefined ? null : now]);

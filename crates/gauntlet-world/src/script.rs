@@ -109,11 +109,14 @@ impl ScriptEngine {
         })
     }
 
-    /// Calls the handler named `function` with the arguments.
+    /// Calls the handler named `function` with the arguments. A `read_only` call (a read tool)
+    /// notes the records it touches but takes no snapshots of them, so its writes, if any, are
+    /// not listed as state changes nor rolled back.
     pub fn call(
         &mut self,
         function: &str,
         args: &Value,
+        read_only: bool,
     ) -> (Result<Value, ToolError>, ScriptEffects) {
         let limit = self.origin.elapsed() + CALL_TIME_LIMIT;
         self.deadline
@@ -121,7 +124,7 @@ impl ScriptEngine {
         let file = self.file.clone();
         let out = self.context.with(|ctx| -> Result<String, ToolError> {
             let call: Function = ctx.globals().get("__gauntlet_call").map_err(|e| internal(e.to_string()))?;
-            call.call::<_, String>((function, args.to_string())).catch(&ctx).map_err(|e| {
+            call.call::<_, String>((function, args.to_string(), read_only)).catch(&ctx).map_err(|e| {
                 let text = e.to_string();
                 if text.contains("interrupted") {
                     internal(format!("handler `{function}` ({file}) exceeded its time limit of {CALL_TIME_LIMIT:?}"))

@@ -273,7 +273,11 @@ impl Simulator {
         let (result, accessed) = if tool.spec.handler.is_empty() && self.script.is_some() {
             match self.script.as_mut() {
                 Some(Ok(engine)) => {
-                    let (result, fx) = engine.call(&call.tool, &call.arguments);
+                    let (result, fx) = engine.call(
+                        &call.tool,
+                        &call.arguments,
+                        tool.spec.kind == gauntlet_model::ToolKind::Read,
+                    );
                     call.state_changes = fx.changes;
                     (result, fx.accesses)
                 }
