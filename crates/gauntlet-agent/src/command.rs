@@ -109,24 +109,50 @@ impl Agent for CommandAgent {
         env: SharedEnv,
     ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
         Box::pin(async move {
-            let server = serve_http(
-                env.clone(),
-                "127.0.0.1:0".parse().expect("valid address"),
-                new_token(),
-            )
-            .await
-            .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
-            let trial = self
-                .gateway
-                .as_ref()
-                .map(|g| g.register(env.clone(), &input.case_id, input.epoch));
+            let ends = TrialEndpoints::open(&env, self.gateway.as_deref(), input).await?;
             let result = self
-                .run_process(input, &env, &server.url, &server.token, trial.as_ref())
+                .run_process(
+                    input,
+                    &env,
+                    &ends.server.url,
+                    &ends.server.token,
+                    ends.gateway.as_ref(),
+                )
                 .await;
-            drop(trial);
-            server.shutdown().await;
+            ends.close().await;
             result
         })
+    }
+}
+
+/// What an out-of-process agent reaches during one trial: the world's MCP server and, when the
+/// run has one, its slot on the LLM gateway.
+pub(crate) struct TrialEndpoints {
+    pub(crate) server: crate::mcp::HttpServer,
+    pub(crate) gateway: Option<crate::gateway::TrialGateway>,
+}
+
+impl TrialEndpoints {
+    pub(crate) async fn open(
+        env: &SharedEnv,
+        gateway: Option<&crate::gateway::Gateway>,
+        input: &AgentInput,
+    ) -> Result<TrialEndpoints, AgentError> {
+        let server = serve_http(
+            env.clone(),
+            "127.0.0.1:0".parse().expect("valid address"),
+            new_token(),
+        )
+        .await
+        .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
+        let gateway = gateway.map(|g| g.register(env.clone(), &input.case_id, input.epoch));
+        Ok(TrialEndpoints { server, gateway })
+    }
+
+    /// Ends the gateway slot, then stops the server.
+    pub(crate) async fn close(self) {
+        drop(self.gateway);
+        self.server.shutdown().await;
     }
 }
 

@@ -18,7 +18,6 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use futures_util::StreamExt;
 use gauntlet_model::Event;
 use serde::{Deserialize, Serialize};
@@ -123,22 +122,7 @@ impl Drop for TrialGateway {
 }
 
 fn canonical_hash(body: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    Sha256::digest(sorted(body).to_string().as_bytes())
+    Sha256::digest(gauntlet_model::path::canonical_json(body).as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
@@ -187,19 +171,13 @@ impl Gateway {
                 axum::routing::post(completions),
             )
             .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let cancel = CancellationToken::new();
-        let stop = cancel.clone();
-        let task = tokio::spawn(async move {
-            // No Nagle: small JSON-RPC answers must not wait for a delayed ACK (40 ms each).
-            let listener = listener.tap_io(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-        });
+        let (addr, task) = crate::mcp::spawn_loopback(
+            "127.0.0.1:0".parse().expect("valid address"),
+            router,
+            cancel.clone(),
+        )
+        .await?;
         Ok(Gateway {
             shared,
             addr,

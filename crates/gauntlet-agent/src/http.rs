@@ -10,10 +10,9 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
-use crate::command::{MAX_STDOUT, final_answer};
+use crate::command::{MAX_STDOUT, TrialEndpoints, final_answer};
 use crate::environment::SharedEnv;
 use crate::gateway::Gateway;
-use crate::mcp::{new_token, serve_http};
 
 /// Posts each trial to an agent service.
 pub struct HttpAgent {
@@ -40,17 +39,8 @@ impl Agent for HttpAgent {
         env: SharedEnv,
     ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
         Box::pin(async move {
-            let server = serve_http(
-                env.clone(),
-                "127.0.0.1:0".parse().expect("valid address"),
-                new_token(),
-            )
-            .await
-            .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
-            let trial = self
-                .gateway
-                .as_ref()
-                .map(|g| g.register(env.clone(), &input.case_id, input.epoch));
+            let ends = TrialEndpoints::open(&env, self.gateway.as_deref(), input).await?;
+            let (server, trial) = (&ends.server, &ends.gateway);
             let mut body = json!({
                 "case_id": input.case_id, "user_input": input.user_input, "epoch": input.epoch, "seed": input.seed,
                 "mcp": {"url": server.url, "token": server.token},
@@ -91,8 +81,7 @@ impl Agent for HttpAgent {
                 })
             }
             .await;
-            drop(trial);
-            server.shutdown().await;
+            ends.close().await;
             result
         })
     }

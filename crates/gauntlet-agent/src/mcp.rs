@@ -206,6 +206,26 @@ pub fn new_token() -> String {
     out
 }
 
+/// Serves `router` on `addr` (TCP_NODELAY) until `cancel` fires: the bound address and the task.
+pub(crate) async fn spawn_loopback(
+    addr: SocketAddr,
+    router: axum::Router,
+    cancel: CancellationToken,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        // No Nagle: small JSON-RPC answers must not wait for a delayed ACK (40 ms each).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { cancel.cancelled().await })
+            .await;
+    });
+    Ok((addr, task))
+}
+
 /// Serves the environment over streamable HTTP on `addr` (port 0 picks one), loopback only,
 /// requiring `Authorization: Bearer TOKEN`.
 pub async fn serve_http(
@@ -250,18 +270,7 @@ pub async fn serve_http(
                     }
                 },
             ));
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
-    let stop = cancel.clone();
-    let task = tokio::spawn(async move {
-        // No Nagle: small JSON-RPC answers must not wait for a delayed ACK (40 ms each).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
-    });
+    let (addr, task) = spawn_loopback(addr, router, cancel.clone()).await?;
     Ok(HttpServer {
         url: format!("http://{addr}/mcp"),
         token,

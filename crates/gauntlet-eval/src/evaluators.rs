@@ -181,39 +181,19 @@ fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>)
                 p.match_indices('/').nth(2).map_or(p, |(i, _)| &p[..i])
             })
             .collect();
-        let esc = gauntlet_model::path::escape_segment;
-        let empty = serde_json::Map::new();
-        let colls: std::collections::BTreeSet<&String> = initial
-            .as_object()
-            .unwrap_or(&empty)
-            .keys()
-            .chain(final_state.as_object().unwrap_or(&empty).keys())
-            .collect();
         let mut changed = 0;
-        for coll in colls {
-            let (a, b) = (initial.get(coll), final_state.get(coll));
-            if named.contains(format!("/{}", esc(coll)).as_str()) {
+        for (path, now) in gauntlet_model::stored_state::changes(initial, final_state) {
+            // The record (or whole collection) a change is in: `/coll/key` or `/coll`.
+            let collection = path
+                .match_indices('/')
+                .nth(1)
+                .map_or(path.as_str(), |(i, _)| &path[..i]);
+            if named.contains(path.as_str()) || named.contains(collection) {
                 continue;
             }
-            let (Some(Value::Object(a)), Some(Value::Object(b))) = (a, b) else {
-                if a != b {
-                    changed += 1;
-                    mismatches.insert(
-                        format!("/{}", esc(coll)),
-                        json!({"expected": "unchanged", "actual": "changed"}),
-                    );
-                }
-                continue;
-            };
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for k in keys {
-                let p = format!("/{}/{}", esc(coll), esc(k));
-                if a.get(k) != b.get(k) && !named.contains(p.as_str()) {
-                    changed += 1;
-                    if mismatches.len() < 50 {
-                        mismatches.insert(p, json!({"expected": "unchanged", "actual": b.get(k)}));
-                    }
-                }
+            changed += 1;
+            if mismatches.len() < 50 {
+                mismatches.insert(path, json!({"expected": "unchanged", "actual": now}));
             }
         }
         total += 1;

@@ -288,29 +288,6 @@ pub fn run_gold(
     (sim.finish(None).1, refused)
 }
 
-/// Record-level differences: `/table/id` → the record now (`None` when it is gone).
-pub fn changed_records(before: &Value, after: &Value) -> Vec<(String, Option<Value>)> {
-    let esc = gauntlet_model::path::escape_segment;
-    let mut out = Vec::new();
-    for table in AIRLINE_TABLES {
-        let (Some(a), Some(b)) = (
-            before.get(table).and_then(Value::as_object),
-            after.get(table).and_then(Value::as_object),
-        ) else {
-            continue;
-        };
-        for (id, record) in b {
-            if a.get(id) != Some(record) {
-                out.push((format!("/{table}/{}", esc(id)), Some(record.clone())));
-            }
-        }
-        for id in a.keys().filter(|id| !b.contains_key(*id)) {
-            out.push((format!("/{table}/{}", esc(id)), None));
-        }
-    }
-    out
-}
-
 /// One task as a case (JSON), with the gold actions the world refused.
 fn case_of(
     case_id: &str,
@@ -333,8 +310,13 @@ fn case_of(
     }
     let (after, refused) = run_gold(world, initial, actions);
     let mut expected = Map::new();
-    for (path, record) in changed_records(initial, &after) {
-        expected.insert(path, record.unwrap_or_else(|| json!({"$absent": true})));
+    for (path, record) in gauntlet_model::stored_state::changes(initial, &after) {
+        let want = if record.is_null() {
+            json!({"$absent": true})
+        } else {
+            record
+        };
+        expected.insert(path, want);
     }
     expected.insert("state_unchanged_elsewhere".into(), json!(true));
     let outputs: Vec<&str> = task["outputs"]

@@ -39,6 +39,27 @@ pub fn pointer_segments(pointer: &str) -> Option<Vec<String>> {
     )
 }
 
+/// Compact JSON with object keys sorted at every depth, so equal values give equal text
+/// (side-effect keys, cassette keys).
+pub fn canonical_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,19 +33,12 @@ impl StateWriter {
         let name = match self.shared.get(&key) {
             Some((_, name)) => name.clone(),
             None => {
-                let name = self
-                    .compact(dir, initial, &Value::Null)?
-                    .and_then(|(r, _)| r["$state"].as_str().map(str::to_owned));
+                let name = self.store(dir, initial)?;
                 self.shared.insert(key, (Arc::clone(initial), name.clone()));
                 name
             }
         };
-        Ok(name.map(|name| {
-            (
-                json!({"$state": name}),
-                json!({"$state": name, "$changes": changes(initial, final_state)}),
-            )
-        }))
+        Ok(name.map(|name| refs(&name, initial, final_state)))
     }
 
     /// The compact forms of a trial's states, or `None` when they are small enough to inline.
@@ -58,7 +51,15 @@ impl StateWriter {
         if stored_ref(initial).is_some() {
             return Ok(None);
         }
-        let text = serde_json::to_vec(initial).map_err(|e| StoreError::Format {
+        Ok(self
+            .store(dir, initial)?
+            .map(|name| refs(&name, initial, final_state)))
+    }
+
+    /// Writes a large state under `states/` (once per distinct content) and names its file;
+    /// `None` for a state small enough to inline.
+    fn store(&mut self, dir: &Path, state: &Value) -> Result<Option<String>, StoreError> {
+        let text = serde_json::to_vec(state).map_err(|e| StoreError::Format {
             path: dir.to_owned(),
             line: 0,
             message: e.to_string(),
@@ -67,29 +68,31 @@ impl StateWriter {
             return Ok(None);
         }
         let digest: [u8; 32] = Sha256::digest(&text).into();
-        let name = match self.written.get(&digest) {
-            Some(n) => n.clone(),
-            None => {
-                let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-                let name = format!("states/{hex}.json");
-                let path = dir.join(&name);
-                std::fs::create_dir_all(dir.join("states")).map_err(|source| StoreError::Io {
-                    path: dir.join("states"),
-                    source,
-                })?;
-                std::fs::write(&path, &text).map_err(|source| StoreError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                self.written.insert(digest, name.clone());
-                name
-            }
-        };
-        Ok(Some((
-            json!({"$state": name}),
-            json!({"$state": name, "$changes": changes(initial, final_state)}),
-        )))
+        if let Some(n) = self.written.get(&digest) {
+            return Ok(Some(n.clone()));
+        }
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!("states/{hex}.json");
+        let path = dir.join(&name);
+        std::fs::create_dir_all(dir.join("states")).map_err(|source| StoreError::Io {
+            path: dir.join("states"),
+            source,
+        })?;
+        std::fs::write(&path, &text).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        self.written.insert(digest, name.clone());
+        Ok(Some(name))
     }
+}
+
+/// A trial's stored states: the base by name, the final state as the base plus its changes.
+fn refs(name: &str, initial: &Value, final_state: &Value) -> (Value, Value) {
+    (
+        json!({"$state": name}),
+        json!({"$state": name, "$changes": changes(initial, final_state)}),
+    )
 }
 
 /// Expands stored-state references of one run folder, caching each base.

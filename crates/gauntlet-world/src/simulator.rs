@@ -359,7 +359,11 @@ impl Simulator {
     fn log_side_effect(&mut self, call: &ToolCall) {
         let effect = match &call.idempotency_key {
             Some(key) => format!("{}#{key}", call.tool),
-            None => format!("{}{}", call.tool, canonical(&call.arguments)),
+            None => format!(
+                "{}{}",
+                call.tool,
+                gauntlet_model::path::canonical_json(&call.arguments)
+            ),
         };
         match self.side_effects.iter_mut().find(|s| s.effect == effect) {
             Some(s) => {
@@ -399,24 +403,4 @@ fn error(status: u16, message: String) -> ToolError {
         message,
         retry_after_s: None,
     }
-}
-
-/// Arguments as compact JSON with sorted keys, so equal arguments give equal text.
-fn canonical(v: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(v).to_string()
 }
