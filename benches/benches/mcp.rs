@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use gauntlet_agent::mcp::{new_token, serve_http};
-use gauntlet_agent::{ScriptedUser, SimulatedEnvironment};
+use gauntlet_agent::{SimulatedEnvironment, SimulatedUser};
 use gauntlet_suite::Suite;
 use gauntlet_world::{FaultPlan, Simulator};
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ fn env(suite: &Suite) -> gauntlet_agent::SharedEnv {
         w.world.spec().default_context.clone(),
         FaultPlan::default(),
     );
-    SimulatedEnvironment::new(sim, ScriptedUser::new(None), &lc.case.user_input).shared()
+    SimulatedEnvironment::new(sim, SimulatedUser::scripted(None), &lc.case.user_input).shared()
 }
 
 async fn post(

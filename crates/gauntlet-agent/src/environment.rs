@@ -9,7 +9,7 @@ use gauntlet_model::{Event, ToolError, ToolSpec, Trajectory};
 use gauntlet_world::Simulator;
 use serde_json::Value;
 
-use crate::user::ScriptedUser;
+use crate::user::{Reply, SimulatedUser, Turn};
 
 /// A trial's environment, shared between the agent adapter and the servers it starts.
 pub type SharedEnv = Arc<Mutex<dyn Environment>>;
@@ -32,10 +32,16 @@ pub trait Environment: Send {
         arguments: Value,
         idempotency_key: Option<String>,
     ) -> Result<Value, ToolError>;
-    /// Asks the user to confirm an action; whether the user approved.
-    fn confirm(&mut self, step: u32, text: &str) -> bool;
-    /// Asks the user a question; the answer.
-    fn ask(&mut self, step: u32, text: &str) -> String;
+    /// Records a question or confirmation request to the user and decides how the reply comes
+    /// (agents go through [`crate::user::ask`] and [`crate::user::confirm`]).
+    fn put_to_user(&mut self, step: u32, turn: Turn, text: &str) -> Reply;
+    /// Records the user's answer to what was put to them.
+    fn user_answered(&mut self, turn: Turn, answer: String);
+    /// Notes a failure of the harness's side of the trial (the simulated user could not answer):
+    /// the trial is an error, whatever the agent did.
+    fn harness_failed(&mut self, why: String);
+    /// The first harness failure noted, if any.
+    fn harness_failure(&self) -> Option<String>;
     /// Tells the user something.
     fn say(&mut self, step: u32, text: &str);
     /// Waits before the next action (a backoff). In-process agents advance the trial clock
@@ -52,16 +58,17 @@ pub trait Environment: Send {
     fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value);
 }
 
-/// The in-process environment: the simulator and the scripted user.
+/// The in-process environment: the simulator and the simulated user.
 pub struct SimulatedEnvironment {
     sim: Option<Simulator>,
     tools: Vec<ToolSpec>,
-    user: ScriptedUser,
+    user: SimulatedUser,
+    failure: Option<String>,
 }
 
 impl SimulatedEnvironment {
     /// An environment whose first event is the user's request.
-    pub fn new(mut simulator: Simulator, user: ScriptedUser, user_input: &str) -> Self {
+    pub fn new(mut simulator: Simulator, user: SimulatedUser, user_input: &str) -> Self {
         simulator.record(Event::UserMessage {
             text: user_input.to_owned(),
         });
@@ -69,6 +76,7 @@ impl SimulatedEnvironment {
             tools: simulator.world().spec().tools.clone(),
             sim: Some(simulator),
             user,
+            failure: None,
         }
     }
 
@@ -106,30 +114,32 @@ impl Environment for SimulatedEnvironment {
         }
     }
 
-    fn confirm(&mut self, step: u32, text: &str) -> bool {
-        self.record(Event::ConfirmationRequest {
-            step,
-            text: text.to_owned(),
+    fn put_to_user(&mut self, step: u32, turn: Turn, text: &str) -> Reply {
+        let asked = text.to_owned();
+        self.record(match turn {
+            Turn::Ask => Event::Question { step, text: asked },
+            Turn::Confirm => Event::ConfirmationRequest { step, text: asked },
         });
-        let answer = self.user.confirm(text);
-        let approved = ScriptedUser::approves(&answer);
-        self.record(Event::ConfirmationResponse {
-            text: answer,
-            approved,
-        });
-        approved
+        let history = self.sim.as_ref().map(Simulator::events).unwrap_or_default();
+        self.user.reply(turn, text, history)
     }
 
-    fn ask(&mut self, step: u32, text: &str) -> String {
-        self.record(Event::Question {
-            step,
-            text: text.to_owned(),
+    fn user_answered(&mut self, turn: Turn, text: String) {
+        self.record(match turn {
+            Turn::Ask => Event::UserMessage { text },
+            Turn::Confirm => Event::ConfirmationResponse {
+                approved: SimulatedUser::approves(&text),
+                text,
+            },
         });
-        let answer = self.user.answer(text);
-        self.record(Event::UserMessage {
-            text: answer.clone(),
-        });
-        answer
+    }
+
+    fn harness_failed(&mut self, why: String) {
+        self.failure.get_or_insert(why);
+    }
+
+    fn harness_failure(&self) -> Option<String> {
+        self.failure.clone()
     }
 
     fn say(&mut self, step: u32, text: &str) {

@@ -86,6 +86,8 @@ struct Slot {
     case_id: String,
     epoch: u32,
     seen: HashMap<String, usize>,
+    /// The calls are the simulated user's, not the agent's.
+    simulated_user: bool,
 }
 
 struct Shared {
@@ -188,6 +190,22 @@ impl Gateway {
 
     /// Registers a trial: model calls under the returned key are recorded into `env`.
     pub fn register(&self, env: SharedEnv, case_id: &str, epoch: u32) -> TrialGateway {
+        self.register_as(env, case_id, epoch, false)
+    }
+
+    /// Registers a trial's simulated user: its model calls are recorded into `env` marked as
+    /// the user's, and recorded to and replayed from the cassette like the agent's.
+    pub fn register_user(&self, env: SharedEnv, case_id: &str, epoch: u32) -> TrialGateway {
+        self.register_as(env, case_id, epoch, true)
+    }
+
+    fn register_as(
+        &self,
+        env: SharedEnv,
+        case_id: &str,
+        epoch: u32,
+        simulated_user: bool,
+    ) -> TrialGateway {
         let key = new_token();
         if let Ok(mut slots) = self.shared.slots.lock() {
             slots.insert(
@@ -197,6 +215,7 @@ impl Gateway {
                     case_id: case_id.to_owned(),
                     epoch,
                     seen: HashMap::new(),
+                    simulated_user,
                 },
             );
         }
@@ -250,10 +269,16 @@ fn error(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// The trial a model call belongs to.
+struct Caller {
+    env: SharedEnv,
+    simulated_user: bool,
+}
+
 /// Records a model call into the trial.
 fn record_call(
     shared: &Shared,
-    env: &SharedEnv,
+    caller: &Caller,
     model: &str,
     usage: Option<&Value>,
     latency_ms: f64,
@@ -269,13 +294,14 @@ fn record_call(
     let price = shared.cfg.prices.get(model).copied().unwrap_or_default();
     let cost = prompt as f64 / 1000.0 * price.prompt_eur_per_1k
         + completion as f64 / 1000.0 * price.completion_eur_per_1k;
-    lock(env).record_event(Event::ModelCall {
+    lock(&caller.env).record_event(Event::ModelCall {
         model: model.to_owned(),
         prompt_tokens: prompt,
         completion_tokens: completion,
         cost_eur: cost,
         latency_ms,
         ttft_ms,
+        simulated_user: caller.simulated_user,
     });
 }
 
@@ -308,10 +334,14 @@ async fn completions(
             let n = s.seen.entry(hash.clone()).or_default();
             let occurrence = *n;
             *n += 1;
-            (s.env.clone(), s.case_id.clone(), s.epoch, occurrence)
+            let caller = Caller {
+                env: s.env.clone(),
+                simulated_user: s.simulated_user,
+            };
+            (caller, s.case_id.clone(), s.epoch, occurrence)
         })
     });
-    let (Some((env, case_id, epoch, occurrence)), true) = (slot, auth_ok) else {
+    let (Some((caller, case_id, epoch, occurrence)), true) = (slot, auth_ok) else {
         return error(StatusCode::UNAUTHORIZED, "unknown trial key");
     };
     let stream = request
@@ -343,7 +373,7 @@ async fn completions(
             .or_else(|| usage_of_chunks(&e.chunks));
         record_call(
             &shared,
-            &env,
+            &caller,
             &model,
             usage.as_ref(),
             e.latency_ms,
@@ -404,7 +434,7 @@ async fn completions(
             .to_owned();
         record_call(
             &shared,
-            &env,
+            &caller,
             &model,
             value.get("usage"),
             entry.latency_ms,
@@ -457,7 +487,7 @@ async fn completions(
             .unwrap_or(model);
         record_call(
             &shared2,
-            &env,
+            &caller,
             &model,
             usage.as_ref(),
             entry.latency_ms,

@@ -14,7 +14,7 @@ pub mod mcp;
 mod openai;
 mod replay;
 mod script;
-mod user;
+pub mod user;
 
 pub use agent::{
     Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
@@ -25,4 +25,4 @@ pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
 pub use replay::ReplayAgent;
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
-pub use user::ScriptedUser;
+pub use user::{PersonaModels, SimulatedUser};

@@ -79,9 +79,13 @@ impl WorldServer {
     }
 
     /// Runs one call against the environment (the same path for every transport).
-    pub fn call(&self, name: &str, args: Value, idempotency_key: Option<String>) -> CallToolResult {
+    pub async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        idempotency_key: Option<String>,
+    ) -> CallToolResult {
         let step = self.step.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut env = lock(&self.env);
         let text = |v: &Value| {
             v.get("question")
                 .or_else(|| v.get("action"))
@@ -91,15 +95,15 @@ impl WorldServer {
         };
         match name {
             ASK_USER => {
-                let answer = env.ask(step, &text(&args));
+                let answer = crate::user::ask(&self.env, step, &text(&args)).await;
                 CallToolResult::success(vec![ContentBlock::text(answer)])
             }
             CONFIRM => {
-                let approved = env.confirm(step, &text(&args));
-                let body = json!({"approved": approved});
+                let (approved, answer) = crate::user::confirm(&self.env, step, &text(&args)).await;
+                let body = json!({"approved": approved, "answer": answer});
                 CallToolResult::success(vec![ContentBlock::text(body.to_string())])
             }
-            _ => match env.call_tool(step, name, args, idempotency_key) {
+            _ => match lock(&self.env).call_tool(step, name, args, idempotency_key) {
                 Ok(v) => {
                     let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
                     if v.is_object() {
@@ -151,7 +155,7 @@ impl ServerHandler for WorldServer {
                     .map(str::to_owned)
             });
         let args = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, args, key).into())
+        Ok(self.call(&request.name, args, key).await.into())
     }
 }
 

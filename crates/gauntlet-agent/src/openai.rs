@@ -120,16 +120,18 @@ impl Agent for OpenAiAgent {
                         .as_str()
                         .and_then(|a| serde_json::from_str(a).ok())
                         .unwrap_or_else(|| json!({}));
-                    let content = {
-                        let mut env = lock(&env);
-                        match name.as_str() {
-                            ASK_USER => env.ask(step, args["question"].as_str().unwrap_or_default()),
-                            CONFIRM => json!({"approved": env.confirm(step, args["action"].as_str().unwrap_or_default())}).to_string(),
-                            _ => match env.call_tool(step, &name, args, None) {
-                                Ok(v) => v.to_string(),
-                                Err(e) => format!("error {}: {}", e.status, e.message),
-                            },
+                    let text = |field: &str| args[field].as_str().unwrap_or_default().to_owned();
+                    let content = match name.as_str() {
+                        ASK_USER => crate::user::ask(&env, step, &text("question")).await,
+                        CONFIRM => {
+                            let (approved, answer) =
+                                crate::user::confirm(&env, step, &text("action")).await;
+                            json!({"approved": approved, "answer": answer}).to_string()
                         }
+                        _ => match lock(&env).call_tool(step, &name, args, None) {
+                            Ok(v) => v.to_string(),
+                            Err(e) => format!("error {}: {}", e.status, e.message),
+                        },
                     };
                     messages.push(
                         json!({"role": "tool", "tool_call_id": call["id"], "content": content}),

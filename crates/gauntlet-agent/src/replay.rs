@@ -276,7 +276,6 @@ impl Agent for ReplayAgent {
                 )));
             };
             for action in &rec.actions {
-                let mut env = lock(&env);
                 match action {
                     Action::Call {
                         step,
@@ -285,6 +284,7 @@ impl Agent for ReplayAgent {
                         key,
                         recorded,
                     } => {
+                        let mut env = lock(&env);
                         let _ = env.call_tool(*step, tool, args.clone(), key.clone());
                         if let Some(r) = recorded {
                             env.note_recorded_output(r.clone());
@@ -292,17 +292,17 @@ impl Agent for ReplayAgent {
                     }
                     // Today's user answers; a refusal ends the replay as the agent would stop.
                     Action::Confirm { step, text } => {
-                        if !env.confirm(*step, text) {
+                        if !crate::user::confirm(&env, *step, text).await.0 {
                             return Ok(AgentOutput {
                                 final_answer: rec.answer.clone(),
                             });
                         }
                     }
                     Action::Ask { step, text } => {
-                        env.ask(*step, text);
+                        crate::user::ask(&env, *step, text).await;
                     }
-                    Action::Say { step, text } => env.say(*step, text),
-                    Action::Wait { step, ms } => env.wait(*step, *ms),
+                    Action::Say { step, text } => lock(&env).say(*step, text),
+                    Action::Wait { step, ms } => lock(&env).wait(*step, *ms),
                 }
             }
             if let Some(why) = &rec.unfinished {

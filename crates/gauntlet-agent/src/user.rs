@@ -1,19 +1,101 @@
-//! The scripted simulated user: pattern → reply, with defaults for confirmations and questions.
+//! The simulated user: scripted replies (pattern → reply, with defaults for confirmations and
+//! questions), or an LLM persona that answers through the gateway.
+//!
+//! Agents reach the user through [`ask`] and [`confirm`]. The environment records the question
+//! and decides the reply; a persona's model call is made after the environment's lock is
+//! released (the agent's other calls go on meanwhile), and the answer is recorded when it comes.
 
-use gauntlet_model::UserSpec;
+use std::sync::Arc;
 
-/// Answers the agent from a case's `user:` section.
-#[derive(Debug, Clone, Default)]
-pub struct ScriptedUser {
-    spec: UserSpec,
+use gauntlet_model::{Event, UserSpec};
+use serde_json::{Value, json};
+
+use crate::environment::{SharedEnv, lock};
+use crate::gateway::Gateway;
+
+/// What the agent put to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// A question.
+    Ask,
+    /// A confirmation request.
+    Confirm,
 }
 
-impl ScriptedUser {
-    /// A user following the spec (a user who says "yes" to confirmations when `None`).
-    pub fn new(spec: Option<UserSpec>) -> Self {
-        ScriptedUser {
+/// How the user's reply comes.
+pub enum Reply {
+    /// Known at once (a scripted reply).
+    Now(String),
+    /// From the persona's model, through the gateway.
+    Persona(PersonaCall),
+}
+
+/// Where a run's personas get their words: its gateway, and the model that plays a persona
+/// whose case names none.
+#[derive(Clone)]
+pub struct PersonaModels {
+    /// The run's gateway (live, recording or replaying).
+    pub gateway: Arc<Gateway>,
+    /// The model, when the case names none.
+    pub default_model: Option<String>,
+}
+
+/// A trial's persona: its model and where its calls are recorded.
+#[derive(Clone)]
+struct PersonaLink {
+    gateway: Arc<Gateway>,
+    model: String,
+    case_id: String,
+    epoch: u32,
+}
+
+/// One model call the persona is about to make.
+pub struct PersonaCall {
+    link: PersonaLink,
+    request: Value,
+}
+
+/// Answers the agent from a case's `user:` section.
+#[derive(Clone, Default)]
+pub struct SimulatedUser {
+    spec: UserSpec,
+    persona: Option<PersonaLink>,
+}
+
+impl SimulatedUser {
+    /// A scripted user following the spec (one who says "yes" to confirmations when `None`).
+    /// A persona in the spec is not played (there is no model to play it).
+    pub fn scripted(spec: Option<UserSpec>) -> Self {
+        SimulatedUser {
             spec: spec.unwrap_or_default(),
+            persona: None,
         }
+    }
+
+    /// The user of one trial: scripted, and played by a model through `models` if the spec has
+    /// a persona. Errs when a persona has no gateway or no model to play it.
+    pub fn for_trial(
+        spec: Option<UserSpec>,
+        models: Option<&PersonaModels>,
+        case_id: &str,
+        epoch: u32,
+    ) -> Result<Self, String> {
+        let spec = spec.unwrap_or_default();
+        let persona = match (&spec.persona, models) {
+            (None, _) => None,
+            (Some(_), None) => return Err(PERSONA_NEEDS_ENDPOINT.to_owned()),
+            (Some(_), Some(models)) => Some(PersonaLink {
+                gateway: Arc::clone(&models.gateway),
+                model: spec
+                    .model
+                    .clone()
+                    .or_else(|| models.default_model.clone())
+                    .ok_or(PERSONA_NEEDS_MODEL)?,
+                case_id: case_id.to_owned(),
+                epoch,
+            }),
+        };
+        Ok(SimulatedUser { spec, persona })
     }
 
     fn matching(&self, question: &str) -> Option<String> {
@@ -25,18 +107,30 @@ impl ScriptedUser {
             .map(|r| r.reply.clone())
     }
 
-    /// The answer to a confirmation request.
-    pub fn confirm(&self, question: &str) -> String {
-        self.matching(question)
-            .or_else(|| self.spec.confirm.clone())
-            .unwrap_or_else(|| "yes".to_owned())
-    }
-
-    /// The answer to any other question.
-    pub fn answer(&self, question: &str) -> String {
-        self.matching(question)
-            .or_else(|| self.spec.default.clone())
-            .unwrap_or_else(|| "I have nothing to add.".to_owned())
+    /// The reply to a question or confirmation request, given the conversation so far (the
+    /// trial's events, the request included).
+    pub fn reply(&self, turn: Turn, text: &str, history: &[Event]) -> Reply {
+        if let Some(reply) = self.matching(text) {
+            return Reply::Now(reply);
+        }
+        if let (Some(persona), Some(link)) = (&self.spec.persona, &self.persona) {
+            return Reply::Persona(PersonaCall {
+                request: persona_request(persona, &link.model, history),
+                link: link.clone(),
+            });
+        }
+        Reply::Now(match turn {
+            Turn::Confirm => self
+                .spec
+                .confirm
+                .clone()
+                .unwrap_or_else(|| "yes".to_owned()),
+            Turn::Ask => self
+                .spec
+                .default
+                .clone()
+                .unwrap_or_else(|| "I have nothing to add.".to_owned()),
+        })
     }
 
     /// Whether an answer approves: it starts with an affirmative word.
@@ -64,24 +158,190 @@ impl ScriptedUser {
     }
 }
 
+/// Why a persona cannot be played without an endpoint.
+pub const PERSONA_NEEDS_ENDPOINT: &str = "the case's user is an LLM persona, which needs a model \
+endpoint: give --gateway-upstream URL (or the suite's gateway.upstream), or --replay CASSETTE";
+
+/// Why a persona cannot be played without a model.
+pub const PERSONA_NEEDS_MODEL: &str = "the case's user is an LLM persona but no model plays it: \
+set the case's `user.model`, the suite's `user_model`, or --user-model";
+
+/// What the persona is told. It plays the user; the agent's words come to it as the user's
+/// role and its own as the assistant's (the conversation seen from the other side).
+pub const PERSONA_PROMPT: &str = "You are role-playing a user who is talking to an assistant \
+that acts for you through tools. Stay in character for the whole conversation.
+
+Who you are and what you want:
+{persona}
+
+Rules:
+- Write only your next message, short, as the user would type it.
+- Give the assistant only what it needs for its current question; do not reveal your whole goal at once.
+- Never invent facts that are not in your description. If you do not know something, say so.
+- When the assistant asks you to confirm an action, begin your reply with \"yes\" or \"no\", as your goal decides.
+- When your goal is met, or cannot be met, reply with ###STOP### and nothing else.";
+
+/// The chat request that asks the persona's model for the user's next message.
+pub fn persona_request(persona: &str, model: &str, history: &[Event]) -> Value {
+    let mut messages = vec![json!({
+        "role": "system",
+        "content": PERSONA_PROMPT.replace("{persona}", persona.trim()),
+    })];
+    for event in history {
+        let (role, text) = match event {
+            Event::UserMessage { text } | Event::ConfirmationResponse { text, .. } => {
+                ("assistant", text.clone())
+            }
+            Event::AgentMessage { text, .. } | Event::Question { text, .. } => {
+                ("user", text.clone())
+            }
+            Event::ConfirmationRequest { text, .. } => {
+                ("user", format!("{text}\n(Please confirm: yes or no.)"))
+            }
+            _ => continue,
+        };
+        messages.push(json!({"role": role, "content": text}));
+    }
+    json!({"model": model, "messages": messages, "temperature": 0})
+}
+
+impl PersonaCall {
+    /// Asks the persona's model for the user's next message, through the gateway (so the call
+    /// is recorded in the trial and in the cassette).
+    pub async fn answer(self, env: &SharedEnv) -> Result<String, String> {
+        let trial =
+            self.link
+                .gateway
+                .register_user(env.clone(), &self.link.case_id, self.link.epoch);
+        let response = reqwest::Client::new()
+            .post(format!("{}/chat/completions", trial.base_url))
+            .bearer_auth(&trial.key)
+            .json(&self.request)
+            .send()
+            .await
+            .map_err(|e| format!("the simulated user's model call failed: {e}"))?;
+        let status = response.status();
+        let body: Value = response.json().await.map_err(|e| {
+            format!("the simulated user's model answered something that is not JSON: {e}")
+        })?;
+        if !status.is_success() {
+            let message = body["error"]["message"]
+                .as_str()
+                .map_or_else(|| body.to_string(), str::to_owned);
+            return Err(format!(
+                "the simulated user's model call failed with {status}: {message}"
+            ));
+        }
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| format!("the simulated user's model gave no text: {body}"))
+    }
+}
+
+/// Puts a question or confirmation request to the user and records both sides; the answer.
+/// When the persona cannot answer, the trial is marked as failed by the harness and the agent
+/// hears that the user is unavailable.
+async fn put(env: &SharedEnv, step: u32, turn: Turn, text: &str) -> String {
+    let reply = lock(env).put_to_user(step, turn, text);
+    let answer = match reply {
+        Reply::Now(answer) => answer,
+        Reply::Persona(call) => match call.answer(env).await {
+            Ok(answer) => answer,
+            Err(why) => {
+                lock(env).harness_failed(why);
+                "(no answer: the simulated user is unavailable)".to_owned()
+            }
+        },
+    };
+    lock(env).user_answered(turn, answer.clone());
+    answer
+}
+
+/// Asks the user a question; the answer.
+pub async fn ask(env: &SharedEnv, step: u32, question: &str) -> String {
+    put(env, step, Turn::Ask, question).await
+}
+
+/// Asks the user to confirm an action; whether they approved, and what they said.
+pub async fn confirm(env: &SharedEnv, step: u32, action: &str) -> (bool, String) {
+    let answer = put(env, step, Turn::Confirm, action).await;
+    (SimulatedUser::approves(&answer), answer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use gauntlet_model::UserReply;
 
+    fn now(reply: Reply) -> String {
+        match reply {
+            Reply::Now(text) => text,
+            Reply::Persona(_) => panic!("expected a scripted reply"),
+        }
+    }
+
     #[test]
     fn replies_match_case_insensitively_then_defaults_apply() {
-        let user = ScriptedUser::new(Some(UserSpec {
+        let user = SimulatedUser::scripted(Some(UserSpec {
             replies: vec![UserReply {
                 pattern: "delete".into(),
                 reply: "No, do not delete it.".into(),
             }],
-            confirm: None,
             default: Some("INC-1".into()),
+            ..UserSpec::default()
         }));
-        assert_eq!(user.confirm("Really DELETE it?"), "No, do not delete it.");
-        assert!(!ScriptedUser::approves(&user.confirm("Really DELETE it?")));
-        assert!(ScriptedUser::approves(&user.confirm("Close it?")));
-        assert_eq!(user.answer("Which one?"), "INC-1");
+        let refusal = now(user.reply(Turn::Confirm, "Really DELETE it?", &[]));
+        assert_eq!(refusal, "No, do not delete it.");
+        assert!(!SimulatedUser::approves(&refusal));
+        assert!(SimulatedUser::approves(&now(user.reply(
+            Turn::Confirm,
+            "Close it?",
+            &[]
+        ))));
+        assert_eq!(now(user.reply(Turn::Ask, "Which one?", &[])), "INC-1");
+    }
+
+    #[test]
+    fn the_persona_sees_the_conversation_from_the_user_side_and_never_the_tools() {
+        let history = vec![
+            Event::UserMessage {
+                text: "Cancel my trip.".into(),
+            },
+            Event::Question {
+                step: 1,
+                text: "Which reservation?".into(),
+            },
+            Event::UserMessage {
+                text: "ABC123".into(),
+            },
+            Event::ConfirmationRequest {
+                step: 2,
+                text: "Cancel ABC123?".into(),
+            },
+        ];
+        let r = persona_request("You are Mia. You want ABC123 cancelled.", "m", &history);
+        let messages = r["messages"].as_array().unwrap();
+        assert!(
+            messages[0]["content"]
+                .as_str()
+                .unwrap()
+                .contains("You are Mia. You want ABC123 cancelled.")
+        );
+        let turns: Vec<(&str, &str)> = messages[1..]
+            .iter()
+            .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            turns,
+            vec![
+                ("assistant", "Cancel my trip."),
+                ("user", "Which reservation?"),
+                ("assistant", "ABC123"),
+                ("user", "Cancel ABC123?\n(Please confirm: yes or no.)"),
+            ]
+        );
+        assert_eq!(r["model"], "m");
     }
 }

@@ -772,7 +772,11 @@ fn constraint_scores(case: &Case, trajectory: &Trajectory, scores: &mut Vec<Scor
             .iter()
             .map(|e| match e {
                 Event::ToolCall(c) => c.latency_ms,
-                Event::ModelCall { latency_ms, .. } => *latency_ms,
+                Event::ModelCall {
+                    latency_ms,
+                    simulated_user: false,
+                    ..
+                } => *latency_ms,
                 _ => 0.0,
             })
             .sum();
@@ -786,7 +790,11 @@ fn constraint_scores(case: &Case, trajectory: &Trajectory, scores: &mut Vec<Scor
             .events
             .iter()
             .filter_map(|e| match e {
-                Event::ModelCall { ttft_ms, .. } => *ttft_ms,
+                Event::ModelCall {
+                    ttft_ms,
+                    simulated_user: false,
+                    ..
+                } => *ttft_ms,
                 _ => None,
             })
             .fold(0.0f64, f64::max);

@@ -124,6 +124,7 @@ impl AgentTrajectory {
                 cost_eur: self.total_cost_usd,
                 latency_ms: self.total_latency_seconds * 1000.0,
                 ttft_ms: None,
+                simulated_user: false,
             });
         }
         if let Some(answer) = &self.final_answer {

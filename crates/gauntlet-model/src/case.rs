@@ -277,6 +277,14 @@ pub struct UserSpec {
     /// Answer to any other question no reply matched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// An LLM persona that answers what no reply matched, through the LLM gateway: who the
+    /// user is and what they want (tau-bench's user `instruction`). The agent never sees it.
+    /// Excludes `confirm` and `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
+    /// The model that plays the persona (else the suite's `user_model`, else `--user-model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// One scripted reply of the simulated user.

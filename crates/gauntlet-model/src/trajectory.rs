@@ -114,6 +114,10 @@ pub enum Event {
         /// Time to first token in milliseconds, for streamed calls.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ttft_ms: Option<f64>,
+        /// Made by the simulated user's persona, not by the agent: left out of the agent's
+        /// tokens, cost and latency.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        simulated_user: bool,
     },
     /// What an out-of-process agent wrote on its standard error (kept for debugging).
     AgentStderr {
@@ -248,7 +252,8 @@ impl Trajectory {
         steps.len()
     }
 
-    /// Model tokens used (prompt plus completion).
+    /// Model tokens the agent used (prompt plus completion; the simulated user's are not the
+    /// agent's).
     pub fn tokens(&self) -> u64 {
         self.events
             .iter()
@@ -256,6 +261,7 @@ impl Trajectory {
                 Event::ModelCall {
                     prompt_tokens,
                     completion_tokens,
+                    simulated_user: false,
                     ..
                 } => prompt_tokens + completion_tokens,
                 _ => 0,
@@ -263,12 +269,25 @@ impl Trajectory {
             .sum()
     }
 
-    /// Model cost in euros.
+    /// The agent's model cost in euros.
     pub fn cost_eur(&self) -> f64 {
+        self.model_cost(false)
+    }
+
+    /// What the simulated user's persona cost, in euros.
+    pub fn user_cost_eur(&self) -> f64 {
+        self.model_cost(true)
+    }
+
+    fn model_cost(&self, by_user: bool) -> f64 {
         self.events
             .iter()
             .map(|e| match e {
-                Event::ModelCall { cost_eur, .. } => *cost_eur,
+                Event::ModelCall {
+                    cost_eur,
+                    simulated_user,
+                    ..
+                } if *simulated_user == by_user => *cost_eur,
                 _ => 0.0,
             })
             .sum()

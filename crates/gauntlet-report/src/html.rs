@@ -220,9 +220,14 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             cost_eur,
             latency_ms,
             ttft_ms,
+            simulated_user,
         } => {
             v.kind = "model";
-            v.title = format!("model call: {model}");
+            v.title = if *simulated_user {
+                format!("simulated user's model call: {model}")
+            } else {
+                format!("model call: {model}")
+            };
             v.body = format!(
                 "{prompt_tokens} prompt + {completion_tokens} completion tokens, {} EUR, {} ms{}",
                 fmt(*cost_eur),

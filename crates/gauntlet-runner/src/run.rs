@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gauntlet_agent::{Agent, AgentInput, ScriptedUser, SimulatedEnvironment};
+use gauntlet_agent::{Agent, AgentInput, PersonaModels, SimulatedEnvironment, SimulatedUser};
 use gauntlet_model::{Case, Context, TrialRecord, TrialStatus};
 use gauntlet_world::{FaultPlan, Simulator, World};
 use serde_json::Value;
@@ -40,6 +40,8 @@ pub struct RunPlan {
     pub trial_timeout: Duration,
     /// Custom evaluators run on every trial, and the folder they run in.
     pub custom: Arc<(Vec<crate::CustomEvaluator>, std::path::PathBuf)>,
+    /// Where users with an LLM persona get their words (none: such cases err).
+    pub persona: Option<PersonaModels>,
 }
 
 /// What the runner tells its caller while it runs.
@@ -73,6 +75,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     let timeout = plan.trial_timeout;
     for (index, trial) in plan.trials.into_iter().enumerate() {
         let custom = Arc::clone(&plan.custom);
+        let persona = plan.persona.clone();
         let semaphore = Arc::clone(&semaphore);
         let agent = Arc::clone(&agent);
         let tx = tx.clone();
@@ -87,7 +90,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
             });
             let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
-            let record = match tokio::spawn(run_one(trial, agent, timeout, custom)).await {
+            let record = match tokio::spawn(run_one(trial, agent, timeout, custom, persona)).await {
                 Ok(r) => r,
                 Err(_) => error_record(&spare, "the trial panicked".to_owned()),
             };
@@ -127,20 +130,26 @@ async fn run_one(
     agent: Arc<dyn Agent>,
     timeout: Duration,
     custom: Arc<(Vec<crate::CustomEvaluator>, std::path::PathBuf)>,
+    persona: Option<PersonaModels>,
 ) -> TrialRecord {
     let started = Instant::now();
     let case = &trial.case;
+    let user = match SimulatedUser::for_trial(
+        case.user.clone(),
+        persona.as_ref(),
+        &case.case_id,
+        trial.epoch,
+    ) {
+        Ok(user) => user,
+        Err(why) => return error_record(&trial, why),
+    };
     let simulator = Simulator::new(
         Arc::clone(&trial.world),
         (*trial.initial_state).clone(),
         trial.context.clone(),
         trial.faults.clone(),
     );
-    let env = SimulatedEnvironment::new(
-        simulator,
-        ScriptedUser::new(case.user.clone()),
-        &case.user_input,
-    );
+    let env = SimulatedEnvironment::new(simulator, user, &case.user_input);
     let input = AgentInput {
         case_id: case.case_id.clone(),
         user_input: case.user_input.clone(),
@@ -159,7 +168,13 @@ async fn run_one(
             )),
         ),
     };
-    let (trajectory, final_state) = gauntlet_agent::lock(&env).finish(final_answer);
+    let (trajectory, final_state, harness_failure) = {
+        let mut env = gauntlet_agent::lock(&env);
+        let (trajectory, final_state) = env.finish(final_answer);
+        (trajectory, final_state, env.harness_failure())
+    };
+    // The harness's own failure (the simulated user could not answer) outranks the agent's.
+    let error = harness_failure.or(error);
     let spec = trial.world.spec();
     let cx = gauntlet_eval::EvalContext {
         tools: &spec.tools,

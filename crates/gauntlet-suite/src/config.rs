@@ -54,6 +54,10 @@ pub struct SuiteConfig {
     /// The most model calls the built-in agent makes per trial (20 when absent).
     #[serde(default)]
     pub max_steps: Option<u32>,
+    /// The model that plays users with an LLM `persona` when their case names none
+    /// (`--user-model` overrides it).
+    #[serde(default)]
+    pub user_model: Option<String>,
 }
 
 /// The LLM gateway's configuration.

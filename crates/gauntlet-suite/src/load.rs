@@ -400,6 +400,19 @@ fn check_cases(
                 format!("case id `{}` is used twice", case.case_id),
             ));
         }
+        if let Some(user) = case.user.as_ref().filter(|u| u.persona.is_some()) {
+            for (field, set) in [
+                ("confirm", user.confirm.is_some()),
+                ("default", user.default.is_some()),
+            ] {
+                if set {
+                    problems.push(lc.diagnostic(
+                        &format!("/user/{field}"),
+                        format!("`user.{field}` is never used: the persona answers what no reply matches (drop one of the two)"),
+                    ));
+                }
+            }
+        }
         let Some(world_name) = &lc.world else {
             problems.push(lc.diagnostic(
                 "",
@@ -635,6 +648,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         evaluators: Vec::new(),
         gateway: None,
         system_prompt: None,
+        user_model: None,
         max_steps: None,
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);

@@ -147,6 +147,11 @@ impl Simulator {
         }
     }
 
+    /// The trial's events so far.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
     /// Appends a non-tool event (messages, confirmations, model calls).
     pub fn record(&mut self, event: Event) {
         self.events.push(event);

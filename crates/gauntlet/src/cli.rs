@@ -179,6 +179,10 @@ pub struct RunArgs {
     /// Answer model calls from this cassette only: no upstream, no key.
     #[arg(long)]
     pub replay: Option<PathBuf>,
+    /// The model that plays users with an LLM `persona`, when their case names none (default:
+    /// the suite's `user_model`). Its calls go through the gateway like the agent's.
+    #[arg(long)]
+    pub user_model: Option<String>,
     /// Only run cases whose id contains this text.
     #[arg(long)]
     pub filter: Option<String>,

@@ -1585,6 +1585,278 @@ fn model_calls(trial: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// Each trial's case, epoch and events, without what differs between two runs of the same
+/// trajectory (stderr, the simulator's own timings), sorted.
+fn trial_shapes(trials: &[Value]) -> Vec<(String, u64, Vec<Value>)> {
+    let mut v: Vec<(String, u64, Vec<Value>)> = trials
+        .iter()
+        .map(|t| {
+            let events = t["trajectory"]["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["type"] != "agent_stderr")
+                .map(|e| {
+                    let mut e = e.clone();
+                    if e["type"] == "tool_call" {
+                        e.as_object_mut().unwrap().remove("latency_ms");
+                        e.as_object_mut().unwrap().remove("at_ms");
+                    }
+                    e
+                })
+                .collect();
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64().unwrap(),
+                events,
+            )
+        })
+        .collect();
+    v.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+    v
+}
+
+fn read_trials(run: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The example's ambiguous-checkout case with its scripted replies swapped for a persona.
+fn persona_case(suite: &Path, persona: &str) {
+    let file = suite.join("cases/desk/09-ambiguous.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "user:\n  replies:\n    - pattern: which\n      reply: INC-004301, the EU cards one.\n",
+        &format!("user:\n  model: fake-user\n  persona: >-\n    {persona}\n"),
+    );
+    assert!(text.contains("persona:"), "the example case changed");
+    std::fs::write(file, text).unwrap();
+}
+
+#[test]
+fn an_llm_persona_answers_through_the_gateway_and_its_cassette_replays_without_the_upstream() {
+    let (tmp, suite) = example();
+    persona_case(
+        &suite,
+        "You are Sam from payments. The incident you want closed is INC-004301, the EU card errors. You approve closing it.",
+    );
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let cassette = tmp.path().join("users.jsonl");
+    let (a, b) = (suite.join("recorded"), suite.join("replayed"));
+    let args = [
+        "run",
+        s(&suite),
+        "--filter",
+        "ambiguous-checkout",
+        "--epochs",
+        "2",
+    ];
+    let o = run(&[
+        &args[..],
+        &[
+            "--gateway-upstream",
+            &upstream.url,
+            "--record",
+            s(&cassette),
+        ],
+        &["--out", s(&a), "--quiet"],
+    ]
+    .concat());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let recorded = read_trials(&a);
+    assert_eq!(recorded.len(), 2);
+    for t in &recorded {
+        assert_eq!(t["status"], "passed", "{}", t["error"]);
+        let events = t["trajectory"]["events"].as_array().unwrap();
+        let said: Vec<(&str, &str)> = events
+            .iter()
+            .filter_map(|e| Some((e["type"].as_str()?, e["text"].as_str()?)))
+            .collect();
+        // The persona named the incident it was told about and approved the close; the agent
+        // saw neither the persona nor its model.
+        assert!(
+            said.contains(&("user_message", "It is INC-004301.")),
+            "{said:?}"
+        );
+        assert!(said.contains(&("confirmation_response", "Yes, go ahead.")));
+        let calls = model_calls(t);
+        assert_eq!(calls.len(), 2, "one question, one confirmation: {calls:?}");
+        for c in &calls {
+            assert_eq!(c["simulated_user"], true);
+            assert_eq!(c["model"], "fake-user");
+            assert!(c["prompt_tokens"].as_u64().unwrap() > 0);
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(&cassette).unwrap().lines().count(),
+        4,
+        "2 user calls × 2 epochs"
+    );
+    // The agent used no model: the user's tokens are not the agent's.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        results["trials"][0]["tokens"], 0,
+        "{}",
+        results["trials"][0]
+    );
+    drop(upstream);
+    let o = run(&[
+        &args[..],
+        &["--replay", s(&cassette), "--out", s(&b), "--quiet"],
+    ]
+    .concat());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(trial_shapes(&recorded), trial_shapes(&read_trials(&b)));
+}
+
+#[test]
+fn a_persona_that_refuses_changes_the_outcome_and_one_without_endpoint_or_model_is_refused() {
+    let (tmp, suite) = example();
+    persona_case(
+        &suite,
+        "You are Sam from payments. You asked about INC-004301 but do not want anything closed today.",
+    );
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "ambiguous-checkout",
+        "--gateway-upstream",
+        &upstream.url,
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["trials"][0]["status"], "failed", "{}", o.stdout);
+    // No endpoint: refused before anything runs, naming the case and its file.
+    let o = run(&["run", s(&suite), "--filter", "ambiguous-checkout"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("ambiguous-checkout") && o.stderr.contains("09-ambiguous.yaml"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("--gateway-upstream"), "{}", o.stderr);
+    // No model: refused, saying where a model can be named.
+    let file = suite.join("cases/desk/09-ambiguous.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("  model: fake-user\n", "")).unwrap();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "ambiguous-checkout",
+        "--gateway-upstream",
+        &upstream.url,
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--user-model"), "{}", o.stderr);
+    // A persona leaves `confirm` unused: `check` says so at the field.
+    std::fs::write(
+        &file,
+        text.replace("  model: fake-user\n", "  confirm: yes\n"),
+    )
+    .unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("09-ambiguous.yaml:5:3:")
+            && o.stderr.contains("`user.confirm` is never used"),
+        "{}",
+        o.stderr
+    );
+    std::fs::write(&file, text).unwrap();
+    // A cassette without the user's calls: the trial is the harness's error, not the agent's.
+    let empty = tmp.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "ambiguous-checkout",
+        "--replay",
+        s(&empty),
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    let trial = &r["trials"][0];
+    assert_eq!(trial["status"], "error", "{trial}");
+    assert!(
+        trial["error"]
+            .as_str()
+            .unwrap()
+            .contains("no cassette entry"),
+        "{trial}"
+    );
+}
+
+#[test]
+fn an_agent_over_mcp_gets_the_persona_s_answer_to_its_confirmation_request() {
+    if !python_has("mcp") {
+        return;
+    }
+    let (tmp, suite) = example();
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let file = suite.join("cases/desk/01-close-mitigated.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let agent = format!(
+        "cmd:python3 {}",
+        s(&repo().join("examples/agents/rule_based_mcp.py"))
+    );
+    let mut statuses = Vec::new();
+    for persona in [
+        "You are Ana. You approve closing INC-004217.",
+        "You are Ana. You changed your mind: INC-004217 must stay open.",
+    ] {
+        std::fs::write(
+            &file,
+            format!("{text}user:\n  persona: >-\n    {persona}\n"),
+        )
+        .unwrap();
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--agent",
+            &agent,
+            "--filter",
+            "close-mitigated",
+            "--gateway-upstream",
+            &upstream.url,
+            "--user-model",
+            "fake-user",
+            "--json",
+        ]);
+        let r: Value = serde_json::from_str(&o.stdout).expect(&o.stderr);
+        let trial = &r["trials"][0];
+        statuses.push((
+            trial["status"].as_str().unwrap().to_owned(),
+            trial["final_state"]["incidents"]["INC-004217"]["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        ));
+    }
+    assert_eq!(
+        statuses,
+        [
+            ("passed".to_owned(), "closed".to_owned()),
+            ("failed".to_owned(), "mitigated".to_owned())
+        ]
+    );
+}
+
 #[test]
 fn the_openai_client_goes_through_the_gateway_and_a_cassette_replays_it_without_the_upstream() {
     if !python_has("openai") || !python_has("mcp") {
@@ -1677,42 +1949,10 @@ fn the_openai_client_goes_through_the_gateway_and_a_cassette_replays_it_without_
         "--quiet",
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let replayed: Vec<Value> = std::fs::read_to_string(b.join("trials.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let shape = |trials: &[Value]| -> Vec<(String, u64, Vec<Value>)> {
-        let mut v: Vec<(String, u64, Vec<Value>)> = trials
-            .iter()
-            .map(|t| {
-                let events = t["trajectory"]["events"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|e| e["type"] != "agent_stderr")
-                    .map(|e| {
-                        let mut e = e.clone();
-                        if e["type"] == "tool_call" {
-                            e.as_object_mut().unwrap().remove("latency_ms");
-                            e.as_object_mut().unwrap().remove("at_ms");
-                        }
-                        e
-                    })
-                    .collect();
-                (
-                    t["case_id"].as_str().unwrap().to_owned(),
-                    t["epoch"].as_u64().unwrap(),
-                    events,
-                )
-            })
-            .collect();
-        v.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
-        v
-    };
+    let replayed = read_trials(&b);
     assert_eq!(
-        shape(&recorded),
-        shape(&replayed),
+        trial_shapes(&recorded),
+        trial_shapes(&replayed),
         "a replayed run reproduces the recorded trajectory"
     );
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, Mode};
 use gauntlet_agent::{
-    AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, ReplayAgent, ScriptAgent, parse_agent_spec,
+    AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, PersonaModels, ReplayAgent, ScriptAgent,
+    SimulatedUser, parse_agent_spec,
 };
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
@@ -250,11 +251,13 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         pb
     };
     let mut write_error = None;
+    let persona = persona_models(&args, &suite, gateway.as_ref(), &cases)?;
     let plan = RunPlan {
         trials,
         concurrency: args.concurrency.max(1),
         trial_timeout: Duration::from_secs_f64(args.trial_timeout),
         custom: Arc::new((custom_evaluators(&suite), suite.root.clone())),
+        persona,
     };
     // Records are written as trials end and only their summaries are kept.
     let mut summaries: Vec<Option<TrialSummary>> = (0..total).map(|_| None).collect();
@@ -350,6 +353,33 @@ fn start_gateway(
         .block_on(Gateway::start(config))
         .map(|g| Some(Arc::new(g)))
         .map_err(|e| ExpectedError::input(format!("cannot start the LLM gateway: {e}")))
+}
+
+/// Where users with an LLM persona get their words; an input error, naming the case, when a
+/// case's persona has no endpoint or no model.
+fn persona_models(
+    args: &RunArgs,
+    suite: &gauntlet_suite::Suite,
+    gateway: Option<&Arc<Gateway>>,
+    cases: &[&gauntlet_suite::LoadedCase],
+) -> Result<Option<PersonaModels>, ExpectedError> {
+    let models = gateway.map(|g| PersonaModels {
+        gateway: Arc::clone(g),
+        default_model: args.user_model.clone().or(suite.config.user_model.clone()),
+    });
+    for lc in cases {
+        let case = &lc.case;
+        if let Err(why) =
+            SimulatedUser::for_trial(case.user.clone(), models.as_ref(), &case.case_id, 0)
+        {
+            return Err(ExpectedError::input(format!(
+                "case `{}` ({}): {why}",
+                case.case_id,
+                lc.file.display()
+            )));
+        }
+    }
+    Ok(models)
 }
 
 /// The suite's custom evaluators, for the runner.

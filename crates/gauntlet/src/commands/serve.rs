@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use gauntlet_agent::{ScriptedUser, SimulatedEnvironment, lock, mcp};
+use gauntlet_agent::{SimulatedEnvironment, SimulatedUser, lock, mcp};
 use gauntlet_model::{TrialStatus, TrialSummary};
 use gauntlet_world::{FaultPlan, FaultRule, Simulator};
 
@@ -50,9 +50,13 @@ pub fn serve(
         context,
         FaultPlan { rules, seed: 0 },
     );
-    let env =
-        SimulatedEnvironment::new(sim, ScriptedUser::new(case.user.clone()), &case.user_input)
-            .shared();
+    if case.user.as_ref().is_some_and(|u| u.persona.is_some()) {
+        eprintln!(
+            "note: the case's user persona is played only by `gauntlet run`; here the user answers from its scripted replies"
+        );
+    }
+    let user = SimulatedUser::scripted(case.user.clone());
+    let env = SimulatedEnvironment::new(sim, user, &case.user_input).shared();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,7 +1,10 @@
 """A tiny, deterministic OpenAI-compatible chat server for tests (no model, no network).
 
 It plays an incident-desk agent: asked about an incident (INC-NNNNNN) with a `get_incident` tool
-available, it calls the tool; given the tool's result, it answers with the status. It supports
+available, it calls the tool; given the tool's result, it answers with the status.
+Asked to role-play a user (gauntlet's persona prompt), it plays the persona in its system
+message: a question gets the first incident id the persona names ("I don't know." if none); a
+confirmation request gets "yes" when the persona says it approves, else a refusal. It supports
 `stream: true` (SSE chunks, the usage in the last chunk when `stream_options.include_usage`).
 Usage: fake_openai.py PORT_FILE   (binds 127.0.0.1:0 and writes the port to PORT_FILE)
 """
@@ -12,8 +15,21 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def play_user(messages):
+    persona = messages[0].get("content") or ""
+    asked = messages[-1].get("content") or ""
+    if "(Please confirm: yes or no.)" in asked:
+        if "You approve" in persona:
+            return {"role": "assistant", "content": "Yes, go ahead."}
+        return {"role": "assistant", "content": "No, leave it as it is."}
+    ids = re.findall(r"INC-\d{6}", persona.split("Rules:")[0])
+    return {"role": "assistant", "content": f"It is {ids[0]}." if ids else "I don't know."}
+
+
 def reply(body):
     messages = body.get("messages", [])
+    if messages and "role-playing a user" in (messages[0].get("content") or ""):
+        return play_user(messages)
     tools = {t["function"]["name"] for t in body.get("tools", [])}
     last = messages[-1]
     if last.get("role") == "tool":
