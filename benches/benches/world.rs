@@ -88,6 +88,7 @@ fn airline() {
         split: "test".into(),
         users: None,
         out: Default::default(),
+        persona: false,
     })
     .expect("airline data");
     let mb = domain.initial.to_string().len() as f64 / 1e6;

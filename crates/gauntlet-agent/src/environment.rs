@@ -67,11 +67,14 @@ pub struct SimulatedEnvironment {
 }
 
 impl SimulatedEnvironment {
-    /// An environment whose first event is the user's request.
+    /// An environment whose first event is the user's request (when there is one: a persona
+    /// opens in its own words, see [`crate::user::open`]).
     pub fn new(mut simulator: Simulator, user: SimulatedUser, user_input: &str) -> Self {
-        simulator.record(Event::UserMessage {
-            text: user_input.to_owned(),
-        });
+        if !user_input.is_empty() {
+            simulator.record(Event::UserMessage {
+                text: user_input.to_owned(),
+            });
+        }
         SimulatedEnvironment {
             tools: simulator.world().spec().tools.clone(),
             sim: Some(simulator),
@@ -116,17 +119,18 @@ impl Environment for SimulatedEnvironment {
 
     fn put_to_user(&mut self, step: u32, turn: Turn, text: &str) -> Reply {
         let asked = text.to_owned();
-        self.record(match turn {
-            Turn::Ask => Event::Question { step, text: asked },
-            Turn::Confirm => Event::ConfirmationRequest { step, text: asked },
-        });
+        match turn {
+            Turn::Open => {}
+            Turn::Ask => self.record(Event::Question { step, text: asked }),
+            Turn::Confirm => self.record(Event::ConfirmationRequest { step, text: asked }),
+        }
         let history = self.sim.as_ref().map(Simulator::events).unwrap_or_default();
         self.user.reply(turn, text, history)
     }
 
     fn user_answered(&mut self, turn: Turn, text: String) {
         self.record(match turn {
-            Turn::Ask => Event::UserMessage { text },
+            Turn::Open | Turn::Ask => Event::UserMessage { text },
             Turn::Confirm => Event::ConfirmationResponse {
                 approved: SimulatedUser::approves(&text),
                 text,

@@ -16,6 +16,8 @@ use crate::gateway::Gateway;
 /// What the agent put to the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turn {
+    /// Nothing yet: the user opens the conversation (a persona whose case has no `user_input`).
+    Open,
     /// A question.
     Ask,
     /// A confirmation request.
@@ -120,6 +122,7 @@ impl SimulatedUser {
             });
         }
         Reply::Now(match turn {
+            Turn::Open => String::new(),
             Turn::Confirm => self
                 .spec
                 .confirm
@@ -181,12 +184,21 @@ Rules:
 - When the assistant asks you to confirm an action, begin your reply with \"yes\" or \"no\", as your goal decides.
 - When your goal is met, or cannot be met, reply with ###STOP### and nothing else.";
 
+/// What the persona hears before it opens the conversation.
+pub const PERSONA_GREETING: &str = "Hi! How can I help you today?";
+
 /// The chat request that asks the persona's model for the user's next message.
 pub fn persona_request(persona: &str, model: &str, history: &[Event]) -> Value {
     let mut messages = vec![json!({
         "role": "system",
         "content": PERSONA_PROMPT.replace("{persona}", persona.trim()),
     })];
+    if !history
+        .iter()
+        .any(|e| matches!(e, Event::UserMessage { .. }))
+    {
+        messages.push(json!({"role": "user", "content": PERSONA_GREETING}));
+    }
     for event in history {
         let (role, text) = match event {
             Event::UserMessage { text } | Event::ConfirmationResponse { text, .. } => {
@@ -257,6 +269,24 @@ async fn put(env: &SharedEnv, step: u32, turn: Turn, text: &str) -> String {
     };
     lock(env).user_answered(turn, answer.clone());
     answer
+}
+
+/// The user's opening request: `user_input` when the case has one (recorded when the
+/// environment was made), else the persona's first message. Errs when the persona cannot speak.
+pub async fn open(env: &SharedEnv, user_input: &str) -> Result<String, String> {
+    if !user_input.is_empty() {
+        return Ok(user_input.to_owned());
+    }
+    let reply = lock(env).put_to_user(0, Turn::Open, "");
+    let opening = match reply {
+        Reply::Now(text) => text,
+        Reply::Persona(call) => call.answer(env).await?,
+    };
+    if opening.is_empty() {
+        return Err("the case has no user_input and its user no persona to open with".to_owned());
+    }
+    lock(env).user_answered(Turn::Open, opening.clone());
+    Ok(opening)
 }
 
 /// Asks the user a question; the answer.

@@ -55,6 +55,9 @@ pub struct Options {
     pub users: Option<PathBuf>,
     /// The suite folder to write.
     pub out: PathBuf,
+    /// Give each case an LLM persona playing the instruction, which opens the conversation
+    /// (tau-bench's own setting), instead of handing the instruction to the agent as its input.
+    pub persona: bool,
 }
 
 /// What an import wrote.
@@ -180,8 +183,13 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     for (index, task) in tasks.iter().enumerate() {
         let case_id = format!("{}-{}-{index}", opts.domain, opts.split);
         let at = format!("{}: task {index}", tasks_path.display());
-        let (case, refused) = case_of(&case_id, task, &world, &initial)
+        let (mut case, refused) = case_of(&case_id, task, &world, &initial)
             .map_err(|m| invalid(&tasks_path, &format!("{at}: {m}")))?;
+        if opts.persona
+            && let Some(instruction) = case.as_object_mut().and_then(|c| c.remove("user_input"))
+        {
+            case["user"] = json!({"persona": instruction});
+        }
         summary.refused_gold_actions.extend(refused);
         if case["expected_outcome"].get("said_contains").is_some() {
             summary.with_outputs += 1;

@@ -26,6 +26,7 @@ fn options(data: PathBuf, out: PathBuf) -> Options {
         domain: "airline".into(),
         split: "test".into(),
         out,
+        persona: false,
     }
 }
 

@@ -18,8 +18,9 @@ pub struct Case {
     /// Unique id of the case within its suite (the article calls it `task_id`).
     #[serde(alias = "task_id")]
     pub case_id: String,
-    /// What the user asks the agent (the article calls it `goal`).
-    #[serde(alias = "goal")]
+    /// What the user asks the agent (the article calls it `goal`). May be left out when the
+    /// user has a `persona`: the persona then opens the conversation in its own words.
+    #[serde(alias = "goal", default, skip_serializing_if = "String::is_empty")]
     pub user_input: String,
     /// Free text for people reading the suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]

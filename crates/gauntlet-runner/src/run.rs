@@ -149,18 +149,23 @@ async fn run_one(
         trial.context.clone(),
         trial.faults.clone(),
     );
-    let env = SimulatedEnvironment::new(simulator, user, &case.user_input);
-    let input = AgentInput {
-        case_id: case.case_id.clone(),
-        user_input: case.user_input.clone(),
-        epoch: trial.epoch,
-        seed: trial.seed,
+    let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
+    let run_agent = async {
+        let user_input = gauntlet_agent::user::open(&env, &case.user_input).await?;
+        let input = AgentInput {
+            case_id: case.case_id.clone(),
+            user_input,
+            epoch: trial.epoch,
+            seed: trial.seed,
+        };
+        agent
+            .run(&input, env.clone())
+            .await
+            .map_err(|e| format!("agent failed: {e}"))
     };
-    let env = env.shared();
-    let outcome = tokio::time::timeout(timeout, agent.run(&input, env.clone())).await;
-    let (final_answer, error) = match outcome {
+    let (final_answer, error) = match tokio::time::timeout(timeout, run_agent).await {
         Ok(Ok(out)) => (out.final_answer, None),
-        Ok(Err(e)) => (None, Some(format!("agent failed: {e}"))),
+        Ok(Err(e)) => (None, Some(e)),
         Err(_) => (
             None,
             Some(format!(

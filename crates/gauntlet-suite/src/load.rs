@@ -400,6 +400,13 @@ fn check_cases(
                 format!("case id `{}` is used twice", case.case_id),
             ));
         }
+        let persona = case.user.as_ref().is_some_and(|u| u.persona.is_some());
+        if case.user_input.trim().is_empty() && !persona {
+            problems.push(lc.diagnostic(
+                "",
+                "the case has no `user_input`: give one, or a `user.persona` that opens the conversation",
+            ));
+        }
         if let Some(user) = case.user.as_ref().filter(|u| u.persona.is_some()) {
             for (field, set) in [
                 ("confirm", user.confirm.is_some()),

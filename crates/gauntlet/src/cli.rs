@@ -123,6 +123,11 @@ pub enum Command {
         /// The suite folder to write (created; existing files are overwritten).
         #[arg(long)]
         out: PathBuf,
+        /// Play each task's user as tau-bench does: an LLM persona holds the instruction and
+        /// opens the conversation (`user.persona`, no `user_input`). Running such a suite needs
+        /// a model: --user-model and --gateway-upstream (or --replay).
+        #[arg(long)]
+        persona: bool,
     },
     /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
     ///

@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::FakeUpstream;
 use serde_json::Value;
+
+mod common;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -1528,42 +1531,6 @@ fn the_agent_environment_holds_no_secret_of_the_harness() {
     );
 }
 
-/// The fake OpenAI-compatible upstream (Python), killed when dropped.
-struct FakeUpstream {
-    child: std::process::Child,
-    url: String,
-}
-
-impl FakeUpstream {
-    fn start(dir: &Path) -> Option<FakeUpstream> {
-        let port_file = dir.join("fake.port");
-        let child = std::process::Command::new("python3")
-            .arg(repo().join("crates/gauntlet/tests/python/fake_openai.py"))
-            .arg(&port_file)
-            .spawn()
-            .ok()?;
-        for _ in 0..100 {
-            if let Ok(p) = std::fs::read_to_string(&port_file)
-                && !p.is_empty()
-            {
-                return Some(FakeUpstream {
-                    child,
-                    url: format!("http://127.0.0.1:{p}/v1"),
-                });
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-impl Drop for FakeUpstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn python_has(module: &str) -> bool {
     let ok = std::process::Command::new("python3")
         .args(["-c", &format!("import {module}")])
@@ -1797,6 +1764,70 @@ fn a_persona_that_refuses_changes_the_outcome_and_one_without_endpoint_or_model_
             .contains("no cassette entry"),
         "{trial}"
     );
+}
+
+#[test]
+fn a_persona_without_user_input_opens_the_conversation_and_the_agent_gets_its_words() {
+    let (tmp, suite) = example();
+    persona_case(
+        &suite,
+        "Close the checkout incident. You are Sam from payments; the one you mean is INC-004301. You approve closing it.",
+    );
+    let file = suite.join("cases/desk/09-ambiguous.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("user_input: Close the checkout incident.\n", ""),
+    )
+    .unwrap();
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let base = ["run", s(&suite), "--filter", "ambiguous-checkout"];
+    let up = ["--gateway-upstream", upstream.url.as_str()];
+    let o = run(&[&base[..], &up[..], &["--json"]].concat());
+    assert_eq!(o.code, 0, "{}{}", o.stderr, o.stdout);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["trials"][0]["status"], "passed");
+    // A command agent gets the persona's opening as its input.
+    let out = tmp.path().join("env-run");
+    let o = run(&[
+        &base[..],
+        &up[..],
+        &["--agent", "cmd:env", "--out", s(&out)],
+    ]
+    .concat());
+    assert_eq!(o.code, 1, "the case fails, the run completes: {}", o.stderr);
+    let events = read_trials(&out)[0]["trajectory"]["events"].clone();
+    let answer = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "final_answer")
+        .unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The persona's call, then its words, open the trajectory.
+    assert_eq!(events[0]["type"], "model_call");
+    assert_eq!(events[0]["simulated_user"], true);
+    assert_eq!(events[1]["type"], "user_message");
+    assert_eq!(events[1]["text"], "Close the checkout incident.");
+    assert!(
+        answer.contains("GAUNTLET_USER_INPUT=Close the checkout incident.\n"),
+        "{answer}"
+    );
+    // Without a persona, a case needs its user_input.
+    std::fs::write(
+        &file,
+        text.replace("user_input: Close the checkout incident.\n", "")
+            .replace("  persona: >-\n", "  default: >-\n"),
+    )
+    .unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no `user_input`"), "{}", o.stderr);
 }
 
 #[test]

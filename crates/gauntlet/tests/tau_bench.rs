@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::FakeUpstream;
 use serde_json::Value;
+
+mod common;
 
 fn data() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/tau-bench");
@@ -173,4 +176,72 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(text.contains("airline-test-49"));
     assert!(text.len() < 20_000_000, "report of {} bytes", text.len());
+}
+
+#[test]
+fn tau_bench_users_can_be_llm_personas_that_open_the_conversation() {
+    let Some(data) = data() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("airline");
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    gauntlet(&[
+        "import",
+        "tau-bench",
+        &s(&data),
+        "--persona",
+        "--out",
+        &s(&suite),
+    ]);
+    let tasks: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(data.join("derived/airline_tasks_test.json")).unwrap(),
+    )
+    .unwrap();
+    let cases: Vec<Value> = std::fs::read_to_string(suite.join("cases/airline-test.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(cases.len(), tasks.len());
+    for (case, task) in cases.iter().zip(&tasks) {
+        assert_eq!(case["user"]["persona"], task["instruction"]);
+        assert!(case.get("user_input").is_none(), "{case}");
+    }
+    let Some(upstream) = FakeUpstream::start(dir.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    // The gold path, with the persona opening each conversation in its own words.
+    let out = dir.path().join("run");
+    gauntlet(&[
+        "run",
+        &s(&suite),
+        "--filter",
+        "airline-test-1",
+        "--gateway-upstream",
+        &upstream.url,
+        "--user-model",
+        "fake-user",
+        "--out",
+        &s(&out),
+        "--quiet",
+    ]);
+    let trials: Vec<Value> = std::fs::read_to_string(out.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // airline-test-1 and airline-test-10 to 19.
+    assert_eq!(trials.len(), 11);
+    for t in &trials {
+        assert_eq!(t["status"], "passed", "{}", t["case_id"]);
+        let opening = t["trajectory"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "user_message")
+            .unwrap()["text"]
+            .as_str()
+            .unwrap();
+        assert!(opening.starts_with("Your user id is "), "{opening}");
+    }
 }

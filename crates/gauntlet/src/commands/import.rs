@@ -1,7 +1,5 @@
 //! `gauntlet import BENCHMARK DATA_DIR --out SUITE_DIR`: a suite from a peer benchmark's data.
 
-use std::path::PathBuf;
-
 use gauntlet_import::{ImportError, tau_bench};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
@@ -13,22 +11,8 @@ pub enum Benchmark {
     TauBench,
 }
 
-pub fn import(
-    benchmark: Benchmark,
-    data_dir: PathBuf,
-    domain: String,
-    split: String,
-    users: Option<PathBuf>,
-    out: PathBuf,
-) -> Result<i32, ExpectedError> {
+pub fn import(benchmark: Benchmark, opts: tau_bench::Options) -> Result<i32, ExpectedError> {
     let Benchmark::TauBench = benchmark;
-    let opts = tau_bench::Options {
-        data_dir,
-        domain,
-        split,
-        users,
-        out,
-    };
     let summary = tau_bench::import(&opts).map_err(|e| match e {
         ImportError::Io { .. } if !opts.data_dir.exists() => ExpectedError::input(format!(
             "{}: no such folder (it should hold tau-bench's data: tau_bench/envs/{}/data and \

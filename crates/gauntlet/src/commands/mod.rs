@@ -37,7 +37,18 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             split,
             users,
             out,
-        } => import::import(benchmark, data_dir, domain, split, users, out),
+            persona,
+        } => import::import(
+            benchmark,
+            gauntlet_import::tau_bench::Options {
+                data_dir,
+                domain,
+                split,
+                users,
+                out,
+                persona,
+            },
+        ),
         Command::Serve {
             suite,
             case,

@@ -4,7 +4,8 @@ It plays an incident-desk agent: asked about an incident (INC-NNNNNN) with a `ge
 available, it calls the tool; given the tool's result, it answers with the status.
 Asked to role-play a user (gauntlet's persona prompt), it plays the persona in its system
 message: a question gets the first incident id the persona names ("I don't know." if none); a
-confirmation request gets "yes" when the persona says it approves, else a refusal. It supports
+confirmation request gets "yes" when the persona says it approves, else a refusal; the greeting
+before the conversation gets the persona's first sentence. It supports
 `stream: true` (SSE chunks, the usage in the last chunk when `stream_options.include_usage`).
 Usage: fake_openai.py PORT_FILE   (binds 127.0.0.1:0 and writes the port to PORT_FILE)
 """
@@ -18,6 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 def play_user(messages):
     persona = messages[0].get("content") or ""
     asked = messages[-1].get("content") or ""
+    if asked == "Hi! How can I help you today?":
+        who = persona.split("what you want:")[-1].split("Rules:")[0].strip()
+        return {"role": "assistant", "content": who.split(". ")[0].rstrip(".") + "."}
     if "(Please confirm: yes or no.)" in asked:
         if "You approve" in persona:
             return {"role": "assistant", "content": "Yes, go ahead."}
