@@ -42,6 +42,9 @@ pub trait Environment: Send {
     fn harness_failed(&mut self, why: String);
     /// The first harness failure noted, if any.
     fn harness_failure(&self) -> Option<String>;
+    /// Whether the user replies to the agent's messages (an LLM persona), so that an agent's
+    /// text is a turn of a conversation rather than its final answer.
+    fn user_converses(&self) -> bool;
     /// Tells the user something.
     fn say(&mut self, step: u32, text: &str);
     /// Waits before the next action (a backoff). In-process agents advance the trial clock
@@ -121,6 +124,7 @@ impl Environment for SimulatedEnvironment {
         let asked = text.to_owned();
         match turn {
             Turn::Open => {}
+            Turn::Tell => self.record(Event::AgentMessage { step, text: asked }),
             Turn::Ask => self.record(Event::Question { step, text: asked }),
             Turn::Confirm => self.record(Event::ConfirmationRequest { step, text: asked }),
         }
@@ -130,7 +134,7 @@ impl Environment for SimulatedEnvironment {
 
     fn user_answered(&mut self, turn: Turn, text: String) {
         self.record(match turn {
-            Turn::Open | Turn::Ask => Event::UserMessage { text },
+            Turn::Open | Turn::Ask | Turn::Tell => Event::UserMessage { text },
             Turn::Confirm => Event::ConfirmationResponse {
                 approved: SimulatedUser::approves(&text),
                 text,
@@ -144,6 +148,10 @@ impl Environment for SimulatedEnvironment {
 
     fn harness_failure(&self) -> Option<String> {
         self.failure.clone()
+    }
+
+    fn user_converses(&self) -> bool {
+        self.user.converses()
     }
 
     fn say(&mut self, step: u32, text: &str) {

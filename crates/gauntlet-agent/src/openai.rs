@@ -4,8 +4,11 @@
 //!
 //! Loop: system prompt and the user's request; each response's tool calls run in the world (the
 //! calls of one response share a step); their results go back as tool messages; a response
-//! without tool calls is the final answer. The user tools (`gauntlet_ask_user`,
-//! `gauntlet_confirm`) are offered as functions too. At most `max_steps` model calls.
+//! without tool calls is the final answer, unless the user is an LLM persona: then it is a turn
+//! of the conversation, the persona's reply comes back as the next user message, and the
+//! conversation ends when the persona says `###STOP###` (tau-bench's loop). The user tools
+//! (`gauntlet_ask_user`, `gauntlet_confirm`) are offered as functions too. At most `max_steps`
+//! model calls.
 
 use std::sync::Arc;
 
@@ -106,8 +109,17 @@ impl Agent for OpenAiAgent {
                     .cloned()
                     .unwrap_or_default();
                 if calls.is_empty() {
+                    // A persona user answers, tau-bench style, until it ends the conversation.
+                    let said = message["content"].as_str().unwrap_or_default().to_owned();
+                    if step < self.max_steps
+                        && let Some(reply) = crate::user::tell(&env, step, &said).await
+                    {
+                        messages.push(json!({"role": "assistant", "content": said}));
+                        messages.push(json!({"role": "user", "content": reply}));
+                        continue;
+                    }
                     return Ok(AgentOutput {
-                        final_answer: message["content"].as_str().map(str::to_owned),
+                        final_answer: Some(said).filter(|s| !s.is_empty()),
                     });
                 }
                 messages.push(message);

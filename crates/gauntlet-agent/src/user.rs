@@ -18,6 +18,8 @@ use crate::gateway::Gateway;
 pub enum Turn {
     /// Nothing yet: the user opens the conversation (a persona whose case has no `user_input`).
     Open,
+    /// A message from the agent that awaits the user's reply (a persona's conversation turn).
+    Tell,
     /// A question.
     Ask,
     /// A confirmation request.
@@ -123,6 +125,7 @@ impl SimulatedUser {
         }
         Reply::Now(match turn {
             Turn::Open => String::new(),
+            Turn::Tell => STOP.to_owned(),
             Turn::Confirm => self
                 .spec
                 .confirm
@@ -134,6 +137,12 @@ impl SimulatedUser {
                 .clone()
                 .unwrap_or_else(|| "I have nothing to add.".to_owned()),
         })
+    }
+
+    /// Whether the user talks back to the agent's messages (a persona does; a script has only
+    /// answers to questions and confirmation requests).
+    pub fn converses(&self) -> bool {
+        self.persona.is_some()
     }
 
     /// Whether an answer approves: it starts with an affirmative word.
@@ -183,6 +192,9 @@ Rules:
 - Never invent facts that are not in your description. If you do not know something, say so.
 - When the assistant asks you to confirm an action, begin your reply with \"yes\" or \"no\", as your goal decides.
 - When your goal is met, or cannot be met, reply with ###STOP### and nothing else.";
+
+/// What a persona says when its goal is met (or cannot be): the conversation is over.
+pub const STOP: &str = "###STOP###";
 
 /// What the persona hears before it opens the conversation.
 pub const PERSONA_GREETING: &str = "Hi! How can I help you today?";
@@ -287,6 +299,16 @@ pub async fn open(env: &SharedEnv, user_input: &str) -> Result<String, String> {
     }
     lock(env).user_answered(Turn::Open, opening.clone());
     Ok(opening)
+}
+
+/// Tells a conversing user something and waits for the reply (tau-bench's turn taking); `None`
+/// when the user ends the conversation (`###STOP###`) or does not converse.
+pub async fn tell(env: &SharedEnv, step: u32, text: &str) -> Option<String> {
+    if !lock(env).user_converses() {
+        return None;
+    }
+    let answer = put(env, step, Turn::Tell, text).await;
+    (!answer.contains(STOP) && lock(env).harness_failure().is_none()).then_some(answer)
 }
 
 /// Asks the user a question; the answer.

@@ -1831,6 +1831,85 @@ fn a_persona_without_user_input_opens_the_conversation_and_the_agent_gets_its_wo
 }
 
 #[test]
+fn the_built_in_agent_and_a_persona_take_turns_until_the_persona_stops() {
+    let (tmp, suite) = example();
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    // The persona holds back the incident id, so the conversation takes three agent turns.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(
+            "user_input: What is the status of INC-004218?\n",
+            "user:\n  persona: >-\n    Ask what the status of your incident is. It is INC-004218.\n",
+        )
+        .replace("optimal_steps: 1", "optimal_steps: 3");
+    std::fs::write(&file, text).unwrap();
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "openai:fake-model",
+        "--user-model",
+        "fake-user",
+        "--filter",
+        "lookup-status",
+        "--gateway-upstream",
+        &upstream.url,
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let trial = &read_trials(&out)[0];
+    let failed: Vec<&Value> = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["passed"] == false)
+        .collect();
+    assert_eq!(trial["status"], "passed", "{failed:?}");
+    let turns: Vec<(String, String)> = trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            let who = match (e["type"].as_str()?, e["simulated_user"].as_bool()) {
+                ("model_call", Some(true)) => "user model",
+                ("model_call", _) => "agent model",
+                (t, _) => t,
+            };
+            Some((
+                who.to_owned(),
+                e["text"].as_str().unwrap_or_default().to_owned(),
+            ))
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("user model", ""),
+        ("user_message", "Ask what the status of your incident is."),
+        ("agent model", ""),
+        ("agent_message", "I cannot help with that."),
+        ("user model", ""),
+        ("user_message", "It is INC-004218."),
+        ("agent model", ""),
+        ("tool_call", ""),
+        ("agent model", ""),
+        ("agent_message", "INC-004218 is open."),
+        ("user model", ""),
+        ("user_message", "###STOP###"),
+        ("final_answer", "INC-004218 is open."),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(turns, expected);
+}
+
+#[test]
 fn an_agent_over_mcp_gets_the_persona_s_answer_to_its_confirmation_request() {
     if !python_has("mcp") {
         return;

@@ -5,7 +5,8 @@ available, it calls the tool; given the tool's result, it answers with the statu
 Asked to role-play a user (gauntlet's persona prompt), it plays the persona in its system
 message: a question gets the first incident id the persona names ("I don't know." if none); a
 confirmation request gets "yes" when the persona says it approves, else a refusal; the greeting
-before the conversation gets the persona's first sentence. It supports
+before the conversation gets the persona's first sentence; being told an incident's status ends
+the conversation (###STOP###). It supports
 `stream: true` (SSE chunks, the usage in the last chunk when `stream_options.include_usage`).
 Usage: fake_openai.py PORT_FILE   (binds 127.0.0.1:0 and writes the port to PORT_FILE)
 """
@@ -26,6 +27,8 @@ def play_user(messages):
         if "You approve" in persona:
             return {"role": "assistant", "content": "Yes, go ahead."}
         return {"role": "assistant", "content": "No, leave it as it is."}
+    if re.search(r"INC-\d{6} is \w+", asked):
+        return {"role": "assistant", "content": "###STOP###"}
     ids = re.findall(r"INC-\d{6}", persona.split("Rules:")[0])
     return {"role": "assistant", "content": f"It is {ids[0]}." if ids else "I don't know."}
 
