@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use gauntlet_model::{Event, ToolError, ToolSpec, Trajectory};
+use gauntlet_model::{Event, FaultKind, ToolError, ToolSpec, Trajectory};
 use gauntlet_world::Simulator;
 use serde_json::Value;
 
@@ -54,6 +54,10 @@ pub trait Environment: Send {
     fn log_stderr(&mut self, text: &str);
     /// Records an event the harness observed (a model call through the gateway).
     fn record_event(&mut self, event: Event);
+    /// Counts one model call of the agent; the injected fault that hits it, if any (recorded).
+    fn model_call_fault(&mut self) -> Option<(FaultKind, ToolError)>;
+    /// The trial clock, in milliseconds since the user's request.
+    fn now_ms(&self) -> f64;
     /// In a replay: the output the recorded trajectory had for the last call.
     fn note_recorded_output(&mut self, recorded: Value);
     /// Ends the trial: the trajectory (with the final answer) and the final state. Later calls
@@ -177,6 +181,14 @@ impl Environment for SimulatedEnvironment {
 
     fn record_event(&mut self, event: Event) {
         self.record(event);
+    }
+
+    fn model_call_fault(&mut self) -> Option<(FaultKind, ToolError)> {
+        self.sim.as_mut()?.model_call_fault()
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.sim.as_ref().map_or(0.0, Simulator::now_ms)
     }
 
     fn note_recorded_output(&mut self, recorded: Value) {

@@ -19,7 +19,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use gauntlet_model::Event;
+use gauntlet_model::{Event, FaultKind, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -269,10 +269,58 @@ fn error(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-/// The trial a model call belongs to.
+/// The trial a model call belongs to, and when on its clock the call came.
 struct Caller {
     env: SharedEnv,
     simulated_user: bool,
+    at_ms: f64,
+}
+
+/// What the caller got instead of an answer: the error, and the fault if it was injected.
+type Failure = (ToolError, Option<FaultKind>);
+
+/// The error of an upstream (or recorded) response with a failing status.
+fn upstream_failure(status: u16, body: Option<&Value>) -> Option<Failure> {
+    (!(200..300).contains(&status)).then(|| {
+        let message = body
+            .and_then(|b| b["error"]["message"].as_str())
+            .unwrap_or("the model endpoint failed")
+            .to_owned();
+        let e = ToolError {
+            status,
+            message,
+            retry_after_s: None,
+        };
+        (e, None)
+    })
+}
+
+/// The response of an injected fault, shaped as OpenAI's API errors (with `retry-after` and
+/// `retry-after-ms` on a 429, which OpenAI's SDKs honour).
+fn fault_response(e: &ToolError) -> Response {
+    let kind = match e.status {
+        429 => "rate_limit_error",
+        504 => "timeout",
+        _ => "server_error",
+    };
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    let mut response = (
+        status,
+        axum::Json(json!({"error": {"message": e.message, "type": kind, "code": null}})),
+    )
+        .into_response();
+    if let Some(s) = e.retry_after_s {
+        let headers = response.headers_mut();
+        for (name, value) in [
+            ("retry-after", format!("{}", s.ceil() as u64)),
+            ("retry-after-ms", format!("{}", (s * 1000.0).round() as u64)),
+        ] {
+            if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+                headers.insert(name, v);
+            }
+        }
+    }
+    response
 }
 
 /// Records a model call into the trial.
@@ -283,6 +331,7 @@ fn record_call(
     usage: Option<&Value>,
     latency_ms: f64,
     ttft_ms: Option<f64>,
+    failure: Option<Failure>,
 ) {
     let tokens = |k: &str| {
         usage
@@ -302,6 +351,9 @@ fn record_call(
         latency_ms,
         ttft_ms,
         simulated_user: caller.simulated_user,
+        at_ms: Some(caller.at_ms),
+        fault: failure.as_ref().and_then(|f| f.1),
+        error: failure.map(|f| f.0),
     });
 }
 
@@ -329,19 +381,17 @@ async fn completions(
         return error(StatusCode::BAD_REQUEST, "the request body is not JSON");
     };
     let hash = canonical_hash(&request);
-    let slot = shared.slots.lock().ok().and_then(|mut slots| {
-        slots.get_mut(&key).map(|s| {
-            let n = s.seen.entry(hash.clone()).or_default();
-            let occurrence = *n;
-            *n += 1;
+    let slot = shared.slots.lock().ok().and_then(|slots| {
+        slots.get(&key).map(|s| {
             let caller = Caller {
                 env: s.env.clone(),
                 simulated_user: s.simulated_user,
+                at_ms: 0.0,
             };
-            (caller, s.case_id.clone(), s.epoch, occurrence)
+            (caller, s.case_id.clone(), s.epoch)
         })
     });
-    let (Some((caller, case_id, epoch, occurrence)), true) = (slot, auth_ok) else {
+    let (Some((mut caller, case_id, epoch)), true) = (slot, auth_ok) else {
         return error(StatusCode::UNAUTHORIZED, "unknown trial key");
     };
     let stream = request
@@ -353,6 +403,40 @@ async fn completions(
         .and_then(Value::as_str)
         .unwrap_or("unknown")
         .to_owned();
+    // An injected fault answers before the upstream (or the cassette) is asked, and does not
+    // count as an occurrence: a cassette recorded without faults replays under them.
+    let fault = {
+        let mut env = lock(&caller.env);
+        caller.at_ms = env.now_ms();
+        if caller.simulated_user {
+            None
+        } else {
+            env.model_call_fault()
+        }
+    };
+    if let Some((kind, e)) = fault {
+        let response = fault_response(&e);
+        record_call(
+            &shared,
+            &caller,
+            &model,
+            None,
+            0.0,
+            None,
+            Some((e, Some(kind))),
+        );
+        return response;
+    }
+    let occurrence = shared
+        .slots
+        .lock()
+        .ok()
+        .and_then(|mut slots| {
+            let n = slots.get_mut(&key)?.seen.entry(hash.clone()).or_default();
+            *n += 1;
+            Some(*n - 1)
+        })
+        .unwrap_or(0);
     if let Mode::Replay(_) = shared.cfg.mode {
         let Some(e) = shared
             .replay
@@ -378,6 +462,7 @@ async fn completions(
             usage.as_ref(),
             e.latency_ms,
             e.ttft_ms,
+            upstream_failure(e.status, e.body.as_ref()),
         );
         let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::OK);
         return if e.chunks.is_empty() {
@@ -439,6 +524,7 @@ async fn completions(
             value.get("usage"),
             entry.latency_ms,
             None,
+            upstream_failure(status, Some(&value)),
         );
         entry.body = Some(value);
         keep(&shared, entry);
@@ -492,6 +578,7 @@ async fn completions(
             usage.as_ref(),
             entry.latency_ms,
             entry.ttft_ms,
+            upstream_failure(status, None),
         );
         keep(&shared2, entry);
     });

@@ -50,6 +50,54 @@ impl OpenAiAgent {
     }
 }
 
+/// Retries of a model call that failed with 429 or a server error.
+pub const MODEL_RETRIES: u32 = 3;
+
+impl OpenAiAgent {
+    /// One model call, retried like OpenAI's SDKs do: on 408, 409, 429 and 5xx, at most
+    /// [`MODEL_RETRIES`] times, waiting the `retry-after-ms` / `retry-after` the server asks for
+    /// (at most 60 s), else 0.5 s doubling.
+    async fn complete(&self, base_url: &str, key: &str, body: &Value) -> Result<Value, AgentError> {
+        let mut attempt = 0;
+        loop {
+            let resp = self
+                .client
+                .post(format!("{base_url}/chat/completions"))
+                .bearer_auth(key)
+                .json(body)
+                .send()
+                .await
+                .map_err(|e| AgentError(format!("model call failed: {e}")))?;
+            let status = resp.status();
+            let header = |name: &str| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            };
+            let asked_ms =
+                header("retry-after-ms").or_else(|| header("retry-after").map(|s| s * 1000.0));
+            let value: Value = resp.json().await.map_err(|e| {
+                AgentError(format!("model answered something that is not JSON: {e}"))
+            })?;
+            if status.is_success() {
+                return Ok(value);
+            }
+            let retryable = matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error();
+            if !retryable || attempt >= MODEL_RETRIES {
+                return Err(AgentError(format!(
+                    "model call failed with {status}: {value}"
+                )));
+            }
+            let wait_ms = asked_ms
+                .filter(|ms| (0.0..=60_000.0).contains(ms))
+                .unwrap_or(500.0 * f64::from(1u32 << attempt));
+            tokio::time::sleep(std::time::Duration::from_secs_f64(wait_ms / 1000.0)).await;
+            attempt += 1;
+        }
+    }
+}
+
 fn function(name: &str, description: &str, parameters: &Value) -> Value {
     json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
 }
@@ -86,23 +134,7 @@ impl Agent for OpenAiAgent {
             ];
             for step in 1..=self.max_steps {
                 let body = json!({"model": self.model, "messages": messages, "tools": tools, "seed": input.seed % (1 << 31)});
-                let resp = self
-                    .client
-                    .post(format!("{}/chat/completions", trial.base_url))
-                    .bearer_auth(&trial.key)
-                    .json(&body)
-                    .send()
-                    .await
-                    .map_err(|e| AgentError(format!("model call failed: {e}")))?;
-                let status = resp.status();
-                let value: Value = resp.json().await.map_err(|e| {
-                    AgentError(format!("model answered something that is not JSON: {e}"))
-                })?;
-                if !status.is_success() {
-                    return Err(AgentError(format!(
-                        "model call failed with {status}: {value}"
-                    )));
-                }
+                let value = self.complete(&trial.base_url, &trial.key, &body).await?;
                 let message = value["choices"][0]["message"].clone();
                 let calls = message["tool_calls"]
                     .as_array()

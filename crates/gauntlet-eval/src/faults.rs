@@ -11,6 +11,11 @@
 //! | lost_response | every retry carried the faulted call's idempotency key; the effect happened once |
 //! | unavailable | used another allowed tool, or informed |
 //!
+//! Faults of the agent's model calls (injected at the LLM gateway) are judged together in
+//! `model_faults`: a timeout or unavailable model passes when a later model call succeeded
+//! within [`MAX_RETRIES`] retries; a 429 when the next model call waited at least the
+//! retry-after and one succeeded; either passes when the agent stopped and told the user.
+//!
 //! "Informed" and "asked" are decided from deterministic signals: a question event after the
 //! fault, or the final answer mentioning the failure (keyword lists below). A judge can refine
 //! these later; the verdict's reason says which signal decided.
@@ -128,11 +133,37 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
             None => per_kind.push((kind, vec![(idx, call.id.clone(), verdict)])),
         }
     }
-    if per_kind.is_empty() {
+    let model = model_verdicts(t, &answer);
+    if per_kind.is_empty() && model.is_empty() {
         return Vec::new();
     }
     let mut scores = Vec::new();
     let (mut injected, mut retries, mut lost) = (0usize, 0usize, 0.0f64);
+    if !model.is_empty() {
+        let ok = model.iter().filter(|(_, _, v)| v.passed).count();
+        let ratio = ok as f64 / model.len() as f64;
+        injected += model.len();
+        retries += model.iter().map(|(_, _, v)| v.retries).sum::<usize>();
+        lost += model.iter().map(|(_, _, v)| v.time_lost_ms).sum::<f64>();
+        scores.push(Score {
+            name: "model_faults".to_owned(),
+            dimension: Dimension::Robustness,
+            value: ratio,
+            score: ratio,
+            passed: ok == model.len(),
+            severity: Severity::Error,
+            details: json!({
+                "faults": model.iter().map(|(_, kind, v)| json!({
+                    "kind": kind_name(*kind), "passed": v.passed, "reason": v.reason, "retries": v.retries,
+                })).collect::<Vec<_>>()
+            }),
+            events: model
+                .iter()
+                .filter(|(_, _, v)| !v.passed)
+                .map(|(i, _, _)| *i)
+                .collect(),
+        });
+    }
     for (kind, verdicts) in &per_kind {
         let ok = verdicts.iter().filter(|(_, _, v)| v.passed).count();
         let ratio = ok as f64 / verdicts.len() as f64;
@@ -175,6 +206,101 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
         });
     }
     scores
+}
+
+/// One agent model call: where it is, when it started, and how it failed.
+struct ModelAttempt {
+    index: usize,
+    at_ms: f64,
+    error: Option<gauntlet_model::ToolError>,
+    fault: Option<FaultKind>,
+}
+
+/// Verdicts on the faults injected into the agent's model calls: (event index, kind, verdict).
+fn model_verdicts(t: &Trajectory, answer: &str) -> Vec<(usize, FaultKind, Verdict)> {
+    let calls: Vec<ModelAttempt> = t
+        .events
+        .iter()
+        .enumerate()
+        .filter_map(|(index, e)| match e {
+            Event::ModelCall {
+                simulated_user: false,
+                at_ms,
+                error,
+                fault,
+                ..
+            } => Some(ModelAttempt {
+                index,
+                at_ms: at_ms.unwrap_or(0.0),
+                error: error.clone(),
+                fault: *fault,
+            }),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (pos, call) in calls.iter().enumerate() {
+        let Some(kind) = call.fault else { continue };
+        let later = &calls[pos + 1..];
+        let success = later.iter().position(|c| c.error.is_none());
+        let retries = success.map_or(later.len(), |i| i + 1);
+        let time_lost_ms = success
+            .map_or(0.0, |i| later[i].at_ms - call.at_ms)
+            .max(0.0);
+        let v = |passed: bool, reason: String| Verdict {
+            passed,
+            reason,
+            retries,
+            time_lost_ms,
+        };
+        let informed = mentions(answer, FAILURE_WORDS);
+        let verdict = match (later.first(), success) {
+            (None, _) if informed => v(true, "stopped and told the user".into()),
+            (None, _) => v(false, "gave up without telling the user".into()),
+            (Some(_), None) if informed => v(
+                true,
+                format!("retried {retries} time(s) in vain, then told the user"),
+            ),
+            (Some(_), None) => v(
+                false,
+                format!("retried {retries} time(s) in vain and did not tell the user"),
+            ),
+            (Some(next), Some(_)) if kind == FaultKind::RateLimited => {
+                let wait_ms = call
+                    .error
+                    .as_ref()
+                    .and_then(|e| e.retry_after_s)
+                    .unwrap_or(1.0)
+                    * 1000.0;
+                let waited = next.at_ms - call.at_ms;
+                if waited >= wait_ms {
+                    v(
+                        true,
+                        format!(
+                            "waited {waited:.0} ms (retry-after {wait_ms:.0} ms), then the model answered"
+                        ),
+                    )
+                } else {
+                    v(
+                        false,
+                        format!(
+                            "called the model again after {waited:.0} ms; retry-after was {wait_ms:.0} ms"
+                        ),
+                    )
+                }
+            }
+            (Some(_), Some(_)) if retries > MAX_RETRIES => v(
+                false,
+                format!("retried {retries} times (at most {MAX_RETRIES})"),
+            ),
+            (Some(_), Some(_)) => v(
+                true,
+                format!("the model answered after {retries} retry(ies)"),
+            ),
+        };
+        out.push((call.index, kind, verdict));
+    }
+    out
 }
 
 #[allow(clippy::too_many_arguments)]

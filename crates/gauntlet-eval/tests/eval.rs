@@ -1147,3 +1147,94 @@ mod attribution {
         assert_eq!(kind(&case, &good).as_deref(), Some("other"));
     }
 }
+
+/// One agent model call at `at_ms`, failed with `status` (and injected as `fault`) or answered.
+fn model_call(at_ms: f64, failed: Option<(u16, gauntlet_model::FaultKind)>) -> Event {
+    Event::ModelCall {
+        model: "m".into(),
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cost_eur: 0.0,
+        latency_ms: 1.0,
+        ttft_ms: None,
+        simulated_user: false,
+        at_ms: Some(at_ms),
+        error: failed.map(|(status, _)| gauntlet_model::ToolError {
+            status,
+            message: "injected".into(),
+            retry_after_s: (status == 429).then_some(0.5),
+        }),
+        fault: failed.map(|(_, kind)| kind),
+    }
+}
+
+#[test]
+fn model_call_faults_pass_when_the_agent_waits_and_recovers_or_informs() {
+    use gauntlet_model::FaultKind::{RateLimited, Timeout};
+    let case: Case = serde_json::from_value(json!({"case_id": "c", "user_input": "x"})).unwrap();
+    let verdict = |events: Vec<Event>, answer: &str| {
+        let t = Trajectory {
+            events,
+            final_answer: Some(answer.to_owned()),
+            ..Default::default()
+        };
+        let scores = evaluate(&case, &t, &json!({}));
+        let s = scores.iter().find(|s| s.name == "model_faults").unwrap();
+        (
+            s.passed,
+            s.details["faults"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        )
+    };
+    // Waited the retry-after (500 ms), then the model answered.
+    let (ok, why) = verdict(
+        vec![
+            model_call(0.0, Some((429, RateLimited))),
+            model_call(600.0, None),
+        ],
+        "Done.",
+    );
+    assert!(ok, "{why}");
+    // Called again at once.
+    let (ok, why) = verdict(
+        vec![
+            model_call(0.0, Some((429, RateLimited))),
+            model_call(10.0, None),
+        ],
+        "Done.",
+    );
+    assert!(!ok && why.contains("after 10 ms"), "{why}");
+    // Two timeouts, then an answer: two retries.
+    let (ok, why) = verdict(
+        vec![
+            model_call(0.0, Some((504, Timeout))),
+            model_call(500.0, Some((504, Timeout))),
+            model_call(1500.0, None),
+        ],
+        "Done.",
+    );
+    assert!(ok, "{why}");
+    // Gave up: passes only when the user is told.
+    let gave_up = || vec![model_call(0.0, Some((504, Timeout)))];
+    assert!(!verdict(gave_up(), "Done.").0);
+    assert!(verdict(gave_up(), "The model timed out, please try again later.").0);
+    // The simulated user's model calls are not the agent's.
+    let t = Trajectory {
+        events: vec![Event::ModelCall {
+            model: "u".into(),
+            prompt_tokens: 5,
+            completion_tokens: 5,
+            cost_eur: 1.0,
+            latency_ms: 1.0,
+            ttft_ms: None,
+            simulated_user: true,
+            at_ms: None,
+            error: None,
+            fault: None,
+        }],
+        ..Default::default()
+    };
+    assert_eq!((t.tokens(), t.cost_eur(), t.user_cost_eur()), (0, 0.0, 1.0));
+}

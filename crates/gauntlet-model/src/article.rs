@@ -125,6 +125,9 @@ impl AgentTrajectory {
                 latency_ms: self.total_latency_seconds * 1000.0,
                 ttft_ms: None,
                 simulated_user: false,
+                at_ms: None,
+                error: None,
+                fault: None,
             });
         }
         if let Some(answer) = &self.final_answer {

@@ -263,6 +263,10 @@ pub struct FaultSpec {
     /// Seconds the agent is told to wait (429 only; 1 when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<f64>,
+    /// Fault the agent's model calls at the LLM gateway instead of tool calls: `timeout`,
+    /// `rate_limited` or `unavailable`, and `calls` counts the trial's model calls.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model: bool,
 }
 
 /// The scripted simulated user: answers the agent's questions and confirmation requests.

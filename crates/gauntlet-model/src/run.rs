@@ -174,8 +174,13 @@ impl TrialSummary {
             faults: {
                 let mut f: Vec<FaultKind> = record
                     .trajectory
-                    .tool_calls()
-                    .filter_map(|c| c.fault)
+                    .events
+                    .iter()
+                    .filter_map(|e| match e {
+                        crate::Event::ToolCall(c) => c.fault,
+                        crate::Event::ModelCall { fault, .. } => *fault,
+                        _ => None,
+                    })
                     .collect();
                 f.sort_by_key(|k| format!("{k:?}"));
                 f.dedup();

@@ -118,6 +118,15 @@ pub enum Event {
         /// tokens, cost and latency.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         simulated_user: bool,
+        /// When the call started, in milliseconds on the trial clock.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at_ms: Option<f64>,
+        /// The error the caller received (an injected fault, or the upstream's error status).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ToolError>,
+        /// The fault injected into this call, if its error was injected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fault: Option<FaultKind>,
     },
     /// What an out-of-process agent wrote on its standard error (kept for debugging).
     AgentStderr {

@@ -194,13 +194,7 @@ fn event_view(idx: usize, e: &Event) -> EventView {
                 v.badges.push(format!("{k:?}").to_lowercase());
             }
             if let Some(f) = c.fault {
-                v.badges.push(format!(
-                    "fault {}",
-                    serde_json::to_value(f)
-                        .ok()
-                        .and_then(|k| k.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                ));
+                v.badges.push(fault_badge(f));
             }
             if c.schema_valid == Some(false) {
                 v.badges.push("invalid arguments".into());
@@ -221,6 +215,9 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             latency_ms,
             ttft_ms,
             simulated_user,
+            error,
+            fault,
+            ..
         } => {
             v.kind = "model";
             v.title = if *simulated_user {
@@ -228,14 +225,20 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             } else {
                 format!("model call: {model}")
             };
-            v.body = format!(
-                "{prompt_tokens} prompt + {completion_tokens} completion tokens, {} EUR, {} ms{}",
-                fmt(*cost_eur),
-                fmt(*latency_ms),
-                ttft_ms
-                    .map(|t| format!(", first token after {} ms", fmt(t)))
-                    .unwrap_or_default()
-            );
+            v.body = match error {
+                Some(e) => format!("error {}: {}", e.status, e.message),
+                None => format!(
+                    "{prompt_tokens} prompt + {completion_tokens} completion tokens, {} EUR, {} ms{}",
+                    fmt(*cost_eur),
+                    fmt(*latency_ms),
+                    ttft_ms
+                        .map(|t| format!(", first token after {} ms", fmt(t)))
+                        .unwrap_or_default()
+                ),
+            };
+            if let Some(f) = fault {
+                v.badges.push(fault_badge(*f));
+            }
         }
         Event::AgentStderr { text } => {
             v.kind = "stderr";
@@ -537,4 +540,13 @@ pub fn render_html(
     env.get_template("report.html")
         .and_then(|t| t.render(ctx))
         .map_err(|e| ReportError(format!("{e:#}")))
+}
+
+/// The badge of an injected fault: `fault KIND`, the kind as users write it.
+fn fault_badge(kind: gauntlet_model::FaultKind) -> String {
+    let name = serde_json::to_value(kind)
+        .ok()
+        .and_then(|k| k.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!("fault {name}")
 }

@@ -566,6 +566,24 @@ fn fault_problems(f: &FaultSpec, tool_kind: Option<ToolKind>) -> Vec<(&'static s
     if f.calls.contains(&0) {
         out.push(("/calls", "call numbers start at 1".to_owned()));
     }
+    if f.model {
+        if f.tool.is_some() || f.on.is_some() {
+            out.push((
+                "/model",
+                "a model-call fault names no `tool` and no `on`: it hits the agent's model calls"
+                    .to_owned(),
+            ));
+        }
+        if !matches!(
+            f.kind,
+            FaultKind::Timeout | FaultKind::RateLimited | FaultKind::Unavailable
+        ) {
+            out.push((
+                "/kind",
+                "a model call can only time out, be rate limited or be unavailable".to_owned(),
+            ));
+        }
+    }
     out
 }
 

@@ -41,7 +41,8 @@ impl FaultPlan {
     fn hit(&self, tool: &str, kind: Option<ToolKind>, nth: u32) -> Option<(usize, &FaultRule)> {
         self.rules.iter().enumerate().find(|(i, r)| {
             let f = &r.spec;
-            f.tool.as_deref().is_none_or(|t| t == tool)
+            !f.model
+                && f.tool.as_deref().is_none_or(|t| t == tool)
                 && f.on.is_none_or(|k| Some(k) == kind)
                 && (f.calls.is_empty() || f.calls.contains(&nth))
                 && f.probability
@@ -49,6 +50,23 @@ impl FaultPlan {
         })
     }
 }
+
+impl FaultPlan {
+    /// The rule hitting the trial's `nth` model call (1-based), if any; drawn as for tools.
+    fn hit_model(&self, nth: u32) -> Option<&FaultRule> {
+        self.rules.iter().enumerate().find_map(|(i, r)| {
+            let f = &r.spec;
+            (f.model
+                && (f.calls.is_empty() || f.calls.contains(&nth))
+                && f.probability
+                    .is_none_or(|p| unit_draw(self.seed, i, MODEL, nth) < p))
+            .then_some(r)
+        })
+    }
+}
+
+/// The name model calls go by in fault draws and fault events.
+pub const MODEL: &str = "(model)";
 
 /// A uniform draw in [0, 1) from a hash of its inputs (SHA-256, first 8 bytes).
 fn unit_draw(seed: u64, rule: usize, tool: &str, nth: u32) -> f64 {
@@ -72,6 +90,7 @@ pub struct Simulator {
     events: Vec<Event>,
     side_effects: Vec<SideEffect>,
     calls_per_tool: std::collections::HashMap<String, u32>,
+    model_calls: u32,
     /// Results of applied writes by idempotency key: (tool, result).
     idempotent: std::collections::HashMap<String, (String, Value)>,
     next_call: u32,
@@ -104,6 +123,7 @@ impl Simulator {
             events: Vec::new(),
             side_effects: Vec::new(),
             calls_per_tool: Default::default(),
+            model_calls: 0,
             idempotent: Default::default(),
             next_call: 0,
             started: Instant::now(),
@@ -155,6 +175,31 @@ impl Simulator {
     /// Appends a non-tool event (messages, confirmations, model calls).
     pub fn record(&mut self, event: Event) {
         self.events.push(event);
+    }
+
+    /// Counts one model call of the agent and decides whether a fault hits it: the error the
+    /// agent gets instead of the model's answer, and its kind (recorded as a fault event).
+    pub fn model_call_fault(&mut self) -> Option<(FaultKind, ToolError)> {
+        self.model_calls += 1;
+        let nth = self.model_calls;
+        let rule = self.faults.hit_model(nth)?.clone();
+        let f = &rule.spec;
+        self.events.push(Event::FaultInjected {
+            call_id: format!("model-{nth}"),
+            tool: MODEL.to_owned(),
+            kind: f.kind,
+            source: rule.source.clone(),
+        });
+        let e = match f.kind {
+            FaultKind::Timeout => error(504, "the model call timed out".to_owned()),
+            FaultKind::RateLimited => ToolError {
+                status: 429,
+                message: "rate limited: too many model calls".to_owned(),
+                retry_after_s: Some(f.retry_after_s.unwrap_or(1.0)),
+            },
+            _ => error(503, "the model is unavailable".to_owned()),
+        };
+        Some((f.kind, e))
     }
 
     /// Calls a tool as the agent would; the returned error is what the agent sees.

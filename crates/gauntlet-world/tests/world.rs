@@ -31,6 +31,10 @@ fn world() -> Arc<World> {
 }
 
 fn sim(scopes: &[&str], faults: Vec<FaultSpec>) -> Simulator {
+    sim_seeded(scopes, faults, 7)
+}
+
+fn sim_seeded(scopes: &[&str], faults: Vec<FaultSpec>, seed: u64) -> Simulator {
     let w = world();
     let state = Value::Object(w.spec().state.clone());
     let context = Context {
@@ -44,7 +48,7 @@ fn sim(scopes: &[&str], faults: Vec<FaultSpec>) -> Simulator {
             source: "case".into(),
         })
         .collect();
-    Simulator::new(w, state, context, FaultPlan { rules, seed: 7 })
+    Simulator::new(w, state, context, FaultPlan { rules, seed })
 }
 
 fn calls(events: &[Event]) -> Vec<&gauntlet_model::ToolCall> {
@@ -141,6 +145,7 @@ fn scheduled_faults_hit_the_named_calls_only() {
             calls: vec![2],
             kind: FaultKind::RateLimited,
             retry_after_s: Some(3.0),
+            model: false,
         },
         FaultSpec {
             tool: Some("bump".into()),
@@ -149,6 +154,7 @@ fn scheduled_faults_hit_the_named_calls_only() {
             calls: vec![],
             kind: FaultKind::LostResponse,
             retry_after_s: None,
+            model: false,
         },
     ];
     let mut s = sim(&["r", "w"], faults);
@@ -164,6 +170,51 @@ fn scheduled_faults_hit_the_named_calls_only() {
     assert_eq!(state["items"]["a"]["n"], 9);
     assert_eq!(t.side_effects[0].count, 1);
     assert_eq!(calls(&t.events)[2].fault, Some(FaultKind::LostResponse));
+}
+
+#[test]
+fn model_call_faults_hit_model_calls_only_and_the_same_seed_gives_the_same_schedule() {
+    let rule = |kind, calls: Vec<u32>, probability, model| FaultSpec {
+        tool: None,
+        on: None,
+        probability,
+        calls,
+        kind,
+        retry_after_s: None,
+        model,
+    };
+    let faults = vec![
+        rule(FaultKind::RateLimited, vec![2], None, true),
+        rule(FaultKind::Timeout, vec![], Some(0.5), true),
+        // A rule for any tool call never hits a model call.
+        rule(FaultKind::Unavailable, vec![], None, false),
+    ];
+    let schedule = |seed: u64| {
+        let mut s = sim_seeded(&["r"], faults.clone(), seed);
+        let kinds: Vec<Option<(FaultKind, u16)>> = (0..40)
+            .map(|_| s.model_call_fault().map(|(k, e)| (k, e.status)))
+            .collect();
+        // Model rules never hit a tool call (only the tool rule does).
+        assert_eq!(
+            s.call_tool(1, "get", json!({"id": "a"}), None)
+                .unwrap_err()
+                .status,
+            503
+        );
+        kinds
+    };
+    let a = schedule(7);
+    assert_eq!(a[1], Some((FaultKind::RateLimited, 429)));
+    let timeouts = a
+        .iter()
+        .filter(|k| matches!(k, Some((FaultKind::Timeout, 504))))
+        .count();
+    assert!(
+        (10..=30).contains(&timeouts),
+        "about half of 39: {timeouts}"
+    );
+    assert_eq!(a, schedule(7));
+    assert_ne!(a, schedule(8));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use common::FakeUpstream;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 mod common;
 
@@ -1553,7 +1553,7 @@ fn model_calls(trial: &Value) -> Vec<Value> {
 }
 
 /// Each trial's case, epoch and events, without what differs between two runs of the same
-/// trajectory (stderr, the simulator's own timings), sorted.
+/// trajectory (stderr, the simulator's own timings, when each call came), sorted.
 fn trial_shapes(trials: &[Value]) -> Vec<(String, u64, Vec<Value>)> {
     let mut v: Vec<(String, u64, Vec<Value>)> = trials
         .iter()
@@ -1567,8 +1567,9 @@ fn trial_shapes(trials: &[Value]) -> Vec<(String, u64, Vec<Value>)> {
                     let mut e = e.clone();
                     if e["type"] == "tool_call" {
                         e.as_object_mut().unwrap().remove("latency_ms");
-                        e.as_object_mut().unwrap().remove("at_ms");
                     }
+                    // When a call came is wall time; a replayed model call keeps its latency.
+                    e.as_object_mut().unwrap().remove("at_ms");
                     e
                 })
                 .collect();
@@ -1907,6 +1908,144 @@ fn the_built_in_agent_and_a_persona_take_turns_until_the_persona_stops() {
     .map(|(a, b)| (a.to_string(), b.to_string()))
     .collect();
     assert_eq!(turns, expected);
+}
+
+/// Runs `agent` on the lookup-status case with model-call faults added (a 429 with a 50 ms
+/// retry-after on the first model call, a timeout on the second), its model behind the fake
+/// upstream, or only a cassette recorded without the faults; the stored trial and the run's
+/// results. `None` when python3 cannot start the fake upstream.
+fn lookup_under_model_faults(agent: &str, from_cassette: bool) -> Option<(Value, Value)> {
+    let (tmp, suite) = example();
+    let upstream = FakeUpstream::start(tmp.path())?;
+    let cassette = tmp.path().join("cassette.jsonl");
+    let url = upstream.url.clone();
+    let mut model = vec!["--gateway-upstream", url.as_str()];
+    if from_cassette {
+        let base = [
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--filter",
+            "lookup-status",
+        ];
+        let o = run(&[
+            &base[..],
+            &model[..],
+            &["--record", s(&cassette), "--quiet"],
+        ]
+        .concat());
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        model = vec!["--replay", s(&cassette)];
+    }
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        file,
+        format!(
+            "{text}faults:\n  - {{model: true, calls: [1], kind: rate_limited, retry_after_s: 0.05}}\n  - {{model: true, calls: [2], kind: timeout}}\n"
+        ),
+    )
+    .unwrap();
+    if from_cassette {
+        drop(upstream);
+    }
+    let out = tmp.path().join("run");
+    let o = run(&[
+        &[
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--filter",
+            "lookup-status",
+        ][..],
+        &model[..],
+        &["--out", s(&out), "--quiet"],
+    ]
+    .concat());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let trial = read_trials(&out).remove(0);
+    assert_eq!(trial["status"], "passed", "{}", trial["scores"]);
+    let verdict = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "model_faults")
+        .unwrap_or_else(|| panic!("no model_faults score: {trial}"));
+    assert_eq!(verdict["passed"], true, "{verdict}");
+    let faults: Vec<String> = model_calls(&trial)
+        .iter()
+        .map(|c| c["fault"].as_str().unwrap_or("ok").to_owned())
+        .collect();
+    assert_eq!(faults, ["rate_limited", "timeout", "ok", "ok"]);
+    let results = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap());
+    Some((trial, results.unwrap()))
+}
+
+#[test]
+fn model_call_faults_are_injected_at_the_gateway_and_a_retrying_agent_recovers() {
+    let Some((trial, results)) = lookup_under_model_faults("openai:fake-model", false) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let calls = model_calls(&trial);
+    assert_eq!(calls[0]["error"]["status"], 429);
+    assert_eq!(calls[1]["error"]["status"], 504);
+    // The built-in agent waited the retry-after before calling again.
+    let gap = calls[1]["at_ms"].as_f64().unwrap() - calls[0]["at_ms"].as_f64().unwrap();
+    assert!(gap >= 50.0, "{gap}");
+    assert_eq!(
+        results["trials"][0]["faults"],
+        json!(["rate_limited", "timeout"])
+    );
+}
+
+#[test]
+fn the_official_openai_client_rides_out_model_call_faults_by_its_own_retries() {
+    if !python_has("openai") || !python_has("mcp") {
+        return;
+    }
+    let agent = format!(
+        "cmd:python3 {}",
+        s(&repo().join("examples/agents/openai_agent.py"))
+    );
+    lookup_under_model_faults(&agent, false).expect("fake upstream");
+}
+
+#[test]
+fn a_cassette_recorded_without_faults_replays_under_model_call_faults() {
+    if lookup_under_model_faults("openai:fake-model", true).is_none() {
+        eprintln!("skipped: python3 is not available");
+    }
+}
+
+#[test]
+fn check_refuses_model_faults_that_cannot_happen_to_a_model_call() {
+    let (_tmp, suite) = example();
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines = text.lines().count();
+    std::fs::write(
+        &file,
+        format!("{text}faults:\n  - {{model: true, tool: get_incident, kind: timeout}}\n  - {{model: true, kind: lost_response}}\n"),
+    )
+    .unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let at = |line: usize| format!("02-lookup-status.yaml:{line}:");
+    assert!(
+        o.stderr.contains(&at(lines + 2)) && o.stderr.contains("names no `tool` and no `on`"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&at(lines + 3))
+            && o.stderr
+                .contains("can only time out, be rate limited or be unavailable"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
