@@ -7,9 +7,10 @@
 //! DATA_DIR/derived/airline_tools.json            the tools, in OpenAI function format
 //! DATA_DIR/derived/airline_tasks_test.json       [{user_id, instruction, actions, outputs}]
 //! DATA_DIR/tau_bench/envs/airline/data/{flights,reservations,users}.json
+//! DATA_DIR/tau_bench/envs/retail/data/{orders,products,users}.json   (and retail_* above)
 //! ```
 //!
-//! and writes `SUITE_DIR/gauntlet.yaml`, `worlds/tau-bench-airline.json` (tools, schemas),
+//! and writes (for airline; retail alike) `SUITE_DIR/gauntlet.yaml`, `worlds/tau-bench-airline.json` (tools, schemas),
 //! `worlds/airline.js` (the domain's behaviour, shipped with gauntlet), `worlds/airline-state.json`
 //! (the three tables, exactly as in the data) and `cases/airline-test.jsonl`: one case per task,
 //! `airline-test-{index}`, with the instruction as input, the gold actions as reference
@@ -26,21 +27,57 @@ use serde_json::{Map, Value, json};
 
 use crate::{ImportError, read_json, write};
 
-/// The airline domain's behaviour, re-implemented in JavaScript from tau-bench's semantics.
-pub const AIRLINE_JS: &str = include_str!("../../../worlds/tau-bench/airline.js");
+/// A tau-bench domain that gauntlet re-implements.
+#[derive(Debug)]
+pub struct DomainSpec {
+    /// Its name, as in tau-bench (`airline`).
+    pub name: &'static str,
+    /// Its behaviour, re-implemented in JavaScript from tau-bench's semantics.
+    pub script: &'static str,
+    /// The tables of its state, as tau-bench hashes them.
+    pub tables: &'static [&'static str],
+    /// The tools that change the state.
+    pub writes: &'static [&'static str],
+}
 
-/// The tables of the airline state, as tau-bench hashes them.
-pub const AIRLINE_TABLES: [&str; 3] = ["flights", "reservations", "users"];
+/// tau-bench's airline domain.
+pub const AIRLINE: DomainSpec = DomainSpec {
+    name: "airline",
+    script: include_str!("../../../worlds/tau-bench/airline.js"),
+    tables: &["flights", "reservations", "users"],
+    writes: &[
+        "book_reservation",
+        "cancel_reservation",
+        "send_certificate",
+        "update_reservation_baggages",
+        "update_reservation_flights",
+        "update_reservation_passengers",
+    ],
+};
 
-/// The airline tools that change the state.
-const AIRLINE_WRITES: [&str; 6] = [
-    "book_reservation",
-    "cancel_reservation",
-    "send_certificate",
-    "update_reservation_baggages",
-    "update_reservation_flights",
-    "update_reservation_passengers",
-];
+/// tau-bench's retail domain.
+pub const RETAIL: DomainSpec = DomainSpec {
+    name: "retail",
+    script: include_str!("../../../worlds/tau-bench/retail.js"),
+    tables: &["orders", "products", "users"],
+    writes: &[
+        "cancel_pending_order",
+        "exchange_delivered_order_items",
+        "modify_pending_order_address",
+        "modify_pending_order_items",
+        "modify_pending_order_payment",
+        "modify_user_address",
+        "return_delivered_order_items",
+    ],
+};
+
+/// The domains gauntlet imports.
+pub const DOMAINS: [&DomainSpec; 2] = [&AIRLINE, &RETAIL];
+
+/// The domain of this name.
+pub fn domain(name: &str) -> Option<&'static DomainSpec> {
+    DOMAINS.into_iter().find(|d| d.name == name)
+}
 
 /// What to import.
 #[derive(Debug, Clone)]
@@ -75,6 +112,8 @@ pub struct Summary {
 
 /// A domain as read from the data: its world, initial state and tasks.
 pub struct Domain {
+    /// What gauntlet knows of the domain.
+    pub spec: &'static DomainSpec,
     /// The world, compiled with the shipped script.
     pub world: std::sync::Arc<World>,
     /// The world file's JSON.
@@ -89,15 +128,17 @@ pub struct Domain {
 
 /// Reads a domain from the data folder.
 pub fn load(opts: &Options) -> Result<Domain, ImportError> {
-    if opts.domain != "airline" {
+    let Some(spec) = domain(&opts.domain) else {
+        let known: Vec<&str> = DOMAINS.iter().map(|d| d.name).collect();
         return Err(ImportError::Invalid {
             path: opts.data_dir.clone(),
             message: format!(
-                "domain `{}` is not supported yet (supported: airline)",
-                opts.domain
+                "domain `{}` is not supported (supported: {})",
+                opts.domain,
+                known.join(", ")
             ),
         });
-    }
+    };
     let derived = opts.data_dir.join("derived");
     let data = opts
         .data_dir
@@ -105,7 +146,7 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
         .join(&opts.domain)
         .join("data");
     let mut state = Map::new();
-    for table in AIRLINE_TABLES {
+    for &table in spec.tables {
         let path = match (&opts.users, table) {
             (Some(users), "users") => users.clone(),
             _ => data.join(format!("{table}.json")),
@@ -117,7 +158,7 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
         state.insert(table.to_owned(), value);
     }
     let tools_path = derived.join(format!("{}_tools.json", opts.domain));
-    let tools = tools_from_openai(&tools_path, &read_json(&tools_path)?)?;
+    let tools = tools_from_openai(&tools_path, &read_json(&tools_path)?, spec.writes)?;
     let tasks_path = derived.join(format!("{}_tasks_{}.json", opts.domain, opts.split));
     let tasks = read_json(&tasks_path)?;
     let Some(tasks) = tasks.as_array() else {
@@ -135,17 +176,17 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
         "script": format!("{}.js", opts.domain),
         "tools": tools,
     });
-    let spec: WorldSpec = serde_json::from_value(world_json.clone()).map_err(|e| {
+    let world_spec: WorldSpec = serde_json::from_value(world_json.clone()).map_err(|e| {
         invalid(
             &tools_path,
             &format!("cannot make a world of these tools: {e}"),
         )
     })?;
     let world = World::compile_with(
-        spec.clone(),
+        world_spec,
         Some(ScriptSource {
             file: format!("{}.js", opts.domain),
-            source: AIRLINE_JS.to_owned(),
+            source: spec.script.to_owned(),
         }),
     )
     .map_err(|errors| {
@@ -159,6 +200,7 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
         )
     })?;
     Ok(Domain {
+        spec,
         world: std::sync::Arc::new(world),
         world_json,
         initial: Value::Object(state),
@@ -170,6 +212,7 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
 /// Imports one domain's split as a suite.
 pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     let Domain {
+        spec,
         world,
         world_json,
         initial,
@@ -183,7 +226,7 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     for (index, task) in tasks.iter().enumerate() {
         let case_id = format!("{}-{}-{index}", opts.domain, opts.split);
         let at = format!("{}: task {index}", tasks_path.display());
-        let (mut case, refused) = case_of(&case_id, task, &world, &initial)
+        let (mut case, refused) = case_of(&case_id, spec.name, task, &world, &initial)
             .map_err(|m| invalid(&tasks_path, &format!("{at}: {m}")))?;
         if opts.persona
             && let Some(instruction) = case.as_object_mut().and_then(|c| c.remove("user_input"))
@@ -222,7 +265,7 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
         ),
         (
             out.join(format!("worlds/{}.js", opts.domain)),
-            AIRLINE_JS.to_owned(),
+            spec.script.to_owned(),
         ),
         (
             out.join(format!("worlds/{}-state.json", opts.domain)),
@@ -248,7 +291,11 @@ fn invalid(path: &Path, message: &str) -> ImportError {
 }
 
 /// Tool specs from OpenAI function definitions (`[{type: function, function: {...}}]`).
-fn tools_from_openai(path: &Path, tools: &Value) -> Result<Vec<Value>, ImportError> {
+fn tools_from_openai(
+    path: &Path,
+    tools: &Value,
+    writes: &[&str],
+) -> Result<Vec<Value>, ImportError> {
     let Some(list) = tools.as_array() else {
         return Err(invalid(path, "expected a JSON array of tool definitions"));
     };
@@ -259,7 +306,7 @@ fn tools_from_openai(path: &Path, tools: &Value) -> Result<Vec<Value>, ImportErr
             let name = f["name"]
                 .as_str()
                 .ok_or_else(|| invalid(path, &format!("tool {i} has no function.name")))?;
-            let kind = if AIRLINE_WRITES.contains(&name) {
+            let kind = if writes.contains(&name) {
                 ToolKind::Write
             } else {
                 ToolKind::Read
@@ -299,6 +346,7 @@ pub fn run_gold(
 /// One task as a case (JSON), with the gold actions the world refused.
 fn case_of(
     case_id: &str,
+    domain: &str,
     task: &Value,
     world: &std::sync::Arc<World>,
     initial: &Value,
@@ -353,7 +401,7 @@ fn case_of(
         "user_input": instruction,
         "expected_outcome": expected,
         "reference_trajectory": reference,
-        "tags": ["tau-bench", "airline"],
+        "tags": ["tau-bench", domain],
     });
     if let Some(a) = task["annotator"].as_str() {
         case["tags"]

@@ -1,9 +1,9 @@
-//! tau-bench's airline domain through the importer, on tau-bench's own data
+//! tau-bench's airline and retail domains through the importer, on tau-bench's own data
 //! (`../shared/peers/tau-bench`; these tests say so and skip where it is absent).
 
 use std::path::PathBuf;
 
-use gauntlet_import::tau_bench::{self, AIRLINE_TABLES, Options};
+use gauntlet_import::tau_bench::{self, Options};
 use serde_json::Value;
 
 fn data() -> Option<PathBuf> {
@@ -27,6 +27,14 @@ fn options(data: PathBuf, out: PathBuf) -> Options {
         split: "test".into(),
         out,
         persona: false,
+    }
+}
+
+fn retail(data: PathBuf, out: PathBuf) -> Options {
+    Options {
+        users: None,
+        domain: "retail".into(),
+        ..options(data, out)
     }
 }
 
@@ -55,14 +63,19 @@ fn mutate(v: &Value) -> Value {
     }
 }
 
-fn tables(state: &Value) -> Vec<&Value> {
-    AIRLINE_TABLES.iter().map(|t| &state[*t]).collect()
-}
-
-#[test]
-fn changing_one_argument_of_any_gold_write_action_breaks_the_reward() {
-    let Some(data) = data() else { return };
-    let domain = tau_bench::load(&options(data, PathBuf::new())).unwrap();
+/// Mutates one argument of every gold write action (rotating through the arguments across
+/// tasks) and lists the mutations that leave the final state as the gold one: the mutated
+/// count and the survivors. Tasks whose gold path has a write refused are left out.
+fn mutations(opts: &Options) -> (usize, Vec<String>) {
+    let domain = tau_bench::load(opts).unwrap();
+    let tables = |state: &Value| -> Vec<Value> {
+        domain
+            .spec
+            .tables
+            .iter()
+            .map(|t| state[*t].clone())
+            .collect()
+    };
     let writes: Vec<&str> = domain.world_json["tools"]
         .as_array()
         .unwrap()
@@ -74,10 +87,12 @@ fn changing_one_argument_of_any_gold_write_action_breaks_the_reward() {
     for (index, task) in domain.tasks.iter().enumerate() {
         let actions = task["actions"].as_array().unwrap();
         let (gold, refused) = tau_bench::run_gold(&domain.world, &domain.initial, actions);
-        assert!(
-            refused.is_empty(),
-            "task {index}: gold refused: {refused:?}"
-        );
+        if refused
+            .iter()
+            .any(|(tool, _)| writes.contains(&tool.as_str()))
+        {
+            continue;
+        }
         for (i, a) in actions.iter().enumerate() {
             if !writes.contains(&a["name"].as_str().unwrap()) {
                 continue;
@@ -95,13 +110,74 @@ fn changing_one_argument_of_any_gold_write_action_breaks_the_reward() {
         }
     }
     eprintln!(
-        "{mutated} write actions mutated, {} survived",
+        "{}: {mutated} write actions mutated, {} survived",
+        opts.domain,
         survived.len()
     );
+    (mutated, survived)
+}
+
+#[test]
+fn changing_one_argument_of_any_gold_write_action_breaks_the_reward() {
+    let Some(data) = data() else { return };
+    let (mutated, survived) = mutations(&options(data.clone(), PathBuf::new()));
     assert!(mutated >= 40, "only {mutated} write actions");
     assert!(
         survived.is_empty(),
         "mutations that kept the reward: {survived:?}"
+    );
+    let (mutated, survived) = mutations(&retail(data, PathBuf::new()));
+    assert!(mutated >= 100, "only {mutated} retail write actions");
+    // Two retail writes cannot matter, in tau-bench either: task 22 changes the user's address
+    // and later changes it back; task 111 sets the user's address to the one already on file.
+    assert_eq!(
+        survived,
+        [
+            "task 22 action 1 \"modify_user_address\".address2",
+            "task 111 action 1 \"modify_user_address\".user_id"
+        ],
+        "retail mutations that kept the reward"
+    );
+}
+
+#[test]
+fn retail_gold_writes_apply_except_four_that_tau_bench_refuses_too() {
+    let Some(data) = data() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let summary = tau_bench::import(&retail(data, out.path().to_owned())).unwrap();
+    assert_eq!((summary.cases, summary.with_outputs), (115, 37));
+    // Checked by hand against the data and tau-bench's rules: tasks 12 and 13 ask for a refund
+    // to PayPal, which is neither the original payment method nor a gift card (their gold path
+    // then transfers to a human); task 64 exchanges items of an order that is still pending;
+    // task 106's price difference (21.10) exceeds the gift card's balance (17).
+    let writes: Vec<&String> = summary
+        .refused_gold_actions
+        .iter()
+        .filter(|r| {
+            [
+                "return_delivered",
+                "exchange_delivered",
+                "modify_",
+                "cancel_",
+            ]
+            .iter()
+            .any(|w| r.contains(&format!(": {w}")))
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            "retail-test-12: return_delivered_order_items: Error: payment method should be either the original payment method or a gift card",
+            "retail-test-13: return_delivered_order_items: Error: payment method should be either the original payment method or a gift card",
+            "retail-test-64: exchange_delivered_order_items: Error: non-delivered order cannot be exchanged",
+            "retail-test-106: exchange_delivered_order_items: Error: insufficient gift card balance to pay for the price difference",
+        ]
+    );
+    let cases = std::fs::read_to_string(out.path().join("cases/retail-test.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(cases.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["tags"],
+        serde_json::json!(["tau-bench", "retail", "annotator-0"])
     );
 }
 

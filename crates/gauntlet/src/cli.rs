@@ -110,7 +110,7 @@ pub enum Command {
         benchmark: crate::commands::import::Benchmark,
         /// The benchmark's data folder.
         data_dir: PathBuf,
-        /// The domain to import.
+        /// The domain to import: airline or retail.
         #[arg(long, default_value = "airline")]
         domain: String,
         /// The task split.

@@ -245,3 +245,64 @@ fn tau_bench_users_can_be_llm_personas_that_open_the_conversation() {
         assert!(opening.starts_with("Your user id is "), "{opening}");
     }
 }
+
+#[test]
+fn tau_bench_retail_gold_paths_succeed_and_only_their_repeated_calls_are_flagged() {
+    let Some(data) = data() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("retail");
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    gauntlet(&[
+        "import",
+        "tau-bench",
+        &s(&data),
+        "--domain",
+        "retail",
+        "--out",
+        &s(&suite),
+    ]);
+    let out = dir.path().join("run");
+    gauntlet(&["run", &s(&suite), "--out", &s(&out), "--quiet"]);
+    let tasks: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(data.join("derived/retail_tasks_test.json")).unwrap(),
+    )
+    .unwrap();
+    let trials: Vec<Value> = std::fs::read_to_string(out.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(trials.len(), 115);
+    let mut flagged = 0;
+    for t in &trials {
+        let failing: Vec<&str> = t["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["passed"] == false && s["severity"] != "info")
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        // tau-bench's reward: the gold path reaches the expected state and says the outputs.
+        assert!(
+            !failing.contains(&"task_success") && !failing.contains(&"StateVerification"),
+            "{}: {failing:?}",
+            t["case_id"]
+        );
+        if failing.is_empty() {
+            continue;
+        }
+        // Anything else flagged is a gold path that repeats an identical call.
+        assert_eq!(failing, ["LoopDetection"], "{}", t["case_id"]);
+        let index: usize = t["case_id"].as_str().unwrap()["retail-test-".len()..]
+            .parse()
+            .unwrap();
+        let actions = tasks[index]["actions"].as_array().unwrap();
+        let repeats = actions
+            .iter()
+            .enumerate()
+            .any(|(i, a)| actions[..i].contains(a));
+        assert!(repeats, "{} flagged without a repeated call", t["case_id"]);
+        flagged += 1;
+    }
+    eprintln!("retail gold: 115 trials, {flagged} flagged for repeated calls");
+}

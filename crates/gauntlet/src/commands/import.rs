@@ -7,7 +7,7 @@ use crate::exit::{ExpectedError, GATES_PASSED};
 /// The benchmarks gauntlet imports.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Benchmark {
-    /// tau-bench (Sierra Research): airline domain.
+    /// tau-bench (Sierra Research): airline and retail domains.
     TauBench,
 }
 
