@@ -121,38 +121,26 @@ impl RunWriter {
         Ok(stored_final)
     }
 
-    /// Appends a trial record whose initial state is shared with other trials (the record's own
-    /// `initial_state` is ignored); see [`RunWriter::append`].
+    /// Appends a trial record whose initial state is shared with other trials. The record's
+    /// states become what was written: the shared initial state, or, for a large one,
+    /// references to it and the trial's changes (see [`RunWriter::append`]), so the caller can
+    /// summarise the record with no further copy of a large state.
     pub fn append_shared(
         &mut self,
-        record: &TrialRecord,
+        record: &mut TrialRecord,
         initial: &std::sync::Arc<Value>,
-    ) -> Result<Option<Value>, StoreError> {
-        let (initial_state, final_state, stored_final) =
-            match self
-                .states
-                .compact_shared(&self.dir, initial, &record.final_state)?
-            {
-                Some((i, f)) => (i, f.clone(), Some(f)),
-                None => ((**initial).clone(), record.final_state.clone(), None),
-            };
-        let owned = TrialRecord {
-            initial_state,
-            final_state,
-            case_id: record.case_id.clone(),
-            epoch: record.epoch,
-            seed: record.seed,
-            trace_id: record.trace_id.clone(),
-            status: record.status,
-            error: record.error.clone(),
-            tags: record.tags.clone(),
-            difficulty: record.difficulty.clone(),
-            trajectory: record.trajectory.clone(),
-            scores: record.scores.clone(),
-            duration_ms: record.duration_ms,
-        };
-        self.write_line(&owned)?;
-        Ok(stored_final)
+    ) -> Result<(), StoreError> {
+        match self
+            .states
+            .compact_shared(&self.dir, initial, &record.final_state)?
+        {
+            Some((initial, final_state)) => {
+                record.initial_state = initial;
+                record.final_state = final_state;
+            }
+            None => record.initial_state = (**initial).clone(),
+        }
+        self.write_line(record)
     }
 
     /// Writes one line of `trials.jsonl` and flushes it, so a crash loses no finished trial.
