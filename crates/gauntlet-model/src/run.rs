@@ -58,6 +58,9 @@ pub struct RunHeader {
     /// The suite's rubric, kept so that a stored run can be re-decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<crate::rubric::RubricDef>,
+    /// The case filter (`--filter`), kept so that a resumed run plans the same trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 /// The outcome of one trial.

@@ -33,6 +33,9 @@ pub enum StoreError {
     /// The output folder already holds a run.
     #[error("{0} already holds a run; choose another --out or remove it")]
     Exists(PathBuf),
+    /// A run to resume has already finished.
+    #[error("{0} holds a finished run (it has results.json): there is nothing to resume")]
+    Finished(PathBuf),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -89,6 +92,76 @@ impl RunWriter {
             trials: BufWriter::new(file),
             states: StateWriter::default(),
         })
+    }
+
+    /// Reopens a run that stopped before it finished (killed, crashed), to add the trials it
+    /// lacks: its header, and the records already written, as stored (states not expanded).
+    /// A last line cut short by the stop is removed, so nothing half-written stays; a record
+    /// written twice is kept once.
+    pub fn resume(dir: &Path) -> Result<(RunWriter, RunHeader, Vec<TrialRecord>), StoreError> {
+        if dir.join("results.json").exists() {
+            return Err(StoreError::Finished(dir.to_owned()));
+        }
+        let header_path = dir.join("run.json");
+        let text = std::fs::read_to_string(&header_path).map_err(io(&header_path))?;
+        let header: RunHeader = serde_json::from_str(&text).map_err(|e| StoreError::Format {
+            path: header_path.clone(),
+            line: e.line(),
+            message: e.to_string(),
+        })?;
+        let path = dir.join("trials.jsonl");
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let mut records: Vec<TrialRecord> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut kept = 0;
+        for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+            let complete = line.ends_with(b"\n");
+            if line.iter().all(u8::is_ascii_whitespace) {
+                kept += line.len();
+                continue;
+            }
+            match serde_json::from_slice::<TrialRecord>(line) {
+                Ok(r) => {
+                    if seen.insert((r.case_id.clone(), r.epoch)) {
+                        records.push(r);
+                    }
+                    kept += line.len();
+                }
+                // The stop cut the last record short: drop it, the trial runs again.
+                Err(_) if !complete => break,
+                Err(e) => {
+                    return Err(StoreError::Format {
+                        path: path.clone(),
+                        line: i + 1,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path))?;
+        file.set_len(kept as u64).map_err(io(&path))?;
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        if bytes[..kept].last().is_some_and(|b| *b != b'\n') {
+            file.write_all(b"\n").map_err(io(&path))?;
+        }
+        let writer = RunWriter {
+            dir: dir.to_owned(),
+            trials: BufWriter::new(file),
+            states: StateWriter::default(),
+        };
+        Ok((writer, header, records))
     }
 
     /// The run directory.

@@ -191,6 +191,11 @@ pub struct RunArgs {
     /// Only run cases whose id contains this text.
     #[arg(long)]
     pub filter: Option<String>,
+    /// Finish a run that stopped early (killed, crashed): run only the trials RUN_DIR lacks,
+    /// with the run's own agent, seed, epochs, fault profile and filter, then write its
+    /// results. Refused if the suite changed since the run started.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record"])]
+    pub resume: Option<PathBuf>,
     /// Also write these reports into the run folder (report.html, junit.xml, summary.md).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub report: Vec<crate::commands::report::Format>,

@@ -2426,3 +2426,117 @@ fn an_openai_messages_log_replays_in_the_world() {
         "the log recorded only the status, today's world returns the whole incident"
     );
 }
+
+#[test]
+fn a_killed_run_resumes_without_losing_or_repeating_a_trial() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    // A slow agent, one trial at a time, so that the kill lands mid-run.
+    let agent = "cmd:sleep 0.1; echo done";
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gauntlet"))
+        .args(["run", s(&suite), "--agent", agent, "--epochs", "2"])
+        .args(["--concurrency", "1", "--out", s(&out), "--quiet"])
+        .spawn()
+        .unwrap();
+    let trials_file = out.join("trials.jsonl");
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    for _ in 0..200 {
+        if lines(&trials_file) >= 4 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = lines(&trials_file);
+    assert!(before >= 4, "the run was killed before it wrote 4 trials");
+    assert!(!out.join("results.json").exists());
+    // A record cut short by the kill (simulated: half a line) is dropped and run again.
+    let mut text = std::fs::read_to_string(&trials_file).unwrap();
+    let first = text.lines().next().unwrap().to_owned();
+    text.push_str(&first[..first.len() / 2]);
+    std::fs::write(&trials_file, text).unwrap();
+
+    let o = run(&["run", s(&suite), "--resume", s(&out)]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let cases = run(&["check", s(&suite)]);
+    let total = 2 * cases
+        .stdout
+        .split_whitespace()
+        .find_map(|w| w.parse::<usize>().ok())
+        .unwrap();
+    assert!(
+        o.stderr
+            .contains(&format!("{before} of {total} trials already done")),
+        "{}",
+        o.stderr
+    );
+    let trials = read_trials(&out);
+    let mut keys: Vec<(String, u64)> = trials
+        .iter()
+        .map(|t| {
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), total, "every case × 2 epochs, each once");
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total, "no trial twice");
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["trials"].as_array().unwrap().len(), total);
+    assert_eq!(results["header"]["agent"], agent);
+    // Finished: nothing left to resume.
+    let o = run(&["run", s(&suite), "--resume", s(&out)]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("finished run"), "{}", o.stderr);
+}
+
+#[test]
+fn a_run_is_not_resumed_against_a_changed_suite() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    let o = run(&["run", s(&suite), "--out", s(&out), "--quiet"]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let verdicts = |r: &Value| -> Vec<(Value, Value, Value)> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].clone(),
+                    t["epoch"].clone(),
+                    t["status"].clone(),
+                )
+            })
+            .collect()
+    };
+    let first: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    // Resuming a run that lacks nothing reproduces its verdicts from the records alone.
+    let o = run(&["run", s(&suite), "--resume", s(&out), "--json"]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let again: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(verdicts(&again), verdicts(&first));
+    assert_eq!(again["metrics"], first["metrics"]);
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("difficulty: easy", "difficulty: medium"),
+    )
+    .unwrap();
+    let o = run(&["run", s(&suite), "--resume", s(&out)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("the dataset changed"), "{}", o.stderr);
+}

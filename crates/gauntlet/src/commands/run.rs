@@ -8,7 +8,7 @@ use gauntlet_agent::{
     AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, PersonaModels, ReplayAgent, ScriptAgent,
     SimulatedUser, parse_agent_spec,
 };
-use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
+use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
 use gauntlet_store::{Index, RunWriter};
 use gauntlet_suite::sha256_hex;
@@ -27,13 +27,27 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     let gateway = start_gateway(&runtime, &args, &suite)?;
-    let agent_spec = args
-        .agent
-        .clone()
-        .or_else(|| suite.config.agent.clone())
-        .unwrap_or_else(|| "script:reference".to_owned());
-    let seed = args.seed.or(suite.config.seed).unwrap_or(0);
-    let epochs = args.epochs.or(suite.config.epochs).unwrap_or(1);
+    // A resumed run keeps what it started with; a new one takes the options, then the suite's.
+    let resumed = match &args.resume {
+        Some(dir) => Some(
+            RunWriter::resume(dir)
+                .map_err(|e| ExpectedError::input(format!("cannot resume the run: {e}")))?,
+        ),
+        None => None,
+    };
+    let old = resumed.as_ref().map(|(_, header, _)| header);
+    let agent_spec = old.map(|h| h.agent.clone()).unwrap_or_else(|| {
+        args.agent
+            .clone()
+            .or_else(|| suite.config.agent.clone())
+            .unwrap_or_else(|| "script:reference".to_owned())
+    });
+    let seed = old.map_or_else(|| args.seed.or(suite.config.seed).unwrap_or(0), |h| h.seed);
+    let epochs = old.map_or_else(
+        || args.epochs.or(suite.config.epochs).unwrap_or(1),
+        |h| h.epochs,
+    );
+    let filter = old.map_or_else(|| args.filter.clone(), |h| h.filter.clone());
     if epochs == 0 {
         return Err(ExpectedError::input("--epochs must be at least 1"));
     }
@@ -45,16 +59,12 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let mut cases: Vec<_> = suite
         .cases
         .iter()
-        .filter(|c| {
-            args.filter
-                .as_deref()
-                .is_none_or(|f| c.case.case_id.contains(f))
-        })
+        .filter(|c| filter.as_deref().is_none_or(|f| c.case.case_id.contains(f)))
         .collect();
     if cases.is_empty() {
         return Err(ExpectedError::input(format!(
             "no case id contains `{}`",
-            args.filter.as_deref().unwrap_or_default()
+            filter.as_deref().unwrap_or_default()
         )));
     }
     let agent: Arc<dyn gauntlet_agent::Agent> = match parse_agent_spec(&agent_spec)
@@ -123,10 +133,11 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     };
 
-    let profile_name = match args.faults.as_deref() {
-        Some("none") => None,
-        Some(name) => Some(name.to_owned()),
-        None => suite.config.fault_profile.clone(),
+    let profile_name = match (old, args.faults.as_deref()) {
+        (Some(h), _) => h.fault_profile.clone(),
+        (None, Some("none")) => None,
+        (None, Some(name)) => Some(name.to_owned()),
+        (None, None) => suite.config.fault_profile.clone(),
     };
     let profile: Vec<FaultRule> = match &profile_name {
         None => Vec::new(),
@@ -157,8 +168,8 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             }
         },
     };
-    let started_at = now();
-    let run_id = new_run_id();
+    let started_at = old.map_or_else(now, |h| h.started_at.clone());
+    let run_id = old.map_or_else(new_run_id, |h| h.run_id.clone());
     let header = RunHeader {
         format_version: FORMAT_VERSION,
         run_id: run_id.clone(),
@@ -180,7 +191,17 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         },
         fault_profile: profile_name.clone(),
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
+        filter: filter.clone(),
     };
+    if let Some(old) = old {
+        let changed = changed_since(&old.versions, &header.versions);
+        if !changed.is_empty() {
+            return Err(ExpectedError::input(format!(
+                "cannot resume the run: the {} changed since it started; start a new run",
+                changed.join(", ")
+            )));
+        }
+    }
 
     let mut trials = Vec::new();
     // Cases without their own initial_state share their world's state.
@@ -232,17 +253,52 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     }
     let total = trials.len();
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| state_dir(&suite).join("runs").join(&run_id));
-    let mut writer = RunWriter::create(&out, &header)
-        .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
+    // Records are written as trials end and only their summaries are kept; a resumed run's
+    // earlier trials are summarised from their records and not run again.
+    let mut summaries: Vec<Option<TrialSummary>> = (0..total).map(|_| None).collect();
+    let (out, mut writer) = match resumed {
+        Some((writer, _, records)) => {
+            let mut done: std::collections::HashMap<(String, u32), TrialRecord> = records
+                .into_iter()
+                .map(|r| ((r.case_id.clone(), r.epoch), r))
+                .collect();
+            for (i, t) in trials.iter().enumerate() {
+                if let Some(r) = done.remove(&(t.case.case_id.clone(), t.epoch)) {
+                    summaries[i] = Some(TrialSummary::of(&r));
+                }
+            }
+            if !args.quiet && !args.json {
+                let n = summaries.iter().flatten().count();
+                eprintln!(
+                    "resuming {}: {n} of {total} trials already done",
+                    writer.dir().display()
+                );
+            }
+            (writer.dir().to_owned(), writer)
+        }
+        None => {
+            let out = args
+                .out
+                .clone()
+                .unwrap_or_else(|| state_dir(&suite).join("runs").join(&run_id));
+            let writer = RunWriter::create(&out, &header).map_err(|e| {
+                ExpectedError::harness(format!("failed to create the run folder: {e}"))
+            })?;
+            (out, writer)
+        }
+    };
+    // The plan position of each trial still to run.
+    let (positions, trials): (Vec<usize>, Vec<TrialPlan>) = trials
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| summaries[*i].is_none())
+        .unzip();
 
     let progress = if args.quiet || args.json {
         ProgressBar::hidden()
     } else {
-        let pb = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        let pb =
+            ProgressBar::with_draw_target(Some(trials.len() as u64), ProgressDrawTarget::stderr());
         pb.set_style(
             ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} trials  {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -259,8 +315,6 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         custom: Arc::new((custom_evaluators(&suite), suite.root.clone())),
         persona,
     };
-    // Records are written as trials end and only their summaries are kept.
-    let mut summaries: Vec<Option<TrialSummary>> = (0..total).map(|_| None).collect();
     runtime.block_on(run_trials(plan, agent, |event| match event {
         RunEvent::TrialStarted { case_id, .. } => progress.set_message(case_id),
         RunEvent::TrialFinished {
@@ -273,7 +327,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
                 write_error.get_or_insert(e);
             }
             // Summarised as stored: a large final state is its reference and changes.
-            summaries[index] = Some(TrialSummary::of(&record));
+            summaries[positions[index]] = Some(TrialSummary::of(&record));
             progress.inc(1);
         }
     }));
@@ -313,6 +367,21 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     }
     verdict_code(&results, gate_errors)
+}
+
+/// What differs between the versions a run started with and today's: the names of the parts.
+fn changed_since(then: &Versions, now: &Versions) -> Vec<&'static str> {
+    [
+        ("harness", then.harness == now.harness),
+        ("worlds", then.worlds == now.worlds),
+        ("dataset", then.dataset == now.dataset),
+        ("agent", then.agent == now.agent),
+        ("suite configuration", then.config == now.config),
+    ]
+    .into_iter()
+    .filter(|(_, same)| !same)
+    .map(|(name, _)| name)
+    .collect()
 }
 
 /// Starts the LLM gateway when the run needs one (a model endpoint, a cassette to record or
