@@ -20,13 +20,24 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a suite: every case (× epochs) against an agent, scored, gated and stored.
+    /// Run a suite: every case (× epochs) against an agent, scored, gated and stored
     ///
     /// Example: gauntlet run examples/incident-desk --agent script:reference
     ///
-    /// Scripted agents: `script:reference` replays each case's reference_trajectory;
-    /// `script:skip-confirmation`, `script:forbidden`, `script:loop` and `script:over-budget`
-    /// break it on purpose; `script:NAME` also plays a case's own `scripts.NAME`.
+    /// Agents (--agent):
+    ///   script:reference     replays each case's reference_trajectory; script:skip-confirmation,
+    ///                        script:forbidden, script:loop, script:over-budget break it on
+    ///                        purpose; script:NAME also plays a case's own scripts.NAME
+    ///   cmd:COMMAND          any program, once per trial: the case on stdin, the world's tools
+    ///                        over MCP (GAUNTLET_MCP_URL, GAUNTLET_MCP_TOKEN), its model through
+    ///                        the gateway (OPENAI_BASE_URL), the answer on stdout
+    ///   http://HOST/PATH     an agent service that receives each trial as a POST
+    ///   openai:MODEL         the built-in tool-calling agent (needs --gateway-upstream or --replay)
+    ///   replay:FILE          re-executes recorded tool calls (a run folder, trials.jsonl, an
+    ///                        OpenAI-messages log, a tau-bench log) against today's worlds
+    ///
+    /// Exit codes: 0 every gate passed, 1 a gate failed, 2 invalid input, 3 harness failure.
+    #[command(verbatim_doc_comment)]
     Run(RunArgs),
     /// Check a suite without running it; every problem as `file:line:col: message` (exit 2).
     Check {
