@@ -42,6 +42,9 @@ pub struct PersonaModels {
     pub gateway: Arc<Gateway>,
     /// The model, when the case names none.
     pub default_model: Option<String>,
+    /// The persona's system prompt, with `{persona}` where the case's persona goes
+    /// ([`PERSONA_PROMPT`] when `None`).
+    pub prompt: Option<String>,
 }
 
 /// A trial's persona: its model and where its calls are recorded.
@@ -49,6 +52,7 @@ pub struct PersonaModels {
 struct PersonaLink {
     gateway: Arc<Gateway>,
     model: String,
+    prompt: Option<String>,
     case_id: String,
     epoch: u32,
 }
@@ -95,6 +99,7 @@ impl SimulatedUser {
                     .clone()
                     .or_else(|| models.default_model.clone())
                     .ok_or(PERSONA_NEEDS_MODEL)?,
+                prompt: models.prompt.clone(),
                 case_id: case_id.to_owned(),
                 epoch,
             }),
@@ -119,7 +124,12 @@ impl SimulatedUser {
         }
         if let (Some(persona), Some(link)) = (&self.spec.persona, &self.persona) {
             return Reply::Persona(PersonaCall {
-                request: persona_request(persona, &link.model, history),
+                request: persona_request(
+                    link.prompt.as_deref().unwrap_or(PERSONA_PROMPT),
+                    persona,
+                    &link.model,
+                    history,
+                ),
                 link: link.clone(),
             });
         }
@@ -199,11 +209,12 @@ pub const STOP: &str = "###STOP###";
 /// What the persona hears before it opens the conversation.
 pub const PERSONA_GREETING: &str = "Hi! How can I help you today?";
 
-/// The chat request that asks the persona's model for the user's next message.
-pub fn persona_request(persona: &str, model: &str, history: &[Event]) -> Value {
+/// The chat request that asks the persona's model for the user's next message; `prompt` is the
+/// system prompt, with `{persona}` where the persona goes.
+pub fn persona_request(prompt: &str, persona: &str, model: &str, history: &[Event]) -> Value {
     let mut messages = vec![json!({
         "role": "system",
-        "content": PERSONA_PROMPT.replace("{persona}", persona.trim()),
+        "content": prompt.replace("{persona}", persona.trim()),
     })];
     if !history
         .iter()
@@ -373,7 +384,12 @@ mod tests {
                 text: "Cancel ABC123?".into(),
             },
         ];
-        let r = persona_request("You are Mia. You want ABC123 cancelled.", "m", &history);
+        let r = persona_request(
+            PERSONA_PROMPT,
+            "You are Mia. You want ABC123 cancelled.",
+            "m",
+            &history,
+        );
         let messages = r["messages"].as_array().unwrap();
         assert!(
             messages[0]["content"]

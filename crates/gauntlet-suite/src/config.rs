@@ -58,6 +58,10 @@ pub struct SuiteConfig {
     /// (`--user-model` overrides it).
     #[serde(default)]
     pub user_model: Option<String>,
+    /// The system prompt of persona users, with `{persona}` where a case's persona goes
+    /// (gauntlet's own when absent).
+    #[serde(default)]
+    pub user_prompt: Option<String>,
 }
 
 /// The LLM gateway's configuration.

@@ -138,6 +138,17 @@ impl Suite {
         }
         check_cases(&cases, &worlds, worlds_complete, &mut problems);
         check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
+        if let Some(prompt) = &config.user_prompt
+            && !prompt.contains("{persona}")
+        {
+            let (line, col) = config_spans.locate("/user_prompt");
+            problems.push(Diagnostic::at(
+                &config_file,
+                line,
+                col,
+                "`user_prompt` needs `{persona}` where each case's persona goes",
+            ));
+        }
 
         if !problems.is_empty() {
             problems.sort();
@@ -674,6 +685,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         gateway: None,
         system_prompt: None,
         user_model: None,
+        user_prompt: None,
         max_steps: None,
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);

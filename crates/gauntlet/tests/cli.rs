@@ -1684,6 +1684,56 @@ fn an_llm_persona_answers_through_the_gateway_and_its_cassette_replays_without_t
 }
 
 #[test]
+fn a_suite_can_give_personas_its_own_prompt() {
+    let (tmp, suite) = example();
+    persona_case(
+        &suite,
+        "You are Sam from payments. The incident you want closed is INC-004301. You approve closing it.",
+    );
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\nuser_prompt: \"Play this user. Be terse.\\n\\nWho you are and what you want:\\n{{persona}}\\n\\nRules: role-playing a user.\"\n")).unwrap();
+    let Some(upstream) = FakeUpstream::start(tmp.path()) else {
+        eprintln!("skipped: python3 is not available");
+        return;
+    };
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "ambiguous-checkout",
+        "--gateway-upstream",
+        &upstream.url,
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let events = read_trials(&out)[0]["trajectory"]["events"].clone();
+    let answer = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "confirmation_response")
+        .unwrap()["text"]
+        .clone();
+    assert_eq!(
+        answer, "yes",
+        "the suite's prompt reached the persona's model"
+    );
+    // A prompt without the persona's place is refused where it is written.
+    std::fs::write(&config, format!("{text}\nuser_prompt: Play a user.\n")).unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("gauntlet.yaml:") && o.stderr.contains("`user_prompt` needs `{persona}`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
 fn a_persona_that_refuses_changes_the_outcome_and_one_without_endpoint_or_model_is_refused() {
     let (tmp, suite) = example();
     persona_case(

@@ -432,6 +432,7 @@ fn persona_models(
     let models = gateway.map(|g| PersonaModels {
         gateway: Arc::clone(g),
         default_model: args.user_model.clone().or(suite.config.user_model.clone()),
+        prompt: suite.config.user_prompt.clone(),
     });
     for lc in cases {
         let case = &lc.case;

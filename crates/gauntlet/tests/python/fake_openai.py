@@ -6,7 +6,7 @@ Asked to role-play a user (gauntlet's persona prompt), it plays the persona in i
 message: a question gets the first incident id the persona names ("I don't know." if none); a
 confirmation request gets "yes" when the persona says it approves, else a refusal; the greeting
 before the conversation gets the persona's first sentence; being told an incident's status ends
-the conversation (###STOP###). It supports
+the conversation (###STOP###). A system prompt asking "Be terse." gets a bare "yes". It supports
 `stream: true` (SSE chunks, the usage in the last chunk when `stream_options.include_usage`).
 Usage: fake_openai.py PORT_FILE   (binds 127.0.0.1:0 and writes the port to PORT_FILE)
 """
@@ -25,7 +25,7 @@ def play_user(messages):
         return {"role": "assistant", "content": who.split(". ")[0].rstrip(".") + "."}
     if "(Please confirm: yes or no.)" in asked:
         if "You approve" in persona:
-            return {"role": "assistant", "content": "Yes, go ahead."}
+            return {"role": "assistant", "content": "yes" if "Be terse." in persona else "Yes, go ahead."}
         return {"role": "assistant", "content": "No, leave it as it is."}
     if re.search(r"INC-\d{6} is \w+", asked):
         return {"role": "assistant", "content": "###STOP###"}
