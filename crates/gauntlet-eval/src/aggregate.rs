@@ -36,7 +36,7 @@ pub const DISTRIBUTIONS: [&str; 5] = ["tool_calls", "steps", "tokens", "cost_eur
 pub const MAX_K: u32 = 32;
 
 /// Scalar metrics every run has (besides the distributions and pass@k).
-const SCALARS: [(&str, &str); 18] = [
+const SCALARS: [(&str, &str); 19] = [
     ("trials", "number of trials"),
     (
         "passed",
@@ -71,6 +71,10 @@ const SCALARS: [(&str, &str); 18] = [
     (
         "cost_per_success_eur",
         "total cost / trials whose task succeeded",
+    ),
+    (
+        "user_cost_eur",
+        "what the simulated users' personas cost, summed over trials",
     ),
     ("faults_injected", "faults injected, summed over trials"),
     (
@@ -254,6 +258,10 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     let traced = trials.iter().filter(|t| is_trace_id(&t.trace_id)).count();
     m.insert("trace_id_coverage".to_owned(), rate(traced, n));
     let total_cost: f64 = trials.iter().map(|t| t.cost_eur).sum();
+    m.insert(
+        "user_cost_eur".to_owned(),
+        trials.iter().map(|t| t.user_cost_eur).sum(),
+    );
     m.insert(
         "cost_per_success_eur".to_owned(),
         if successes == 0 {

@@ -347,6 +347,7 @@ fn aggregate_counts_critical_violations_and_task_success() {
                 steps: t.steps() as u32,
                 tokens: 0,
                 cost_eur: 0.0,
+                user_cost_eur: 0.0,
                 duration_ms: 1.0,
                 final_state: json!({}),
                 scores,

@@ -143,14 +143,21 @@ pub struct TrialSummary {
     pub steps: u32,
     /// Model tokens.
     pub tokens: u64,
-    /// Model cost in euros.
+    /// The agent's model cost in euros.
     pub cost_eur: f64,
+    /// What the simulated user's persona cost, in euros (absent when nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub user_cost_eur: f64,
     /// Wall time in milliseconds.
     pub duration_ms: f64,
     /// The final state.
     pub final_state: Value,
     /// Every evaluator's verdict.
     pub scores: Vec<Score>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl TrialSummary {
@@ -193,6 +200,7 @@ impl TrialSummary {
             steps: record.trajectory.steps() as u32,
             tokens: record.trajectory.tokens(),
             cost_eur: record.trajectory.cost_eur(),
+            user_cost_eur: record.trajectory.user_cost_eur(),
             duration_ms: record.duration_ms,
             final_state: record.final_state.clone(),
             scores: record.scores.clone(),

@@ -1610,6 +1610,13 @@ fn an_llm_persona_answers_through_the_gateway_and_its_cassette_replays_without_t
         &suite,
         "You are Sam from payments. The incident you want closed is INC-004301, the EU card errors. You approve closing it.",
     );
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{text}\ngateway:\n  prices:\n    fake-user: {{prompt_eur_per_1k: 1.0, completion_eur_per_1k: 1.0}}\n"),
+    )
+    .unwrap();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
         eprintln!("skipped: python3 is not available");
         return;
@@ -1665,13 +1672,21 @@ fn an_llm_persona_answers_through_the_gateway_and_its_cassette_replays_without_t
         4,
         "2 user calls × 2 epochs"
     );
-    // The agent used no model: the user's tokens are not the agent's.
+    // The agent used no model: the user's tokens and cost are not the agent's.
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(a.join("results.json")).unwrap()).unwrap();
+    let trial = &results["trials"][0];
     assert_eq!(
-        results["trials"][0]["tokens"], 0,
-        "{}",
-        results["trials"][0]
+        (&trial["tokens"], &trial["cost_eur"]),
+        (&json!(0), &json!(0.0)),
+        "{trial}"
+    );
+    let user_cost = trial["user_cost_eur"].as_f64().unwrap();
+    assert!(user_cost > 0.0, "{trial}");
+    let total = results["metrics"]["user_cost_eur"].as_f64().unwrap();
+    assert!(
+        (total - 2.0 * user_cost).abs() < 1e-9,
+        "{total} for 2 epochs of {user_cost}"
     );
     drop(upstream);
     let o = run(&[
