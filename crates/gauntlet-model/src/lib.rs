@@ -26,7 +26,7 @@ pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
     EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod, Price,
-    RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats, TrialRecord,
+    RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats, Shard, TrialRecord,
     TrialStatus, TrialSummary, Verdict, Versions,
 };
 pub use score::{Dimension, Score, Severity};

@@ -61,6 +61,51 @@ pub struct RunHeader {
     /// The case filter (`--filter`), kept so that a resumed run plans the same trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<String>,
+    /// The part of the run this is (`--shard I/N`): the trials whose position in the plan,
+    /// counted from 0, leaves I-1 when divided by N. `gauntlet merge` makes the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+}
+
+/// One part of a sharded run: the `index`-th (from 1) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Shard {
+    /// Which part, from 1.
+    pub index: u32,
+    /// How many parts.
+    pub count: u32,
+}
+
+impl Shard {
+    /// Whether the trial at this position of the plan (from 0) belongs to this part.
+    pub fn holds(&self, position: usize) -> bool {
+        position % self.count as usize == (self.index - 1) as usize
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// Parses `I/N` with 1 <= I <= N.
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("`{s}` is not a shard: write I/N, with 1 <= I <= N (such as 2/4)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<u32>().map_err(|_| bad())?,
+            n.trim().parse::<u32>().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 /// The outcome of one trial.

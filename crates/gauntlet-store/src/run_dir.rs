@@ -228,6 +228,45 @@ impl RunWriter {
         self.trials.flush().map_err(io(&path))
     }
 
+    /// Appends every trial record of another run folder as stored there, with the stored states
+    /// they refer to (to merge the parts of a sharded run); how many records.
+    pub fn append_run(&mut self, other: &Path) -> Result<usize, StoreError> {
+        let states = other.join("states");
+        if states.is_dir() {
+            let into = self.dir.join("states");
+            std::fs::create_dir_all(&into).map_err(io(&into))?;
+            for entry in std::fs::read_dir(&states).map_err(io(&states))? {
+                let from = entry.map_err(io(&states))?.path();
+                let to = into.join(from.file_name().unwrap_or_default());
+                // Named by content: a file already there is the same state.
+                if !to.exists() {
+                    std::fs::copy(&from, &to).map_err(io(&to))?;
+                }
+            }
+        }
+        let path = other.join("trials.jsonl");
+        let reader = BufReader::new(File::open(&path).map_err(io(&path))?);
+        let mut n = 0;
+        for (i, line) in reader.lines().enumerate() {
+            let line = line.map_err(io(&path))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            if let Err(e) = serde_json::from_str::<TrialRecord>(&line) {
+                return Err(StoreError::Format {
+                    path,
+                    line: i + 1,
+                    message: e.to_string(),
+                });
+            }
+            let to = self.dir.join("trials.jsonl");
+            self.trials.write_all(line.as_bytes()).map_err(io(&to))?;
+            self.trials.write_all(b"\n").map_err(io(&to))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Writes `results.json` atomically; the run is complete.
     pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
         let path = self.dir.join("trials.jsonl");

@@ -38,7 +38,7 @@ pub enum Command {
     ///
     /// Exit codes: 0 every gate passed, 1 a gate failed, 2 invalid input, 3 harness failure.
     #[command(verbatim_doc_comment)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a suite without running it; every problem as `file:line:col: message` (exit 2).
     Check {
         /// The suite folder (holding gauntlet.yaml) or its configuration file.
@@ -58,6 +58,24 @@ pub enum Command {
         #[arg(long)]
         gates: Option<PathBuf>,
         /// Print the re-decided results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge the parts of a sharded run (`run --shard I/N`) into one run and decide its gates.
+    ///
+    /// Example: gauntlet merge runs/ID-shard-1-of-2 runs/ID-shard-2-of-2 --out runs/ID
+    ///
+    /// The parts must come from the same suite, agent, seed, epochs and options, one of each
+    /// part; the merged run lists its trials in the order an unsharded run would, so its
+    /// statistics and gates are the unsharded run's.
+    Merge {
+        /// The run folders of the parts.
+        #[arg(required = true)]
+        parts: Vec<PathBuf>,
+        /// The run folder to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Print results.json on stdout instead of the summary.
         #[arg(long)]
         json: bool,
     },
@@ -205,8 +223,17 @@ pub struct RunArgs {
     /// Finish a run that stopped early (killed, crashed): run only the trials RUN_DIR lacks,
     /// with the run's own agent, seed, epochs, fault profile and filter, then write its
     /// results. Refused if the suite changed since the run started.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record"])]
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record", "shard", "run_id"])]
     pub resume: Option<PathBuf>,
+    /// Run one part of the run, I of N (such as 2/4): the trials whose position in the plan
+    /// leaves I-1 when divided by N. The parts of one run (same suite, agent, seed, epochs)
+    /// make the whole with `gauntlet merge`; a part exits 0 and leaves the verdict to it.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<gauntlet_model::Shard>,
+    /// The run's id (letters, digits, `.`, `_`, `-`), so that parts run apart share one (trace
+    /// ids derive from it); a fresh one when absent.
+    #[arg(long)]
+    pub run_id: Option<String>,
     /// Also write these reports into the run folder (report.html, junit.xml, summary.md).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub report: Vec<crate::commands::report::Format>,

@@ -2605,3 +2605,147 @@ fn a_run_is_not_resumed_against_a_changed_suite() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("the dataset changed"), "{}", o.stderr);
 }
+
+#[test]
+fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
+    let (tmp, suite) = example();
+    let base = |out: &Path| {
+        vec![
+            "run".to_owned(),
+            s(&suite).to_owned(),
+            "--agent".to_owned(),
+            "script:forbidden".to_owned(),
+            "--epochs".to_owned(),
+            "2".to_owned(),
+            "--seed".to_owned(),
+            "5".to_owned(),
+            "--run-id".to_owned(),
+            "ci-42".to_owned(),
+            "--out".to_owned(),
+            s(out).to_owned(),
+            "--quiet".to_owned(),
+        ]
+    };
+    let whole = tmp.path().join("whole");
+    let args = base(&whole);
+    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 1, "the forbidden agent fails a gate: {}", o.stderr);
+    let mut parts = Vec::new();
+    for i in 1..=3 {
+        let out = tmp.path().join(format!("part{i}"));
+        let mut args = base(&out);
+        args.extend(["--shard".to_owned(), format!("{i}/3")]);
+        let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            o.code, 0,
+            "a part leaves the verdict to the merge: {}",
+            o.stderr
+        );
+        parts.push(out);
+    }
+    let merged = tmp.path().join("merged");
+    let o = run(&[
+        "merge",
+        s(&parts[2]),
+        s(&parts[0]),
+        s(&parts[1]),
+        "--out",
+        s(&merged),
+        "--json",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let read = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    };
+    let (a, b) = (read(&whole), read(&merged));
+    // The same trials, in the same order, with the same verdicts and scores.
+    let trials = |r: &Value| -> Vec<Value> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                json!([
+                    t["case_id"],
+                    t["epoch"],
+                    t["trace_id"],
+                    t["status"],
+                    t["scores"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        // Wall-clock scores (`..._ms`) differ between any two runs.
+                        .map(|s| {
+                            let timed = s["name"].as_str().unwrap().ends_with("_ms");
+                            json!([
+                                s["name"],
+                                s["passed"],
+                                if timed {
+                                    Value::Null
+                                } else {
+                                    s["value"].clone()
+                                }
+                            ])
+                        })
+                        .collect::<Vec<_>>()
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(trials(&a), trials(&b));
+    // The same statistics, but for wall-clock ones, and the same gates.
+    let timeless = |r: &Value| -> Vec<(String, Value)> {
+        r["metrics"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| {
+                !k.contains("latency") && !k.contains("_ms") && !k.contains("duration")
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(timeless(&a), timeless(&b));
+    let gates = |r: &Value| -> Vec<(Value, Value)> {
+        r["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| (g["name"].clone(), g["passed"].clone()))
+            .collect()
+    };
+    assert_eq!(gates(&a), gates(&b));
+    assert_eq!(a["verdict"], b["verdict"]);
+    let lines = |dir: &Path| {
+        std::fs::read_to_string(dir.join("trials.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(lines(&merged), lines(&whole));
+    // A missing part, or a part of another run, is refused.
+    let o = run(&[
+        "merge",
+        s(&parts[0]),
+        s(&parts[2]),
+        "--out",
+        s(&tmp.path().join("m2")),
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("parts 2/3 are missing"), "{}", o.stderr);
+    let other = tmp.path().join("other");
+    let mut args = base(&other);
+    args[7] = "6".to_owned();
+    args.extend(["--shard".to_owned(), "2/3".to_owned()]);
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(&[
+        "merge",
+        s(&parts[0]),
+        s(&other),
+        s(&parts[2]),
+        "--out",
+        s(&tmp.path().join("m3")),
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("their seed differ"), "{}", o.stderr);
+}

@@ -3,12 +3,45 @@
 use std::path::Path;
 
 use gauntlet_eval::{CompiledGate, CompiledRubric, GateSpec};
+use gauntlet_model::{GateOutcome, RunHeader};
 use gauntlet_store::read_results;
 use gauntlet_suite::load_gates_file;
 
 use crate::commands::shared::{print_results, verdict_code};
 use crate::exit::ExpectedError;
 use crate::results::build_results;
+
+/// A stored run's gates, compiled again.
+pub fn stored_gates(outcomes: &[GateOutcome]) -> Result<Vec<CompiledGate>, ExpectedError> {
+    let mut gates = Vec::new();
+    let mut problems = Vec::new();
+    for g in outcomes {
+        let spec = GateSpec::Named {
+            name: g.name.clone(),
+            expr: g.expr.clone(),
+        };
+        match CompiledGate::compile(&spec) {
+            Ok(c) => gates.push(c),
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ExpectedError::inputs(problems));
+    }
+    Ok(gates)
+}
+
+/// A stored run's rubric, compiled again.
+pub fn stored_rubric(header: &RunHeader) -> Result<Option<CompiledRubric>, ExpectedError> {
+    header
+        .rubric
+        .as_ref()
+        .map(|def| {
+            CompiledRubric::compile(def)
+                .map_err(|e| ExpectedError::input(format!("the run's rubric: {e}")))
+        })
+        .transpose()
+}
 
 pub fn gate(run: &Path, gates_file: Option<&Path>, json: bool) -> Result<i32, ExpectedError> {
     let stored = read_results(run)
@@ -17,32 +50,9 @@ pub fn gate(run: &Path, gates_file: Option<&Path>, json: bool) -> Result<i32, Ex
         Some(path) => load_gates_file(path).map_err(|problems| {
             ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
         })?,
-        None => {
-            let mut gates = Vec::new();
-            let mut problems = Vec::new();
-            for g in &stored.gates {
-                let spec = GateSpec::Named {
-                    name: g.name.clone(),
-                    expr: g.expr.clone(),
-                };
-                match CompiledGate::compile(&spec) {
-                    Ok(c) => gates.push(c),
-                    Err(e) => problems.push(e.to_string()),
-                }
-            }
-            if !problems.is_empty() {
-                return Err(ExpectedError::inputs(problems));
-            }
-            gates
-        }
+        None => stored_gates(&stored.gates)?,
     };
-    let rubric = match &stored.header.rubric {
-        Some(def) => Some(
-            CompiledRubric::compile(def)
-                .map_err(|e| ExpectedError::input(format!("the run's rubric: {e}")))?,
-        ),
-        None => None,
-    };
+    let rubric = stored_rubric(&stored.header)?;
     let (mut results, gate_errors) = build_results(
         stored.header.clone(),
         stored.trials,

@@ -4,6 +4,7 @@ mod check;
 mod compare;
 mod gate;
 pub mod import;
+mod merge;
 pub mod report;
 pub mod run;
 mod runs;
@@ -18,10 +19,11 @@ use crate::exit::ExpectedError;
 /// Runs the command; the exit code, or an error carrying one.
 pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
     match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Check { suite } => check::check(&suite),
         Command::Score(args) => score::score(args),
         Command::Gate { run, gates, json } => gate::gate(&run, gates.as_deref(), json),
+        Command::Merge { parts, out, json } => merge::merge(&parts, &out, json),
         Command::Runs { suite, limit } => runs::runs(&suite, limit),
         Command::Compare {
             a,

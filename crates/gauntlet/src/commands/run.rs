@@ -169,7 +169,21 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         },
     };
     let started_at = old.map_or_else(now, |h| h.started_at.clone());
-    let run_id = old.map_or_else(new_run_id, |h| h.run_id.clone());
+    let shard = old.map_or(args.shard, |h| h.shard);
+    if let Some(id) = &args.run_id
+        && (id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(ExpectedError::input(format!(
+            "--run-id `{id}`: use letters, digits, `.`, `_` and `-` only"
+        )));
+    }
+    let run_id = old.map_or_else(
+        || args.run_id.clone().unwrap_or_else(new_run_id),
+        |h| h.run_id.clone(),
+    );
     let header = RunHeader {
         format_version: FORMAT_VERSION,
         run_id: run_id.clone(),
@@ -192,6 +206,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         fault_profile: profile_name.clone(),
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
         filter: filter.clone(),
+        shard,
     };
     if let Some(old) = old {
         let changed = changed_since(&old.versions, &header.versions);
@@ -252,6 +267,15 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             });
         }
     }
+    // A shard keeps its share of the plan, in plan order.
+    if let Some(shard) = shard {
+        trials = trials
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| shard.holds(*i))
+            .map(|(_, t)| t)
+            .collect();
+    }
     let total = trials.len();
     // Records are written as trials end and only their summaries are kept; a resumed run's
     // earlier trials are summarised from their records and not run again.
@@ -277,10 +301,14 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             (writer.dir().to_owned(), writer)
         }
         None => {
+            let folder = match shard {
+                Some(s) => format!("{run_id}-shard-{}-of-{}", s.index, s.count),
+                None => run_id.clone(),
+            };
             let out = args
                 .out
                 .clone()
-                .unwrap_or_else(|| state_dir(&suite).join("runs").join(&run_id));
+                .unwrap_or_else(|| state_dir(&suite).join("runs").join(folder));
             let writer = RunWriter::create(&out, &header).map_err(|e| {
                 ExpectedError::harness(format!("failed to create the run folder: {e}"))
             })?;
@@ -365,6 +393,16 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         for r in reports {
             println!("report: {}", r.display());
         }
+    }
+    if let Some(s) = shard {
+        if !args.quiet && !args.json {
+            println!(
+                "shard {s}: its gates saw this part only; `gauntlet merge` decides the run's verdict"
+            );
+        }
+        // A gate that cannot be decided is still an error; a failed one waits for the merge.
+        verdict_code(&results, gate_errors)?;
+        return Ok(crate::exit::GATES_PASSED);
     }
     verdict_code(&results, gate_errors)
 }

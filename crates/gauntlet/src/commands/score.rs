@@ -127,6 +127,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         fault_profile: None,
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
         filter: None,
+        shard: None,
     };
     if let Some(out) = &args.out {
         let mut w = RunWriter::create(out, &header)
