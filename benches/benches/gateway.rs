@@ -1,0 +1,139 @@
+//! What the LLM gateway adds to an agent's model calls: the round trip of a chat completion
+//! sent straight to an upstream and sent through the gateway (p50, p99 over 2,000 sequential
+//! calls each, on loopback, the upstream answering at once), and the answer of an injected 429.
+//! Run: cargo bench -p gauntlet-bench --bench gateway
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use gauntlet_agent::gateway::{Gateway, GatewayConfig, Mode};
+use gauntlet_agent::{SimulatedEnvironment, SimulatedUser};
+use gauntlet_model::{FaultKind, FaultSpec};
+use gauntlet_suite::Suite;
+use gauntlet_world::{FaultPlan, FaultRule, Simulator};
+use serde_json::{Value, json};
+use statrs::statistics::{Data, OrderStatistics};
+
+fn env(suite: &Suite, faults: Vec<FaultSpec>) -> gauntlet_agent::SharedEnv {
+    let lc = suite
+        .cases
+        .iter()
+        .find(|c| c.case.case_id == "lookup-status")
+        .expect("case");
+    let w = suite.world_of(lc);
+    let rules = faults
+        .into_iter()
+        .map(|spec| FaultRule {
+            spec,
+            source: "bench".into(),
+        })
+        .collect();
+    let sim = Simulator::new(
+        w.world.clone(),
+        suite.initial_state(lc),
+        w.world.spec().default_context.clone(),
+        FaultPlan { rules, seed: 1 },
+    );
+    SimulatedEnvironment::new(sim, SimulatedUser::scripted(None), &lc.case.user_input).shared()
+}
+
+fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let mut d = Data::new(v);
+    (d.percentile(50), d.percentile(99))
+}
+
+/// Round trips (µs) of `n` chat completions posted to `base`.
+async fn round_trips(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    body: &Value,
+    n: usize,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let resp = client
+            .post(format!("{base}/chat/completions"))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status();
+        let _ = resp.bytes().await.expect("body");
+        out.push(t.elapsed().as_secs_f64() * 1e6);
+        assert!(status.is_success() || status.as_u16() == 429, "{status}");
+    }
+    out
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk");
+    let suite = Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        // An upstream that answers every completion at once.
+        let answer = json!({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "INC-004218 is open."}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128}});
+        let upstream = axum::Router::new().route(
+            "/v1/chat/completions",
+            axum::routing::post(move || {
+                let a = answer.clone();
+                async move { axum::Json(a) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, upstream).await.expect("serve") });
+        let upstream_url = format!("http://{addr}/v1");
+        let gateway = Arc::new(
+            Gateway::start(GatewayConfig {
+                upstream: Some(upstream_url.clone()),
+                api_key: Some("sk-upstream".into()),
+                mode: Mode::Live,
+                prices: Default::default(),
+            })
+            .await
+            .expect("gateway"),
+        );
+        let client = reqwest::Client::new();
+        // A realistic request: a system prompt, a user turn and the world's tools (about 2 KB).
+        let body = json!({"model": "m", "messages": [
+            {"role": "system", "content": "You are a careful assistant acting through tools. ".repeat(10)},
+            {"role": "user", "content": "What is the status of INC-004218?"}],
+            "tools": suite.worlds.values().next().map(|w| w.world.spec().tools.iter().map(|t| json!({
+                "type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})).collect::<Vec<_>>())});
+        let n = 2000;
+        round_trips(&client, &upstream_url, "sk-upstream", &body, 100).await;
+        let (d50, d99) = percentiles(round_trips(&client, &upstream_url, "sk-upstream", &body, n).await);
+        let trial = gateway.register(env(&suite, Vec::new()), "lookup-status", 0);
+        round_trips(&client, &trial.base_url, &trial.key, &body, 100).await;
+        let (g50, g99) = percentiles(round_trips(&client, &trial.base_url, &trial.key, &body, n).await);
+        println!(
+            "chat completion straight to the upstream: p50 {d50:.0} µs, p99 {d99:.0} µs; through the gateway: p50 {g50:.0} µs, p99 {g99:.0} µs; added: p50 {:.0} µs, p99 {:.0} µs ({n} calls, {} B requests)",
+            g50 - d50,
+            g99 - d99,
+            body.to_string().len()
+        );
+        let every_call = FaultSpec {
+            tool: None,
+            on: None,
+            calls: Vec::new(),
+            probability: None,
+            kind: FaultKind::RateLimited,
+            retry_after_s: Some(1.0),
+            model: true,
+        };
+        let faulted = gateway.register(env(&suite, vec![every_call]), "lookup-status", 0);
+        let (f50, f99) = percentiles(round_trips(&client, &faulted.base_url, &faulted.key, &body, n).await);
+        println!("injected 429 answered by the gateway: p50 {f50:.0} µs, p99 {f99:.0} µs ({n} calls)");
+    });
+}
