@@ -3,46 +3,15 @@
 //! calls each, on loopback, the upstream answering at once), and the answer of an injected 429.
 //! Run: cargo bench -p gauntlet-bench --bench gateway
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::{example_suite, lookup_env, percentiles, runtime};
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, Mode};
-use gauntlet_agent::{SimulatedEnvironment, SimulatedUser};
 use gauntlet_model::{FaultKind, FaultSpec};
-use gauntlet_suite::Suite;
-use gauntlet_world::{FaultPlan, FaultRule, Simulator};
 use serde_json::{Value, json};
-use statrs::statistics::{Data, OrderStatistics};
 
-fn env(suite: &Suite, faults: Vec<FaultSpec>) -> gauntlet_agent::SharedEnv {
-    let lc = suite
-        .cases
-        .iter()
-        .find(|c| c.case.case_id == "lookup-status")
-        .expect("case");
-    let w = suite.world_of(lc);
-    let rules = faults
-        .into_iter()
-        .map(|spec| FaultRule {
-            spec,
-            source: "bench".into(),
-        })
-        .collect();
-    let sim = Simulator::new(
-        w.world.clone(),
-        suite.initial_state(lc),
-        w.world.spec().default_context.clone(),
-        FaultPlan { rules, seed: 1 },
-    );
-    SimulatedEnvironment::new(sim, SimulatedUser::scripted(None), &lc.case.user_input).shared()
-}
-
-fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let mut d = Data::new(v);
-    (d.percentile(50), d.percentile(99))
-}
+mod common;
 
 /// Round trips (µs) of `n` chat completions posted to `base`.
 async fn round_trips(
@@ -71,14 +40,8 @@ async fn round_trips(
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk");
-    let suite = Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    let suite = example_suite();
+    runtime().block_on(async {
         // An upstream that answers every completion at once.
         let answer = json!({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "INC-004218 is open."}, "finish_reason": "stop"}],
@@ -114,7 +77,7 @@ fn main() {
         let n = 2000;
         round_trips(&client, &upstream_url, "sk-upstream", &body, 100).await;
         let (d50, d99) = percentiles(round_trips(&client, &upstream_url, "sk-upstream", &body, n).await);
-        let trial = gateway.register(env(&suite, Vec::new()), "lookup-status", 0);
+        let trial = gateway.register(lookup_env(&suite, Vec::new()), "lookup-status", 0);
         round_trips(&client, &trial.base_url, &trial.key, &body, 100).await;
         let (g50, g99) = percentiles(round_trips(&client, &trial.base_url, &trial.key, &body, n).await);
         println!(
@@ -132,7 +95,7 @@ fn main() {
             retry_after_s: Some(1.0),
             model: true,
         };
-        let faulted = gateway.register(env(&suite, vec![every_call]), "lookup-status", 0);
+        let faulted = gateway.register(lookup_env(&suite, vec![every_call]), "lookup-status", 0);
         let (f50, f99) = percentiles(round_trips(&client, &faulted.base_url, &faulted.key, &body, n).await);
         println!("injected 429 answered by the gateway: p50 {f50:.0} µs, p99 {f99:.0} µs ({n} calls)");
     });

@@ -2,31 +2,13 @@
 //! HTTP (p50, p99 over 2,000 sequential calls), and starting plus stopping a trial's MCP server.
 //! Run: cargo bench -p gauntlet-bench --bench mcp
 
-use std::path::Path;
 use std::time::Instant;
 
+use common::{example_suite, lookup_env, percentiles, runtime};
 use gauntlet_agent::mcp::{new_token, serve_http};
-use gauntlet_agent::{SimulatedEnvironment, SimulatedUser};
-use gauntlet_suite::Suite;
-use gauntlet_world::{FaultPlan, Simulator};
 use serde_json::{Value, json};
-use statrs::statistics::{Data, OrderStatistics};
 
-fn env(suite: &Suite) -> gauntlet_agent::SharedEnv {
-    let lc = suite
-        .cases
-        .iter()
-        .find(|c| c.case.case_id == "lookup-status")
-        .expect("case");
-    let w = suite.world_of(lc);
-    let sim = Simulator::new(
-        w.world.clone(),
-        suite.initial_state(lc),
-        w.world.spec().default_context.clone(),
-        FaultPlan::default(),
-    );
-    SimulatedEnvironment::new(sim, SimulatedUser::scripted(None), &lc.case.user_input).shared()
-}
+mod common;
 
 async fn post(
     client: &reqwest::Client,
@@ -53,22 +35,10 @@ async fn post(
     (sid, resp.text().await.unwrap_or_default())
 }
 
-fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let mut d = Data::new(v);
-    (d.percentile(50), d.percentile(99))
-}
-
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk");
-    let suite = Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let server = serve_http(env(&suite), "127.0.0.1:0".parse().unwrap(), new_token()).await.expect("server");
+    let suite = example_suite();
+    runtime().block_on(async {
+        let server = serve_http(lookup_env(&suite, Vec::new()), "127.0.0.1:0".parse().unwrap(), new_token()).await.expect("server");
         let client = reqwest::Client::new();
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
@@ -90,7 +60,7 @@ fn main() {
         let mut starts = Vec::new();
         for _ in 0..200 {
             let t = Instant::now();
-            let s = serve_http(env(&suite), "127.0.0.1:0".parse().unwrap(), new_token()).await.expect("server");
+            let s = serve_http(lookup_env(&suite, Vec::new()), "127.0.0.1:0".parse().unwrap(), new_token()).await.expect("server");
             s.shutdown().await;
             starts.push(t.elapsed().as_secs_f64() * 1e6);
         }
