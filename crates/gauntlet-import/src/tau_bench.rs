@@ -108,6 +108,8 @@ pub struct Summary {
     pub refused_gold_actions: Vec<String>,
     /// Files written.
     pub files: Vec<PathBuf>,
+    /// The policy made the agents' system prompt (the domain's `wiki.md`), when DATA_DIR has it.
+    pub policy: Option<PathBuf>,
 }
 
 /// A domain as read from the data: its world, initial state and tasks.
@@ -243,6 +245,27 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     }
 
     let out = &opts.out;
+    // tau-bench's agents get the domain's policy as their system prompt; so does `openai:MODEL`.
+    let wiki = opts
+        .data_dir
+        .join("tau_bench/envs")
+        .join(&opts.domain)
+        .join("wiki.md");
+    let policy = match std::fs::read_to_string(&wiki) {
+        Ok(text) => {
+            summary.policy = Some(wiki.clone());
+            format!(
+                "# The domain's policy (tau-bench's wiki.md): the system prompt of `--agent openai:MODEL`.\n\
+                 system_prompt: {}\n",
+                serde_json::to_string(&text).expect("a string serialises")
+            )
+        }
+        Err(_) => format!(
+            "# tau-bench's agents read the domain's policy, tau_bench/envs/{}/wiki.md; with it in\n\
+             # DATA_DIR the import makes it the system_prompt of `--agent openai:MODEL`.\n",
+            opts.domain
+        ),
+    };
     let config = format!(
         "# tau-bench's {domain} domain ({split} split), imported by `gauntlet import tau-bench`.\n\
          # Replay tau-bench's GPT-4o log: gauntlet run {out} --agent replay:gpt-4o-{domain}.json --epochs 4\n\
@@ -251,7 +274,8 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
          agent: script:reference\n\
          epochs: 1\n\
          worlds:\n  - worlds/{world_name}.json\n\
-         datasets:\n  - path: cases/{domain}-{split}.jsonl\n    world: {world_name}\n",
+         datasets:\n  - path: cases/{domain}-{split}.jsonl\n    world: {world_name}\n\
+         {policy}",
         domain = opts.domain,
         split = opts.split,
         out = out.display(),

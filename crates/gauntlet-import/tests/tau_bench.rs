@@ -190,3 +190,37 @@ fn a_missing_data_folder_is_named_in_the_error() {
         .to_string();
     assert!(err.contains("nowhere"), "{err}");
 }
+
+#[test]
+fn the_domains_policy_becomes_the_agents_system_prompt() {
+    let Some(data) = data() else { return };
+    // A data folder like tau-bench's repository, with the airline policy beside the data.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tau-bench");
+    let envs = root.join("tau_bench/envs/airline");
+    std::fs::create_dir_all(&envs).unwrap();
+    std::os::unix::fs::symlink(data.join("derived"), root.join("derived")).unwrap();
+    std::os::unix::fs::symlink(data.join("tau_bench/envs/airline/data"), envs.join("data"))
+        .unwrap();
+    let policy = "# Airline Agent Policy\n\nThe current time is 2024-05-15 15:00:00 EST.\n\n- Before taking any action that updates the booking database, you must obtain \"yes\" from the user.\n";
+    std::fs::write(envs.join("wiki.md"), policy).unwrap();
+    let out = dir.path().join("suite");
+    let summary = tau_bench::import(&Options {
+        users: None,
+        ..options(root, out.clone())
+    })
+    .unwrap();
+    assert_eq!(summary.policy, Some(envs.join("wiki.md")));
+    let suite = gauntlet_suite::Suite::load(&out).unwrap_or_else(|p| panic!("{p:?}"));
+    assert_eq!(suite.config.system_prompt.as_deref(), Some(policy));
+    // Without it, the suite says where the policy would come from.
+    let out = dir.path().join("plain");
+    tau_bench::import(&options(data, out.clone())).unwrap();
+    let config = std::fs::read_to_string(out.join("gauntlet.yaml")).unwrap();
+    assert!(
+        config.contains("tau_bench/envs/airline/wiki.md"),
+        "{config}"
+    );
+    let suite = gauntlet_suite::Suite::load(&out).unwrap_or_else(|p| panic!("{p:?}"));
+    assert_eq!(suite.config.system_prompt, None);
+}

@@ -31,6 +31,13 @@ pub fn import(benchmark: Benchmark, opts: tau_bench::Options) -> Result<i32, Exp
     for r in &summary.refused_gold_actions {
         eprintln!("  note: the world refuses a gold action, as tau-bench does: {r}");
     }
+    match &summary.policy {
+        Some(p) => eprintln!("  policy: {} is the agents' system_prompt", p.display()),
+        None => eprintln!(
+            "  note: no tau_bench/envs/{}/wiki.md in the data: `openai:MODEL` gets gauntlet's generic system prompt",
+            opts.domain
+        ),
+    }
     eprintln!(
         "run it:  gauntlet run {} --agent replay:FILE --epochs N   (or any agent)",
         opts.out.display()
