@@ -2643,6 +2643,15 @@ fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
         );
         parts.push(out);
     }
+    // Parts are not runs of their own in the suite's index; only the whole run is listed.
+    let listed = run(&["runs", s(&suite)]);
+    assert_eq!(
+        listed.stdout.matches("ci-42").count(),
+        1,
+        "{}",
+        listed.stdout
+    );
+    assert!(!listed.stdout.contains("part1"), "{}", listed.stdout);
     let merged = tmp.path().join("merged");
     let o = run(&[
         "merge",

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{RunResults, TrialSummary};
-use gauntlet_store::{RunWriter, read_results};
+use gauntlet_store::{Index, RunWriter, read_results};
 
 use crate::commands::gate::{stored_gates, stored_rubric};
 use crate::commands::shared::{print_results, verdict_code};
@@ -119,6 +119,14 @@ pub fn merge(parts: &[PathBuf], out: &Path, json: bool) -> Result<i32, ExpectedE
     writer
         .finish(&results)
         .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+    // Parts in a suite's run folder (SUITE/.gauntlet/runs/...): the merged run joins its index.
+    let state = parts[0].0.parent().and_then(Path::parent);
+    if let Some(state) = state.filter(|s| s.file_name().is_some_and(|n| n == ".gauntlet"))
+        && let Err(e) =
+            Index::open(&state.join("index.sqlite")).and_then(|mut i| i.record(&results, out))
+    {
+        eprintln!("warning: the run index could not be updated: {e}");
+    }
     print_results(&results, json, false);
     if !json {
         println!("results: {}", out.join("results.json").display());

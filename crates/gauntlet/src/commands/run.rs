@@ -377,10 +377,15 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     writer
         .finish(&results)
         .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
-    // The index only makes past runs listable; a failure to update it loses no result.
-    if let Err(e) = Index::open(&state_dir(&suite).join("index.sqlite"))
-        .and_then(|mut i| i.record(&results, &out))
-    {
+    // The index only makes past runs listable; a failure to update it loses no result. A part
+    // of a sharded run is listed once merged.
+    if let Err(e) = Index::open(&state_dir(&suite).join("index.sqlite")).and_then(|mut i| {
+        if shard.is_none() {
+            i.record(&results, &out)
+        } else {
+            Ok(())
+        }
+    }) {
         eprintln!(
             "warning: the run is stored in {} but the run index could not be updated: {e}",
             out.display()
