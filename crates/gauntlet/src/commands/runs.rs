@@ -14,18 +14,21 @@ pub fn runs(suite: &Path, limit: usize) -> Result<i32, ExpectedError> {
         suite
     };
     let db = root.join(".gauntlet").join("index.sqlite");
-    if !db.exists() {
+    let rows = if db.exists() {
+        Index::open(&db)
+            .map_err(|e| ExpectedError::harness(format!("failed to open the run index: {e}")))?
+            .list(limit)
+            .map_err(|e| ExpectedError::harness(format!("failed to read the run index: {e}")))?
+    } else {
+        Vec::new()
+    };
+    if rows.is_empty() {
         println!(
-            "no runs recorded under {} yet (gauntlet run writes them)",
+            "no runs recorded under {} yet (gauntlet run and gauntlet merge write them)",
             root.display()
         );
         return Ok(GATES_PASSED);
     }
-    let index = Index::open(&db)
-        .map_err(|e| ExpectedError::harness(format!("failed to open the run index: {e}")))?;
-    let rows = index
-        .list(limit)
-        .map_err(|e| ExpectedError::harness(format!("failed to read the run index: {e}")))?;
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_header(["run", "started", "agent", "verdict", "passed", "folder"]);
