@@ -153,6 +153,9 @@ pub struct TrialRecord {
     pub scores: Vec<Score>,
     /// Wall time of the trial in milliseconds.
     pub duration_ms: f64,
+    /// When the trial started (RFC 3339; absent in runs of older versions and offline scores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
 }
 
 /// One trial as summarised in `results.json`.

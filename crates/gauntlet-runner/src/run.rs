@@ -122,6 +122,7 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
         trajectory: Default::default(),
         scores: Vec::new(),
         duration_ms: 0.0,
+        started_at: None,
     }
 }
 
@@ -133,6 +134,7 @@ async fn run_one(
     persona: Option<PersonaModels>,
 ) -> TrialRecord {
     let started = Instant::now();
+    let started_at = jiff::Timestamp::now();
     let case = &trial.case;
     let user = match SimulatedUser::for_trial(
         case.user.clone(),
@@ -224,5 +226,6 @@ async fn run_one(
         trajectory,
         scores,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        started_at: Some(started_at.to_string()),
     }
 }

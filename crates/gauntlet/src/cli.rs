@@ -79,6 +79,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Export a stored run's trials as OpenTelemetry traces (OTLP/JSON), GenAI conventions.
+    ///
+    /// Example: gauntlet export RUN_DIR --out traces.json
+    ///
+    /// One trace per trial (its trace id): an `invoke_agent` span, a `chat` span per model call
+    /// and an `execute_tool` span per tool call under it, every verdict a
+    /// `gen_ai.evaluation.result` event. The file is an ExportTraceServiceRequest, as OTLP/HTTP
+    /// posts it (`curl -H 'content-type: application/json' --data @traces.json COLLECTOR/v1/traces`).
+    Export {
+        /// The run folder (or its results.json).
+        run: PathBuf,
+        /// The file to write (`-` for standard output).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Compare two stored runs, paired by case and epoch.
     ///
     /// Gives McNemar's exact test on pass/fail, paired bootstrap intervals of each quantity's

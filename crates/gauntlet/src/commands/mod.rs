@@ -2,6 +2,7 @@
 
 mod check;
 mod compare;
+mod export;
 mod gate;
 pub mod import;
 mod merge;
@@ -24,6 +25,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         Command::Score(args) => score::score(args),
         Command::Gate { run, gates, json } => gate::gate(&run, gates.as_deref(), json),
         Command::Merge { parts, out, json } => merge::merge(&parts, &out, json),
+        Command::Export { run, out } => export::export(&run, &out),
         Command::Runs { suite, limit } => runs::runs(&suite, limit),
         Command::Compare {
             a,

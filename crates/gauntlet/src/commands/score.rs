@@ -89,6 +89,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             trajectory: t.trajectory,
             scores,
             duration_ms: t.duration_ms,
+            started_at: None,
         });
     }
     // Report in the suite's case order, as a live run does, whatever order the log has.

@@ -110,6 +110,7 @@ pub fn serve(
         trajectory,
         scores,
         duration_ms: 0.0,
+        started_at: None,
     };
     let summary = TrialSummary::of(&record);
     eprintln!(
