@@ -75,6 +75,10 @@ pub enum Command {
         /// The run folder to write.
         #[arg(long)]
         out: PathBuf,
+        /// Also write these reports into the merged run folder (report.html, junit.xml,
+        /// summary.md).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        report: Vec<crate::commands::report::Format>,
         /// Print results.json on stdout instead of the summary.
         #[arg(long)]
         json: bool,

@@ -2660,9 +2660,13 @@ fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
         s(&parts[1]),
         "--out",
         s(&merged),
+        "--report",
+        "junit",
         "--json",
     ]);
     assert_eq!(o.code, 1, "{}", o.stderr);
+    let junit = std::fs::read_to_string(merged.join("junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite"), "{junit}");
     let read = |dir: &Path| -> Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
     };

@@ -11,7 +11,12 @@ use crate::commands::shared::{print_results, verdict_code};
 use crate::exit::ExpectedError;
 use crate::results::build_results;
 
-pub fn merge(parts: &[PathBuf], out: &Path, json: bool) -> Result<i32, ExpectedError> {
+pub fn merge(
+    parts: &[PathBuf],
+    out: &Path,
+    reports: &[crate::commands::report::Format],
+    json: bool,
+) -> Result<i32, ExpectedError> {
     let mut loaded: Vec<(PathBuf, RunResults)> = Vec::new();
     for dir in parts {
         let r = read_results(dir).map_err(|e| {
@@ -127,9 +132,13 @@ pub fn merge(parts: &[PathBuf], out: &Path, json: bool) -> Result<i32, ExpectedE
     {
         eprintln!("warning: the run index could not be updated: {e}");
     }
+    let written = crate::commands::report::write_reports(out, &results, reports)?;
     print_results(&results, json, false);
     if !json {
         println!("results: {}", out.join("results.json").display());
+        for r in written {
+            println!("report: {}", r.display());
+        }
     }
     verdict_code(&results, gate_errors)
 }

@@ -24,7 +24,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         Command::Check { suite } => check::check(&suite),
         Command::Score(args) => score::score(args),
         Command::Gate { run, gates, json } => gate::gate(&run, gates.as_deref(), json),
-        Command::Merge { parts, out, json } => merge::merge(&parts, &out, json),
+        Command::Merge {
+            parts,
+            out,
+            report,
+            json,
+        } => merge::merge(&parts, &out, &report, json),
         Command::Export { run, out } => export::export(&run, &out),
         Command::Runs { suite, limit } => runs::runs(&suite, limit),
         Command::Compare {
