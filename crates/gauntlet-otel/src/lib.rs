@@ -114,6 +114,9 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
                 if let Some(key) = &c.idempotency_key {
                     attributes.push(text("gauntlet.idempotency_key", key.clone()));
                 }
+                if let Some(result) = &c.result {
+                    attributes.push(text("gen_ai.tool.call.result", result.to_string()));
+                }
                 let status = c.error.as_ref().and_then(|err| {
                     attributes.push(text("error.type", err.status.to_string()));
                     error_status(err.message.clone())
@@ -215,16 +218,39 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
         kind: SpanKind::Internal as i32,
         start_time_unix_nano: start,
         end_time_unix_nano: end,
-        attributes: vec![
-            text("gen_ai.operation.name", "invoke_agent"),
-            text("gen_ai.agent.name", header.agent.clone()),
-            int("gen_ai.usage.input_tokens", input_tokens),
-            int("gen_ai.usage.output_tokens", output_tokens),
-            text("gauntlet.run_id", header.run_id.clone()),
-            text("gauntlet.case_id", t.case_id.clone()),
-            int("gauntlet.epoch", u64::from(t.epoch)),
-            text("gauntlet.trial.status", json_name(&t.status)),
-        ],
+        attributes: {
+            let mut a = vec![
+                text("gen_ai.operation.name", "invoke_agent"),
+                text("gen_ai.agent.name", header.agent.clone()),
+                int("gen_ai.usage.input_tokens", input_tokens),
+                int("gen_ai.usage.output_tokens", output_tokens),
+                text("gauntlet.run_id", header.run_id.clone()),
+                text("gauntlet.case_id", t.case_id.clone()),
+                int("gauntlet.epoch", u64::from(t.epoch)),
+                text("gauntlet.trial.status", json_name(&t.status)),
+            ];
+            // The conversation, as GenAI messages: what the user said, what the agent answered.
+            let said: Vec<serde_json::Value> = t
+                .trajectory
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::UserMessage { text } => Some(message("user", text)),
+                    _ => None,
+                })
+                .collect();
+            if !said.is_empty() {
+                a.push(text(
+                    "gen_ai.input.messages",
+                    serde_json::Value::from(said).to_string(),
+                ));
+            }
+            if let Some(answer) = &t.trajectory.final_answer {
+                let out = serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]);
+                a.push(text("gen_ai.output.messages", out.to_string()));
+            }
+            a
+        },
         events,
         status: match (&t.status, &t.error) {
             (TrialStatus::Error, e) => error_status(e.clone().unwrap_or_default()),
@@ -234,6 +260,11 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
     };
     spans.insert(0, root);
     spans
+}
+
+/// A GenAI message with one text part.
+fn message(role: &str, content: &str) -> serde_json::Value {
+    serde_json::json!({"role": role, "parts": [{"type": "text", "content": content}]})
 }
 
 fn json_name<T: serde::Serialize>(v: &T) -> String {

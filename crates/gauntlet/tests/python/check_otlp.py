@@ -71,10 +71,22 @@ for t in trials:
             counts["execute_tool"] += 1
             if attrs["gen_ai.tool.call.id"].string_value != c["id"]:
                 problems.append(f"{t['case_id']}: tool call id differs")
+            if "result" in c and json.loads(attrs["gen_ai.tool.call.result"].string_value) != c["result"]:
+                problems.append(f"{t['case_id']}: tool call result differs")
         failed = (c.get("error") is not None)
         if failed != (s.status.code == 2):
             problems.append(f"{t['case_id']}: span {s.name} error status {s.status.code} for error {c.get('error')}")
         counts["errors"] += int(failed)
+    root_attrs = {a.key: a.value.string_value for a in root.attributes}
+    answer = t["trajectory"].get("final_answer")
+    if answer is not None:
+        out = json.loads(root_attrs.get("gen_ai.output.messages", "[]"))
+        if not out or out[0]["parts"][0]["content"] != answer:
+            problems.append(f"{t['case_id']}: output messages {out} for answer {answer!r}")
+    said = [e["text"] for e in events if e["type"] == "user_message"]
+    heard = [m["parts"][0]["content"] for m in json.loads(root_attrs.get("gen_ai.input.messages", "[]"))]
+    if heard != said:
+        problems.append(f"{t['case_id']}: input messages {heard} for {said}")
     verdicts = [e for e in root.events if e.name == "gen_ai.evaluation.result"]
     names = [{a.key: a.value for a in e.attributes}["gen_ai.evaluation.name"].string_value for e in verdicts]
     if names != [s["name"] for s in t["scores"]]:
