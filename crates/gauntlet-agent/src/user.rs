@@ -1,9 +1,11 @@
 //! The simulated user: scripted replies (pattern → reply, with defaults for confirmations and
 //! questions), or an LLM persona that answers through the gateway.
 //!
-//! Agents reach the user through [`ask`] and [`confirm`]. The environment records the question
-//! and decides the reply; a persona's model call is made after the environment's lock is
-//! released (the agent's other calls go on meanwhile), and the answer is recorded when it comes.
+//! Agents reach the user through [`ask`] and [`confirm`] (and [`tell`], a conversation turn for
+//! a persona); the runner gets a persona's opening words from [`open`]. The environment records
+//! what was put to the user and decides the reply; a persona's model call is made after the
+//! environment's lock is released (the agent's other calls go on meanwhile), and the answer is
+//! recorded when it comes.
 
 use std::sync::Arc;
 
