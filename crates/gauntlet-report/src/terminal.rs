@@ -39,8 +39,13 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
     let h = &results.header;
     let _ = writeln!(
         out,
-        "suite {}  agent {}  seed {}  epochs {}  run {}",
-        h.suite, h.agent, h.seed, h.epochs, h.run_id
+        "suite {}  agent {}  seed {}  epochs {}  run {}{}",
+        h.suite,
+        h.agent,
+        h.seed,
+        h.epochs,
+        h.run_id,
+        h.shard.map(|s| format!(" (part {s})")).unwrap_or_default()
     );
 
     let mut table = Table::new();
