@@ -1,5 +1,6 @@
 //! Custom evaluators: an external command that reads one trial as JSON on stdin and writes its
-//! scores as JSON on stdout.
+//! scores as JSON on stdout, or a JavaScript function that takes the same JSON and returns the
+//! same JSON, run in the world handlers' sandbox (no clock, randomness, files or network).
 //!
 //! Input: `{"case": Case, "trial": {case_id, epoch, trajectory, initial_state, final_state},
 //! "scores": [Score]}`. Output: `{"scores": [{"name", "score", "passed", "value"?, "severity"?,
@@ -20,11 +21,28 @@ use tokio::io::AsyncWriteExt;
 pub struct CustomEvaluator {
     /// Its name (failures are reported as `custom:NAME`).
     pub name: String,
-    /// The command, run with `sh -c` in the suite folder.
-    pub command: String,
-    /// Seconds before it is killed (10 by default).
+    /// What runs.
+    pub runs: CustomKind,
+    /// Seconds before it is stopped (10 by default).
     #[serde(default)]
     pub timeout_s: Option<f64>,
+}
+
+/// How a custom evaluator runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum CustomKind {
+    /// A command, run with `sh -c` in the suite folder.
+    Command(String),
+    /// A JavaScript function of a script.
+    Script {
+        /// The file (for messages).
+        file: String,
+        /// Its source.
+        source: String,
+        /// The function.
+        function: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -65,9 +83,33 @@ fn failure(name: &str, why: String) -> Score {
 /// Runs one custom evaluator on one trial's input.
 pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Value) -> Vec<Score> {
     let timeout = Duration::from_secs_f64(ev.timeout_s.unwrap_or(10.0).max(0.1));
+    let command = match &ev.runs {
+        CustomKind::Command(c) => c,
+        CustomKind::Script {
+            file,
+            source,
+            function,
+        } => {
+            let (file, source, function, input) = (
+                file.clone(),
+                source.clone(),
+                function.clone(),
+                input.clone(),
+            );
+            let returned = tokio::task::spawn_blocking(move || {
+                gauntlet_world::call_function(&file, &source, &function, &input, timeout)
+            })
+            .await
+            .unwrap_or_else(|_| Err("the script panicked".to_owned()));
+            return match returned {
+                Ok(v) => scores_of(&ev.name, v),
+                Err(why) => vec![failure(&ev.name, why)],
+            };
+        }
+    };
     let child = tokio::process::Command::new("sh")
         .arg("-c")
-        .arg(&ev.command)
+        .arg(command)
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -77,10 +119,7 @@ pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Val
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
-            return vec![failure(
-                &ev.name,
-                format!("cannot start `{}`: {e}", ev.command),
-            )];
+            return vec![failure(&ev.name, format!("cannot start `{command}`: {e}"))];
         }
     };
     let body = input.to_string();
@@ -100,7 +139,20 @@ pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Val
             format!("exited with {}: {}", out.status, err.trim()),
         )];
     }
-    match serde_json::from_slice::<Output>(&out.stdout) {
+    match serde_json::from_slice::<Value>(&out.stdout) {
+        Ok(v) => scores_of(&ev.name, v),
+        Err(e) => vec![failure(
+            &ev.name,
+            format!(
+                "wrote no JSON ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
+            ),
+        )],
+    }
+}
+
+/// The scores an evaluator gave, or a failure saying why they are not scores.
+fn scores_of(name: &str, v: Value) -> Vec<Score> {
+    match serde_json::from_value::<Output>(v) {
         Ok(o) => o
             .scores
             .into_iter()
@@ -116,9 +168,9 @@ pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Val
             })
             .collect(),
         Err(e) => vec![failure(
-            &ev.name,
+            name,
             format!(
-                "wrote no valid scores JSON ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
+                "gave no valid scores ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
             ),
         )],
     }

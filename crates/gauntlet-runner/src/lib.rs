@@ -9,6 +9,6 @@ mod custom;
 mod ids;
 mod run;
 
-pub use custom::{CustomEvaluator, run_custom};
+pub use custom::{CustomEvaluator, CustomKind, run_custom};
 pub use ids::{trace_id, trial_seed};
 pub use run::{RunEvent, RunPlan, TrialPlan, run_trials};

@@ -82,9 +82,17 @@ pub struct GatewaySpec {
 pub struct CustomEvaluatorSpec {
     /// Its name.
     pub name: String,
-    /// The command, run with `sh -c` in the suite folder.
-    pub command: String,
-    /// Seconds before it is killed (10 by default).
+    /// The command, run with `sh -c` in the suite folder (or give `script`).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// A JavaScript file, relative to the suite folder, whose `function` scores a trial in
+    /// gauntlet's sandbox (or give `command`).
+    #[serde(default)]
+    pub script: Option<String>,
+    /// The script's function (`evaluate` when absent).
+    #[serde(default)]
+    pub function: Option<String>,
+    /// Seconds before it is stopped (10 by default).
     #[serde(default)]
     pub timeout_s: Option<f64>,
 }

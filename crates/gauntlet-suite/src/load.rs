@@ -138,6 +138,29 @@ impl Suite {
         }
         check_cases(&cases, &worlds, worlds_complete, &mut problems);
         check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
+        for (i, e) in config.evaluators.iter().enumerate() {
+            let at = |field: &str| config_spans.locate(&format!("/evaluators/{i}{field}"));
+            let problem = match (&e.command, &e.script) {
+                (Some(_), Some(_)) | (None, None) => Some((
+                    at(""),
+                    format!(
+                        "evaluator `{}` needs exactly one of `command` and `script`",
+                        e.name
+                    ),
+                )),
+                (None, Some(file)) if !root.join(file).is_file() => Some((
+                    at("/script"),
+                    format!(
+                        "evaluator `{}`: no script file {file} in the suite folder",
+                        e.name
+                    ),
+                )),
+                _ => None,
+            };
+            if let Some(((line, col), message)) = problem {
+                problems.push(Diagnostic::at(&config_file, line, col, message));
+            }
+        }
         if let Some(prompt) = &config.user_prompt
             && !prompt.contains("{persona}")
         {

@@ -10,6 +10,7 @@
   delete G.__info_json;
   // No clock, no unseeded randomness: both fail loudly.
   G.Date = function () { throw new Error("Date is not available in world handlers: use ctx.now"); };
+  G.Date.now = G.Date.parse = G.Date.UTC = G.Date;
   Math.random = function () { throw new Error("Math.random is not available in world handlers: use ctx.random()"); };
   let seed = info.seed >>> 0;
   function random() {

@@ -92,13 +92,7 @@ impl ScriptEngine {
             ctx.eval_with_options::<(), _>(PRELUDE, opts)
                 .catch(&ctx)
                 .map_err(|e| format!("prelude: {e}"))?;
-            let mut opts = rquickjs::context::EvalOptions::default();
-            opts.filename = Some(file.to_owned());
-            opts.strict = false;
-            ctx.eval_with_options::<(), _>(source, opts)
-                .catch(&ctx)
-                .map_err(|e| format!("{file}: {e}"))?;
-            Ok(())
+            eval_file(&ctx, file, source)
         })?;
         Ok(ScriptEngine {
             _runtime: runtime,
@@ -204,4 +198,73 @@ impl ScriptEngine {
                 .unwrap_or(Value::Null)
         })
     }
+}
+
+/// Evaluates a script file's source (sloppy mode, as handler files are written); an error names
+/// the file.
+fn eval_file(ctx: &rquickjs::Ctx<'_>, file: &str, source: &str) -> Result<(), String> {
+    let mut opts = rquickjs::context::EvalOptions::default();
+    opts.filename = Some(file.to_owned());
+    opts.strict = false;
+    ctx.eval_with_options::<(), _>(source, opts)
+        .catch(ctx)
+        .map_err(|e| format!("{file}: {e}"))
+}
+
+/// What a standalone function's sandbox takes away: the clock and unseeded randomness.
+const FUNCTION_PRELUDE: &str = r#"
+globalThis.Date = function () { throw new Error("Date is not available in gauntlet's sandbox"); };
+Date.now = Date.parse = Date.UTC = Date;
+Math.random = function () { throw new Error("Math.random is not available in gauntlet's sandbox"); };
+"#;
+
+/// Calls `function(input)` of a standalone script (a custom evaluator) in a fresh sandbox: no
+/// filesystem, network, clock or randomness, [`MEMORY_LIMIT`] of memory and `time_limit` for
+/// loading the script and the call together. The JSON value the function returns; an error
+/// names `file` and says what went wrong.
+pub fn call_function(
+    file: &str,
+    source: &str,
+    function: &str,
+    input: &Value,
+    time_limit: Duration,
+) -> Result<Value, String> {
+    if function.is_empty()
+        || !function
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    {
+        return Err(format!("`{function}` is not a JavaScript function name"));
+    }
+    let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    runtime.set_memory_limit(MEMORY_LIMIT);
+    runtime.set_max_stack_size(1 << 20);
+    let started = Instant::now();
+    runtime.set_interrupt_handler(Some(Box::new(move || started.elapsed() > time_limit)));
+    let ctx =
+        rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    let out: String = ctx.with(|ctx| -> Result<String, String> {
+        ctx.eval::<(), _>(FUNCTION_PRELUDE)
+            .catch(&ctx)
+            .map_err(|e| format!("sandbox: {e}"))?;
+        eval_file(&ctx, file, source)?;
+        if ctx.globals().get::<_, Function>(function).is_err() {
+            return Err(format!("{file} defines no function `{function}`"));
+        }
+        ctx.globals()
+            .set("__gauntlet_input", input.to_string())
+            .map_err(|e| e.to_string())?;
+        let call = format!("JSON.stringify({function}(JSON.parse(__gauntlet_input)))");
+        ctx.eval::<Option<String>, _>(call)
+            .catch(&ctx)
+            .map_err(|e| {
+                if started.elapsed() > time_limit {
+                    format!("{file}: `{function}` ran past its time limit of {time_limit:?}")
+                } else {
+                    format!("{file}: {e}")
+                }
+            })?
+            .ok_or_else(|| format!("{file}: `{function}` returned nothing"))
+    })?;
+    serde_json::from_str(&out).map_err(|e| format!("{file}: `{function}` returned no JSON: {e}"))
 }

@@ -2846,3 +2846,100 @@ fn runs_export_as_opentelemetry_traces_that_opentelemetry_reads() {
     assert_eq!(counts["chat"], 4, "{counts}");
     assert_eq!(counts["errors"], 2, "{counts}");
 }
+
+#[test]
+fn a_javascript_evaluator_scores_every_trial_in_the_sandbox() {
+    let (tmp, suite) = example();
+    std::fs::create_dir_all(suite.join("evaluators")).unwrap();
+    std::fs::write(
+        suite.join("evaluators/answer.js"),
+        r#"
+function evaluate(input) {
+  const answer = input.trial.trajectory.final_answer || "";
+  const calls = input.trial.trajectory.events.filter((e) => e.type === "tool_call").length;
+  const named = /INC-\d{6}/.test(answer);
+  return { scores: [{ name: "answer_names_incident", score: named ? 1 : 0, passed: named,
+                      details: { length: answer.length, calls: calls, case: input.case.case_id } }] };
+}
+function forever(input) { for (;;) {} }
+function clock(input) { return { scores: [{ name: "t", score: Date.now(), passed: true }] }; }
+"#,
+    )
+    .unwrap();
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\nevaluators:\n  - {{name: names, script: evaluators/answer.js}}\n  - {{name: loops, script: evaluators/answer.js, function: forever, timeout_s: 0.3}}\n  - {{name: clock, script: evaluators/answer.js, function: clock}}\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "status",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let trials = read_trials(&out);
+    assert!(!trials.is_empty());
+    for t in &trials {
+        let score = |name: &str| {
+            t["scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["name"] == name)
+                .unwrap_or_else(|| panic!("no {name}: {}", t["scores"]))
+                .clone()
+        };
+        // The function saw this trial: its answer, its calls, its case.
+        let names = score("answer_names_incident");
+        let events = t["trajectory"]["events"].as_array().unwrap();
+        let answer = t["trajectory"]["final_answer"].as_str().unwrap_or_default();
+        assert_eq!(names["details"]["length"], answer.chars().count());
+        assert_eq!(
+            names["details"]["calls"],
+            events.iter().filter(|e| e["type"] == "tool_call").count()
+        );
+        assert_eq!(names["details"]["case"], t["case_id"]);
+        // A function that never returns is stopped; one that reaches for the clock fails.
+        let loops = score("custom:loops");
+        assert_eq!(loops["passed"], false);
+        assert!(
+            loops["details"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("time limit"),
+            "{loops}"
+        );
+        let clock = score("custom:clock");
+        assert!(
+            clock["details"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("Date is not available"),
+            "{clock}"
+        );
+    }
+    // An evaluator with both a command and a script, or a missing script, is refused at its line.
+    std::fs::write(
+        &config,
+        format!("{text}\nevaluators:\n  - {{name: both, command: 'true', script: evaluators/answer.js}}\n  - {{name: gone, script: evaluators/nope.js}}\n"),
+    )
+    .unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("needs exactly one of `command` and `script`")
+            && o.stderr.contains("no script file evaluators/nope.js"),
+        "{}",
+        o.stderr
+    );
+}

@@ -340,7 +340,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         trials,
         concurrency: args.concurrency.max(1),
         trial_timeout: Duration::from_secs_f64(args.trial_timeout),
-        custom: Arc::new((custom_evaluators(&suite), suite.root.clone())),
+        custom: Arc::new((custom_evaluators(&suite)?, suite.root.clone())),
         persona,
     };
     runtime.block_on(run_trials(plan, agent, |event| match event {
@@ -493,15 +493,44 @@ fn persona_models(
 }
 
 /// The suite's custom evaluators, for the runner.
-pub fn custom_evaluators(suite: &gauntlet_suite::Suite) -> Vec<gauntlet_runner::CustomEvaluator> {
+pub fn custom_evaluators(
+    suite: &gauntlet_suite::Suite,
+) -> Result<Vec<gauntlet_runner::CustomEvaluator>, ExpectedError> {
+    use gauntlet_runner::CustomKind;
     suite
         .config
         .evaluators
         .iter()
-        .map(|e| gauntlet_runner::CustomEvaluator {
-            name: e.name.clone(),
-            command: e.command.clone(),
-            timeout_s: e.timeout_s,
+        .map(|e| {
+            let runs = match (&e.command, &e.script) {
+                (Some(c), None) => CustomKind::Command(c.clone()),
+                (None, Some(file)) => {
+                    let path = suite.root.join(file);
+                    let source = std::fs::read_to_string(&path).map_err(|err| {
+                        ExpectedError::input(format!(
+                            "evaluator `{}`: {}: {err}",
+                            e.name,
+                            path.display()
+                        ))
+                    })?;
+                    CustomKind::Script {
+                        file: file.clone(),
+                        source,
+                        function: e.function.clone().unwrap_or_else(|| "evaluate".to_owned()),
+                    }
+                }
+                _ => {
+                    return Err(ExpectedError::input(format!(
+                        "evaluator `{}` needs exactly one of `command` and `script`",
+                        e.name
+                    )));
+                }
+            };
+            Ok(gauntlet_runner::CustomEvaluator {
+                name: e.name.clone(),
+                runs,
+                timeout_s: e.timeout_s,
+            })
         })
         .collect()
 }

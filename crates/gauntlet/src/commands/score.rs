@@ -21,7 +21,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let items = read_trajectories(&args.trajectories)
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
     let file = args.trajectories.display().to_string();
-    let custom = crate::commands::run::custom_evaluators(&suite);
+    let custom = crate::commands::run::custom_evaluators(&suite)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
