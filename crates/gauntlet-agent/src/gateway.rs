@@ -188,6 +188,11 @@ impl Gateway {
         })
     }
 
+    /// The gateway's HTTP client (pooled), for the harness's own calls through the gateway.
+    pub(crate) fn client(&self) -> reqwest::Client {
+        self.shared.client.clone()
+    }
+
     /// Registers a trial: model calls under the returned key are recorded into `env`.
     pub fn register(&self, env: SharedEnv, case_id: &str, epoch: u32) -> TrialGateway {
         self.register_as(env, case_id, epoch, false)

@@ -250,7 +250,10 @@ impl PersonaCall {
             self.link
                 .gateway
                 .register_user(env.clone(), &self.link.case_id, self.link.epoch);
-        let response = reqwest::Client::new()
+        let response = self
+            .link
+            .gateway
+            .client()
             .post(format!("{}/chat/completions", trial.base_url))
             .bearer_auth(&trial.key)
             .json(&self.request)

@@ -12,5 +12,7 @@ mod states;
 
 pub use import::{ImportedTrial, read_trajectories};
 pub use index::{Index, RunRow};
-pub use run_dir::{RunWriter, StoreError, read_results, read_trials, read_trials_lean};
+pub use run_dir::{
+    RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean,
+};
 pub use states::StateReader;

@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialRecord};
+use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialRecord, TrialSummary};
 use serde_json::Value;
 
 use crate::states::{StateReader, StateWriter};
@@ -95,65 +95,62 @@ impl RunWriter {
     }
 
     /// Reopens a run that stopped before it finished (killed, crashed), to add the trials it
-    /// lacks: its header, and the records already written, as stored (states not expanded).
+    /// lacks: its header, and the summaries of the trials already written (their states as
+    /// stored).
     /// A last line cut short by the stop is removed, so nothing half-written stays; a record
     /// written twice is kept once.
-    pub fn resume(dir: &Path) -> Result<(RunWriter, RunHeader, Vec<TrialRecord>), StoreError> {
+    pub fn resume(dir: &Path) -> Result<(RunWriter, RunHeader, Vec<TrialSummary>), StoreError> {
         if dir.join("results.json").exists() {
             return Err(StoreError::Finished(dir.to_owned()));
         }
-        let header_path = dir.join("run.json");
-        let text = std::fs::read_to_string(&header_path).map_err(io(&header_path))?;
-        let header: RunHeader = serde_json::from_str(&text).map_err(|e| StoreError::Format {
-            path: header_path.clone(),
-            line: e.line(),
-            message: e.to_string(),
-        })?;
+        let header = read_header(dir)?;
         let path = dir.join("trials.jsonl");
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        let mut records: Vec<TrialRecord> = Vec::new();
+        // Streamed: each record is summarised as it is read, and only the summaries are kept.
+        let mut summaries: Vec<TrialSummary> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut kept = 0;
-        for (i, line) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
-            let complete = line.ends_with(b"\n");
-            if line.iter().all(u8::is_ascii_whitespace) {
-                kept += line.len();
-                continue;
-            }
-            match serde_json::from_slice::<TrialRecord>(line) {
-                Ok(r) => {
-                    if seen.insert((r.case_id.clone(), r.epoch)) {
-                        records.push(r);
+        let (mut kept, mut last) = (0u64, b'\n');
+        if let Some(file) = match File::open(&path) {
+            Ok(f) => Some(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(&path)(e)),
+        } {
+            let mut reader = BufReader::new(file);
+            let mut line = Vec::new();
+            for i in 1.. {
+                line.clear();
+                if reader.read_until(b'\n', &mut line).map_err(io(&path))? == 0 {
+                    break;
+                }
+                let complete = line.ends_with(b"\n");
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    match serde_json::from_slice::<TrialRecord>(&line) {
+                        Ok(r) => {
+                            if seen.insert((r.case_id.clone(), r.epoch)) {
+                                summaries.push(TrialSummary::of(&r));
+                            }
+                        }
+                        // The stop cut the last record short: drop it, the trial runs again.
+                        Err(_) if !complete => break,
+                        Err(e) => {
+                            return Err(StoreError::Format {
+                                path: path.clone(),
+                                line: i,
+                                message: e.to_string(),
+                            });
+                        }
                     }
-                    kept += line.len();
                 }
-                // The stop cut the last record short: drop it, the trial runs again.
-                Err(_) if !complete => break,
-                Err(e) => {
-                    return Err(StoreError::Format {
-                        path: path.clone(),
-                        line: i + 1,
-                        message: e.to_string(),
-                    });
-                }
+                kept += line.len() as u64;
+                last = *line.last().unwrap_or(&b'\n');
             }
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io(&path))?;
-        file.set_len(kept as u64).map_err(io(&path))?;
         let mut file = OpenOptions::new()
+            .create(true)
             .append(true)
             .open(&path)
             .map_err(io(&path))?;
-        if bytes[..kept].last().is_some_and(|b| *b != b'\n') {
+        file.set_len(kept).map_err(io(&path))?;
+        if last != b'\n' {
             file.write_all(b"\n").map_err(io(&path))?;
         }
         let writer = RunWriter {
@@ -161,7 +158,7 @@ impl RunWriter {
             trials: BufWriter::new(file),
             states: StateWriter::default(),
         };
-        Ok((writer, header, records))
+        Ok((writer, header, summaries))
     }
 
     /// The run directory.
@@ -273,6 +270,17 @@ impl RunWriter {
         self.trials.flush().map_err(io(&path))?;
         write_atomic(&self.dir.join("results.json"), results)
     }
+}
+
+/// Reads `run.json`, the header of a run directory (finished or not).
+pub fn read_header(dir: &Path) -> Result<RunHeader, StoreError> {
+    let path = dir.join("run.json");
+    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    serde_json::from_str(&text).map_err(|e| StoreError::Format {
+        path,
+        line: e.line(),
+        message: e.to_string(),
+    })
 }
 
 /// Reads `results.json` of a run directory (or the file itself).

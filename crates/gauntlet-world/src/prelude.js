@@ -8,10 +8,7 @@
   delete G.__state_json;
   const info = JSON.parse(G.__info_json);
   delete G.__info_json;
-  // No clock, no unseeded randomness: both fail loudly.
-  G.Date = function () { throw new Error("Date is not available in world handlers: use ctx.now"); };
-  G.Date.now = G.Date.parse = G.Date.UTC = G.Date;
-  Math.random = function () { throw new Error("Math.random is not available in world handlers: use ctx.random()"); };
+  // The clock and Math.random are gone already (sandbox.js); ctx.now and ctx.random() stand in.
   let seed = info.seed >>> 0;
   function random() {
     // mulberry32, seeded per trial

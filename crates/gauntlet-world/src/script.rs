@@ -2,7 +2,8 @@
 //! state.
 //!
 //! The sandbox has no filesystem, network, clock or unseeded randomness (QuickJS has none of the
-//! first two without its std module; the prelude replaces `Date` and `Math.random` by errors).
+//! first two without its std module; `sandbox.js`, shared with custom evaluators, replaces `Date`
+//! and `Math.random` by errors).
 //! Handlers get `(args, ctx)`: `ctx.state` (live, watched), `ctx.user`, `ctx.tenant`,
 //! `ctx.roles`, `ctx.scopes`, `ctx.now` (the case's clock), `ctx.random()` (seeded per trial),
 //! `ctx.error(status, message)` to throw a tool error, `ctx.sideEffect(text)` and
@@ -19,6 +20,8 @@ use rquickjs::{CatchResultExt, Function};
 use serde_json::Value;
 
 const PRELUDE: &str = include_str!("prelude.js");
+/// What every sandbox takes away (the clock, unseeded randomness), before any other script.
+const SANDBOX: &str = include_str!("sandbox.js");
 
 /// Per-call time limit.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(2);
@@ -87,11 +90,8 @@ impl ScriptEngine {
             globals
                 .set("__info_json", info.to_string())
                 .map_err(|e| e.to_string())?;
-            let mut opts = rquickjs::context::EvalOptions::default();
-            opts.filename = Some("gauntlet-prelude.js".into());
-            ctx.eval_with_options::<(), _>(PRELUDE, opts)
-                .catch(&ctx)
-                .map_err(|e| format!("prelude: {e}"))?;
+            eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
+            eval_file(&ctx, "gauntlet-prelude.js", PRELUDE)?;
             eval_file(&ctx, file, source)
         })?;
         Ok(ScriptEngine {
@@ -211,13 +211,6 @@ fn eval_file(ctx: &rquickjs::Ctx<'_>, file: &str, source: &str) -> Result<(), St
         .map_err(|e| format!("{file}: {e}"))
 }
 
-/// What a standalone function's sandbox takes away: the clock and unseeded randomness.
-const FUNCTION_PRELUDE: &str = r#"
-globalThis.Date = function () { throw new Error("Date is not available in gauntlet's sandbox"); };
-Date.now = Date.parse = Date.UTC = Date;
-Math.random = function () { throw new Error("Math.random is not available in gauntlet's sandbox"); };
-"#;
-
 /// Calls `function(input)` of a standalone script (a custom evaluator) in a fresh sandbox: no
 /// filesystem, network, clock or randomness, [`MEMORY_LIMIT`] of memory and `time_limit` for
 /// loading the script and the call together. The JSON value the function returns; an error
@@ -244,9 +237,7 @@ pub fn call_function(
     let ctx =
         rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
     let out: String = ctx.with(|ctx| -> Result<String, String> {
-        ctx.eval::<(), _>(FUNCTION_PRELUDE)
-            .catch(&ctx)
-            .map_err(|e| format!("sandbox: {e}"))?;
+        eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
         eval_file(&ctx, file, source)?;
         if ctx.globals().get::<_, Function>(function).is_err() {
             return Err(format!("{file} defines no function `{function}`"));

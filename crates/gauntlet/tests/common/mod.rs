@@ -10,8 +10,17 @@ pub struct FakeUpstream {
 }
 
 impl FakeUpstream {
-    /// Starts it, writing its port file in `dir`; `None` when python3 cannot start it.
+    /// Starts it, writing its port file in `dir`; `None`, saying the test skips, when python3
+    /// cannot start it.
     pub fn start(dir: &Path) -> Option<FakeUpstream> {
+        let started = Self::spawn(dir);
+        if started.is_none() {
+            eprintln!("skipped: python3 is not available to run the fake upstream");
+        }
+        started
+    }
+
+    fn spawn(dir: &Path) -> Option<FakeUpstream> {
         let port_file = dir.join("fake.port");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/fake_openai.py");
         let child = std::process::Command::new("python3")
