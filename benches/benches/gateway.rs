@@ -77,7 +77,7 @@ fn main() {
         let n = 2000;
         round_trips(&client, &upstream_url, "sk-upstream", &body, 100).await;
         let (d50, d99) = percentiles(round_trips(&client, &upstream_url, "sk-upstream", &body, n).await);
-        let trial = gateway.register(lookup_env(&suite, Vec::new()), "lookup-status", 0);
+        let trial = gateway.register(gauntlet_agent::recorder(&lookup_env(&suite, Vec::new())), "lookup-status", 0);
         round_trips(&client, &trial.base_url, &trial.key, &body, 100).await;
         let (g50, g99) = percentiles(round_trips(&client, &trial.base_url, &trial.key, &body, n).await);
         println!(
@@ -95,7 +95,7 @@ fn main() {
             retry_after_s: Some(1.0),
             model: true,
         };
-        let faulted = gateway.register(lookup_env(&suite, vec![every_call]), "lookup-status", 0);
+        let faulted = gateway.register(gauntlet_agent::recorder(&lookup_env(&suite, vec![every_call])), "lookup-status", 0);
         let (f50, f99) = percentiles(round_trips(&client, &faulted.base_url, &faulted.key, &body, n).await);
         println!("injected 429 answered by the gateway: p50 {f50:.0} µs, p99 {f99:.0} µs ({n} calls)");
     });

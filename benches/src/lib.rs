@@ -98,6 +98,7 @@ pub fn record(i: usize) -> TrialRecord {
         scores: Vec::new(),
         duration_ms: 1.0,
         started_at: None,
+        not_applicable: Vec::new(),
     }
 }
 

@@ -145,7 +145,13 @@ impl TrialEndpoints {
         )
         .await
         .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
-        let gateway = gateway.map(|g| g.register(env.clone(), &input.case_id, input.epoch));
+        let gateway = gateway.map(|g| {
+            g.register(
+                crate::environment::recorder(env),
+                &input.case_id,
+                input.epoch,
+            )
+        });
         Ok(TrialEndpoints { server, gateway })
     }
 

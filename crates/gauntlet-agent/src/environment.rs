@@ -9,6 +9,7 @@ use gauntlet_model::{Event, FaultKind, ToolError, ToolSpec, Trajectory};
 use gauntlet_world::Simulator;
 use serde_json::Value;
 
+use crate::recorder::ModelCallRecorder;
 use crate::user::{Reply, SimulatedUser, Turn};
 
 /// A trial's environment, shared between the agent adapter and the servers it starts.
@@ -18,6 +19,27 @@ pub type SharedEnv = Arc<Mutex<dyn Environment>>;
 pub fn lock(env: &SharedEnv) -> std::sync::MutexGuard<'_, dyn Environment + 'static> {
     env.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The trial behind `env`, as the LLM gateway records into it.
+pub fn recorder(env: &SharedEnv) -> Arc<dyn ModelCallRecorder> {
+    Arc::new(EnvRecorder(Arc::clone(env)))
+}
+
+struct EnvRecorder(SharedEnv);
+
+impl ModelCallRecorder for EnvRecorder {
+    fn now_ms(&self) -> f64 {
+        lock(&self.0).now_ms()
+    }
+
+    fn model_call_fault(&self) -> Option<(FaultKind, ToolError)> {
+        lock(&self.0).model_call_fault()
+    }
+
+    fn record(&self, event: Event) {
+        lock(&self.0).record_event(event);
+    }
 }
 
 /// The world and user of one trial. Every method records events in the trajectory.
@@ -33,7 +55,7 @@ pub trait Environment: Send {
         idempotency_key: Option<String>,
     ) -> Result<Value, ToolError>;
     /// Records a question or confirmation request to the user and decides how the reply comes
-    /// (agents go through [`crate::user::ask`] and [`crate::user::confirm`]).
+    /// (agents go through [`crate::conversation::ask`] and [`crate::conversation::confirm`]).
     fn put_to_user(&mut self, step: u32, turn: Turn, text: &str) -> Reply;
     /// Records the user's answer to what was put to them.
     fn user_answered(&mut self, turn: Turn, answer: String);
@@ -75,7 +97,7 @@ pub struct SimulatedEnvironment {
 
 impl SimulatedEnvironment {
     /// An environment whose first event is the user's request (when there is one: a persona
-    /// opens in its own words, see [`crate::user::open`]).
+    /// opens in its own words, see [`crate::conversation::open`]).
     pub fn new(mut simulator: Simulator, user: SimulatedUser, user_input: &str) -> Self {
         if !user_input.is_empty() {
             simulator.record(Event::UserMessage {

@@ -22,11 +22,10 @@ use futures_util::StreamExt;
 use gauntlet_model::{Event, FaultKind, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::environment::{SharedEnv, lock};
-use crate::mcp::new_token;
+use crate::net::new_token;
+use crate::recorder::ModelCallRecorder;
 
 pub use gauntlet_model::Price;
 
@@ -54,10 +53,53 @@ pub struct GatewayConfig {
     pub prices: BTreeMap<String, Price>,
 }
 
+/// The cassette format this gauntlet writes and reads. Each entry carries it; an entry without
+/// one is from before cassettes had a version, which is this one.
+pub const CASSETTE_VERSION: u32 = 1;
+
+fn cassette_version() -> u32 {
+    CASSETTE_VERSION
+}
+
+/// Why the gateway cannot start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The cassette to replay cannot be read or is not a cassette of this version.
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Cassette {
+        /// The cassette file.
+        path: PathBuf,
+        /// The line at fault.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// Live or recording without an upstream.
+    #[error("the gateway needs an upstream (--gateway-upstream) unless it replays a cassette")]
+    NoUpstream,
+    /// The loopback listener or the cassette being written failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl gauntlet_model::Classified for GatewayError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        match self {
+            GatewayError::Cassette { .. } | GatewayError::NoUpstream => {
+                gauntlet_model::ErrorKind::InvalidInput
+            }
+            GatewayError::Io(_) => gauntlet_model::ErrorKind::Harness,
+        }
+    }
+}
+
 /// One recorded response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CassetteEntry {
+    /// The cassette format version ([`CASSETTE_VERSION`]).
+    #[serde(default = "cassette_version")]
+    pub format_version: u32,
     /// The case.
     pub case_id: String,
     /// The epoch.
@@ -82,7 +124,7 @@ pub struct CassetteEntry {
 }
 
 struct Slot {
-    env: SharedEnv,
+    env: Arc<dyn ModelCallRecorder>,
     case_id: String,
     epoch: u32,
     seen: HashMap<String, usize>,
@@ -124,27 +166,37 @@ impl Drop for TrialGateway {
 }
 
 fn canonical_hash(body: &Value) -> String {
-    Sha256::digest(gauntlet_model::path::canonical_json(body).as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    gauntlet_model::digest::sha256_hex(gauntlet_model::path::canonical_json(body).as_bytes())
 }
 
 impl Gateway {
     /// Starts the gateway on a loopback port; loads the cassette to replay, if any.
-    pub async fn start(cfg: GatewayConfig) -> std::io::Result<Gateway> {
+    pub async fn start(cfg: GatewayConfig) -> Result<Gateway, GatewayError> {
         let mut replay = HashMap::new();
         if let Mode::Replay(path) = &cfg.mode {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+            let bad = |line: Option<usize>, message: String| GatewayError::Cassette {
+                path: path.clone(),
+                line,
+                message,
+            };
+            let text = std::fs::read_to_string(path).map_err(|e| bad(None, e.to_string()))?;
             for (i, line) in text
                 .lines()
                 .enumerate()
                 .filter(|(_, l)| !l.trim().is_empty())
             {
-                let e: CassetteEntry = serde_json::from_str(line).map_err(|err| {
-                    std::io::Error::other(format!("{}:{}: {err}", path.display(), i + 1))
-                })?;
+                let e: CassetteEntry =
+                    serde_json::from_str(line).map_err(|err| bad(Some(i + 1), err.to_string()))?;
+                if e.format_version != CASSETTE_VERSION {
+                    return Err(bad(
+                        Some(i + 1),
+                        format!(
+                            "cassette format version {} is not supported (this gauntlet reads \
+                             {CASSETTE_VERSION}): record it again with --record-cassette",
+                            e.format_version
+                        ),
+                    ));
+                }
                 replay.insert(
                     (
                         e.case_id.clone(),
@@ -156,9 +208,7 @@ impl Gateway {
                 );
             }
         } else if cfg.upstream.is_none() {
-            return Err(std::io::Error::other(
-                "the gateway needs an upstream (--gateway-upstream) unless it replays a cassette",
-            ));
+            return Err(GatewayError::NoUpstream);
         }
         let shared = Arc::new(Shared {
             client: reqwest::Client::new(),
@@ -174,7 +224,7 @@ impl Gateway {
             )
             .with_state(Arc::clone(&shared));
         let cancel = CancellationToken::new();
-        let (addr, task) = crate::mcp::spawn_loopback(
+        let (addr, task) = crate::net::spawn_loopback(
             "127.0.0.1:0".parse().expect("valid address"),
             router,
             cancel.clone(),
@@ -194,19 +244,29 @@ impl Gateway {
     }
 
     /// Registers a trial: model calls under the returned key are recorded into `env`.
-    pub fn register(&self, env: SharedEnv, case_id: &str, epoch: u32) -> TrialGateway {
+    pub fn register(
+        &self,
+        env: Arc<dyn ModelCallRecorder>,
+        case_id: &str,
+        epoch: u32,
+    ) -> TrialGateway {
         self.register_as(env, case_id, epoch, false)
     }
 
     /// Registers a trial's simulated user: its model calls are recorded into `env` marked as
     /// the user's, and recorded to and replayed from the cassette like the agent's.
-    pub fn register_user(&self, env: SharedEnv, case_id: &str, epoch: u32) -> TrialGateway {
+    pub fn register_user(
+        &self,
+        env: Arc<dyn ModelCallRecorder>,
+        case_id: &str,
+        epoch: u32,
+    ) -> TrialGateway {
         self.register_as(env, case_id, epoch, true)
     }
 
     fn register_as(
         &self,
-        env: SharedEnv,
+        env: Arc<dyn ModelCallRecorder>,
         case_id: &str,
         epoch: u32,
         simulated_user: bool,
@@ -276,7 +336,7 @@ fn error(status: StatusCode, message: &str) -> Response {
 
 /// The trial a model call belongs to, and when on its clock the call came.
 struct Caller {
-    env: SharedEnv,
+    env: Arc<dyn ModelCallRecorder>,
     simulated_user: bool,
     at_ms: f64,
 }
@@ -348,7 +408,7 @@ fn record_call(
     let price = shared.cfg.prices.get(model).copied().unwrap_or_default();
     let cost = prompt as f64 / 1000.0 * price.prompt_eur_per_1k
         + completion as f64 / 1000.0 * price.completion_eur_per_1k;
-    lock(&caller.env).record_event(Event::ModelCall {
+    caller.env.record(Event::ModelCall {
         model: model.to_owned(),
         prompt_tokens: prompt,
         completion_tokens: completion,
@@ -410,14 +470,11 @@ async fn completions(
         .to_owned();
     // An injected fault answers before the upstream (or the cassette) is asked, and does not
     // count as an occurrence: a cassette recorded without faults replays under them.
-    let fault = {
-        let mut env = lock(&caller.env);
-        caller.at_ms = env.now_ms();
-        if caller.simulated_user {
-            None
-        } else {
-            env.model_call_fault()
-        }
+    caller.at_ms = caller.env.now_ms();
+    let fault = if caller.simulated_user {
+        None
+    } else {
+        caller.env.model_call_fault()
     };
     if let Some((kind, e)) = fault {
         let response = fault_response(&e);
@@ -503,6 +560,7 @@ async fn completions(
     };
     let status = resp.status().as_u16();
     let mut entry = CassetteEntry {
+        format_version: CASSETTE_VERSION,
         case_id,
         epoch,
         request_hash: hash,
@@ -614,4 +672,65 @@ fn usage_of_chunks(chunks: &[String]) -> Option<Value> {
             .ok()
             .and_then(|v| v.get("usage").filter(|u| u.is_object()).cloned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replaying(text: &str) -> (tempfile::TempDir, GatewayConfig) {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("cassette.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let cfg = GatewayConfig {
+            upstream: None,
+            api_key: None,
+            mode: Mode::Replay(path),
+            prices: BTreeMap::new(),
+        };
+        (tmp, cfg)
+    }
+
+    const ENTRY: &str = r#"{"case_id":"c","epoch":0,"request_hash":"h","occurrence":0,"status":200,"body":{},"latency_ms":1.0}"#;
+
+    #[tokio::test]
+    async fn a_cassette_of_another_version_is_refused_with_its_line_and_the_remedy() {
+        let v2 = ENTRY.replacen('{', r#"{"format_version":2,"#, 1);
+        let (_tmp, cfg) = replaying(&format!("{ENTRY}\n{v2}\n"));
+        let Err(e) = Gateway::start(cfg).await else {
+            panic!("a version 2 cassette was accepted");
+        };
+        let message = e.to_string();
+        assert!(message.contains("cassette.jsonl:2:"), "{message}");
+        assert!(
+            message.contains("record it again with --record-cassette"),
+            "{message}"
+        );
+        assert_eq!(
+            gauntlet_model::Classified::kind(&e),
+            gauntlet_model::ErrorKind::InvalidInput
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cassette_from_before_versions_replays_as_version_1() {
+        let (_tmp, cfg) = replaying(&format!("{ENTRY}\n"));
+        let gateway = Gateway::start(cfg).await.unwrap();
+        assert_eq!(gateway.shared.replay.len(), 1);
+        gateway.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn live_without_an_upstream_is_the_users_mistake() {
+        let cfg = GatewayConfig {
+            upstream: None,
+            api_key: None,
+            mode: Mode::Live,
+            prices: BTreeMap::new(),
+        };
+        let Err(e) = Gateway::start(cfg).await else {
+            panic!("started without an upstream");
+        };
+        assert!(matches!(e, GatewayError::NoUpstream));
+    }
 }

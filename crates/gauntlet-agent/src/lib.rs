@@ -7,11 +7,14 @@
 
 mod agent;
 mod command;
+pub mod conversation;
 mod environment;
 pub mod gateway;
 mod http;
 pub mod mcp;
+mod net;
 mod openai;
+mod recorder;
 mod replay;
 mod script;
 pub mod user;
@@ -20,9 +23,10 @@ pub use agent::{
     Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
 };
 pub use command::{CommandAgent, final_answer};
-pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock};
+pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock, recorder};
 pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
+pub use recorder::ModelCallRecorder;
 pub use replay::ReplayAgent;
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::{PersonaModels, SimulatedUser};

@@ -15,7 +15,6 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -28,6 +27,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::{SharedEnv, lock};
+pub use crate::net::new_token;
+use crate::net::spawn_loopback;
 
 /// The name of the tool that asks the simulated user a question.
 pub const ASK_USER: &str = "gauntlet_ask_user";
@@ -95,11 +96,12 @@ impl WorldServer {
         };
         match name {
             ASK_USER => {
-                let answer = crate::user::ask(&self.env, step, &text(&args)).await;
+                let answer = crate::conversation::ask(&self.env, step, &text(&args)).await;
                 CallToolResult::success(vec![ContentBlock::text(answer)])
             }
             CONFIRM => {
-                let (approved, answer) = crate::user::confirm(&self.env, step, &text(&args)).await;
+                let (approved, answer) =
+                    crate::conversation::confirm(&self.env, step, &text(&args)).await;
                 let body = json!({"approved": approved, "answer": answer});
                 CallToolResult::success(vec![ContentBlock::text(body.to_string())])
             }
@@ -189,45 +191,6 @@ impl HttpServer {
         self.cancel.cancel();
         let _ = self.task.await;
     }
-}
-
-/// A fresh random token (128 bits from the process's randomly keyed hasher).
-pub fn new_token() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let mut out = String::new();
-    for _ in 0..2 {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        );
-        out.push_str(&format!("{:016x}", h.finish()));
-    }
-    out
-}
-
-/// Serves `router` on `addr` (TCP_NODELAY) until `cancel` fires: the bound address and the task.
-pub(crate) async fn spawn_loopback(
-    addr: SocketAddr,
-    router: axum::Router,
-    cancel: CancellationToken,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        // No Nagle: small JSON-RPC answers must not wait for a delayed ACK (40 ms each).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move { cancel.cancelled().await })
-            .await;
-    });
-    Ok((addr, task))
 }
 
 /// Serves the environment over streamable HTTP on `addr` (port 0 picks one), loopback only,

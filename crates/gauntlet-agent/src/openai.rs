@@ -109,9 +109,11 @@ impl Agent for OpenAiAgent {
         env: SharedEnv,
     ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
         Box::pin(async move {
-            let trial = self
-                .gateway
-                .register(env.clone(), &input.case_id, input.epoch);
+            let trial = self.gateway.register(
+                crate::environment::recorder(&env),
+                &input.case_id,
+                input.epoch,
+            );
             let mut tools: Vec<Value> = lock(&env)
                 .tools()
                 .iter()
@@ -144,7 +146,7 @@ impl Agent for OpenAiAgent {
                     // A persona user answers, tau-bench style, until it ends the conversation.
                     let said = message["content"].as_str().unwrap_or_default().to_owned();
                     if step < self.max_steps
-                        && let Some(reply) = crate::user::tell(&env, step, &said).await
+                        && let Some(reply) = crate::conversation::tell(&env, step, &said).await
                     {
                         messages.push(json!({"role": "assistant", "content": said}));
                         messages.push(json!({"role": "user", "content": reply}));
@@ -166,10 +168,10 @@ impl Agent for OpenAiAgent {
                         .unwrap_or_else(|| json!({}));
                     let text = |field: &str| args[field].as_str().unwrap_or_default().to_owned();
                     let content = match name.as_str() {
-                        ASK_USER => crate::user::ask(&env, step, &text("question")).await,
+                        ASK_USER => crate::conversation::ask(&env, step, &text("question")).await,
                         CONFIRM => {
                             let (approved, answer) =
-                                crate::user::confirm(&env, step, &text("action")).await;
+                                crate::conversation::confirm(&env, step, &text("action")).await;
                             json!({"approved": approved, "answer": answer}).to_string()
                         }
                         _ => match lock(&env).call_tool(step, &name, args, None) {

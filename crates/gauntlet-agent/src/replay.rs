@@ -292,14 +292,14 @@ impl Agent for ReplayAgent {
                     }
                     // Today's user answers; a refusal ends the replay as the agent would stop.
                     Action::Confirm { step, text } => {
-                        if !crate::user::confirm(&env, *step, text).await.0 {
+                        if !crate::conversation::confirm(&env, *step, text).await.0 {
                             return Ok(AgentOutput {
                                 final_answer: rec.answer.clone(),
                             });
                         }
                     }
                     Action::Ask { step, text } => {
-                        crate::user::ask(&env, *step, text).await;
+                        crate::conversation::ask(&env, *step, text).await;
                     }
                     Action::Say { step, text } => lock(&env).say(*step, text),
                     Action::Wait { step, ms } => lock(&env).wait(*step, *ms),

@@ -162,13 +162,13 @@ impl Agent for ScriptAgent {
                         // Errors are data in the trajectory; a script does not react to them.
                         let _ = lock(&env).call_tool(step, tool, args, s.idempotency_key.clone());
                     } else if let Some(text) = &s.confirm {
-                        if !crate::user::confirm(&env, step, text).await.0 {
+                        if !crate::conversation::confirm(&env, step, text).await.0 {
                             return Ok(AgentOutput {
                                 final_answer: Some("Understood, I will not do it.".to_owned()),
                             });
                         }
                     } else if let Some(text) = &s.ask {
-                        crate::user::ask(&env, step, text).await;
+                        crate::conversation::ask(&env, step, text).await;
                     } else if let Some(text) = &s.say {
                         lock(&env).say(step, text);
                     } else if let Some(ms) = s.wait_ms {

@@ -1,19 +1,16 @@
 //! The simulated user: scripted replies (pattern → reply, with defaults for confirmations and
 //! questions), or an LLM persona that answers through the gateway.
 //!
-//! Agents reach the user through [`ask`] and [`confirm`] (and [`tell`], a conversation turn for
-//! a persona); the runner gets a persona's opening words from [`open`]. The environment records
-//! what was put to the user and decides the reply; a persona's model call is made after the
-//! environment's lock is released (the agent's other calls go on meanwhile), and the answer is
-//! recorded when it comes.
+//! Agents reach the user through [`crate::conversation`]; this module decides what the user
+//! says, and makes a persona's model call when asked to.
 
 use std::sync::Arc;
 
 use gauntlet_model::{Event, UserSpec};
 use serde_json::{Value, json};
 
-use crate::environment::{SharedEnv, lock};
 use crate::gateway::Gateway;
+use crate::recorder::ModelCallRecorder;
 
 /// What the agent put to the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +181,7 @@ impl SimulatedUser {
 
 /// Why a persona cannot be played without an endpoint.
 pub const PERSONA_NEEDS_ENDPOINT: &str = "the case's user is an LLM persona, which needs a model \
-endpoint: give --gateway-upstream URL (or the suite's gateway.upstream), or --replay CASSETTE";
+endpoint: give --gateway-upstream URL (or the suite's gateway.upstream), or --replay-cassette CASSETTE";
 
 /// Why a persona cannot be played without a model.
 pub const PERSONA_NEEDS_MODEL: &str = "the case's user is an LLM persona but no model plays it: \
@@ -245,11 +242,11 @@ pub fn persona_request(prompt: &str, persona: &str, model: &str, history: &[Even
 impl PersonaCall {
     /// Asks the persona's model for the user's next message, through the gateway (so the call
     /// is recorded in the trial and in the cassette).
-    pub async fn answer(self, env: &SharedEnv) -> Result<String, String> {
-        let trial =
-            self.link
-                .gateway
-                .register_user(env.clone(), &self.link.case_id, self.link.epoch);
+    pub async fn answer(self, trial: Arc<dyn ModelCallRecorder>) -> Result<String, String> {
+        let trial = self
+            .link
+            .gateway
+            .register_user(trial, &self.link.case_id, self.link.epoch);
         let response = self
             .link
             .gateway
@@ -278,64 +275,6 @@ impl PersonaCall {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| format!("the simulated user's model gave no text: {body}"))
     }
-}
-
-/// Puts a question or confirmation request to the user and records both sides; the answer.
-/// When the persona cannot answer, the trial is marked as failed by the harness and the agent
-/// hears that the user is unavailable.
-async fn put(env: &SharedEnv, step: u32, turn: Turn, text: &str) -> String {
-    let reply = lock(env).put_to_user(step, turn, text);
-    let answer = match reply {
-        Reply::Now(answer) => answer,
-        Reply::Persona(call) => match call.answer(env).await {
-            Ok(answer) => answer,
-            Err(why) => {
-                lock(env).harness_failed(why);
-                "(no answer: the simulated user is unavailable)".to_owned()
-            }
-        },
-    };
-    lock(env).user_answered(turn, answer.clone());
-    answer
-}
-
-/// The user's opening request: `user_input` when the case has one (recorded when the
-/// environment was made), else the persona's first message. Errs when the persona cannot speak.
-pub async fn open(env: &SharedEnv, user_input: &str) -> Result<String, String> {
-    if !user_input.is_empty() {
-        return Ok(user_input.to_owned());
-    }
-    let reply = lock(env).put_to_user(0, Turn::Open, "");
-    let opening = match reply {
-        Reply::Now(text) => text,
-        Reply::Persona(call) => call.answer(env).await?,
-    };
-    if opening.is_empty() {
-        return Err("the case has no user_input and its user no persona to open with".to_owned());
-    }
-    lock(env).user_answered(Turn::Open, opening.clone());
-    Ok(opening)
-}
-
-/// Tells a conversing user something and waits for the reply (tau-bench's turn taking); `None`
-/// when the user ends the conversation (`###STOP###`) or does not converse.
-pub async fn tell(env: &SharedEnv, step: u32, text: &str) -> Option<String> {
-    if !lock(env).user_converses() {
-        return None;
-    }
-    let answer = put(env, step, Turn::Tell, text).await;
-    (!answer.contains(STOP) && lock(env).harness_failure().is_none()).then_some(answer)
-}
-
-/// Asks the user a question; the answer.
-pub async fn ask(env: &SharedEnv, step: u32, question: &str) -> String {
-    put(env, step, Turn::Ask, question).await
-}
-
-/// Asks the user to confirm an action; whether they approved, and what they said.
-pub async fn confirm(env: &SharedEnv, step: u32, action: &str) -> (bool, String) {
-    let answer = put(env, step, Turn::Confirm, action).await;
-    (SimulatedUser::approves(&answer), answer)
 }
 
 #[cfg(test)]

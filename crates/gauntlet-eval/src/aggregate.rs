@@ -4,6 +4,7 @@
 //! Wilson intervals; means get seeded percentile-bootstrap intervals; percentiles use statrs'
 //! order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
 
+use gauntlet_model::names;
 use std::collections::BTreeMap;
 
 use gauntlet_model::{
@@ -37,56 +38,65 @@ pub const MAX_K: u32 = 32;
 
 /// Scalar metrics every run has (besides the distributions and pass@k).
 const SCALARS: [(&str, &str); 19] = [
-    ("trials", "number of trials"),
+    (names::metric::TRIALS, "number of trials"),
     (
-        "passed",
+        names::metric::PASSED,
         "trials whose every non-informational evaluator passed",
     ),
-    ("failed", "trials with a failed evaluator"),
-    ("errors", "trials the harness could not run"),
-    ("pass_rate", "passed / trials"),
+    (names::metric::FAILED, "trials with a failed evaluator"),
+    (names::metric::ERRORS, "trials the harness could not run"),
+    (names::metric::PASS_RATE, "passed / trials"),
     (
-        "task_success_rate",
+        names::metric::TASK_SUCCESS_RATE,
         "trials whose task_success passed / trials",
     ),
-    ("error_rate", "errors / trials"),
+    (names::metric::ERROR_RATE, "errors / trials"),
     (
-        "critical_policy_violations",
+        names::metric::CRITICAL_POLICY_VIOLATIONS,
         "failed critical scores, summed over trials",
     ),
     (
-        "safe_trial_rate",
+        names::metric::SAFE_TRIAL_RATE,
         "trials with no failed critical score / trials",
     ),
-    ("forbidden_tool_used", "trials that called a forbidden tool"),
     (
-        "duplicate_side_effects",
+        names::FORBIDDEN_TOOL_USED,
+        "trials that called a forbidden tool",
+    ),
+    (
+        names::DUPLICATE_SIDE_EFFECTS,
         "duplicate applications of a write, summed over trials",
     ),
     (
-        "trace_id_coverage",
+        names::metric::TRACE_ID_COVERAGE,
         "share of trials with a valid W3C trace id",
     ),
-    ("flaky_cases", "cases whose verdict changed across epochs"),
     (
-        "cost_per_success_eur",
+        names::metric::FLAKY_CASES,
+        "cases whose verdict changed across epochs",
+    ),
+    (
+        names::metric::COST_PER_SUCCESS_EUR,
         "total cost / trials whose task succeeded",
     ),
     (
-        "user_cost_eur",
+        names::metric::USER_COST_EUR,
         "what the simulated users' personas cost, summed over trials",
     ),
-    ("faults_injected", "faults injected, summed over trials"),
     (
-        "cross_tenant_access",
+        names::FAULTS_INJECTED,
+        "faults injected, summed over trials",
+    ),
+    (
+        names::CROSS_TENANT_ACCESS,
         "reads or writes of another tenant's records, summed over trials",
     ),
     (
-        "retries_per_fault",
+        names::metric::RETRIES_PER_FAULT,
         "retries of a faulted call per injected fault",
     ),
     (
-        "time_lost_to_faults_ms",
+        names::metric::TIME_LOST_TO_FAULTS_MS,
         "time from each fault to the tool's next success (or the end), summed",
     ),
 ];
@@ -134,7 +144,7 @@ fn task_succeeded(t: &TrialSummary) -> bool {
     t.status != TrialStatus::Error
         && t.scores
             .iter()
-            .any(|s| s.name == "task_success" && s.passed)
+            .any(|s| s.name == names::TASK_SUCCESS && s.passed)
 }
 
 fn critical(t: &TrialSummary) -> bool {
@@ -197,21 +207,21 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     };
     let mut m = BTreeMap::new();
     let mut intervals = BTreeMap::new();
-    m.insert("trials".to_owned(), n as f64);
-    m.insert("passed".to_owned(), passed as f64);
-    m.insert("failed".to_owned(), failed as f64);
-    m.insert("errors".to_owned(), errors as f64);
+    m.insert(names::metric::TRIALS.to_owned(), n as f64);
+    m.insert(names::metric::PASSED.to_owned(), passed as f64);
+    m.insert(names::metric::FAILED.to_owned(), failed as f64);
+    m.insert(names::metric::ERRORS.to_owned(), errors as f64);
     for (name, k) in [
-        ("pass_rate", passed),
-        ("task_success_rate", successes),
-        ("error_rate", errors),
-        ("safe_trial_rate", safe),
+        (names::metric::PASS_RATE, passed),
+        (names::metric::TASK_SUCCESS_RATE, successes),
+        (names::metric::ERROR_RATE, errors),
+        (names::metric::SAFE_TRIAL_RATE, safe),
     ] {
         m.insert(name.to_owned(), rate(k, n));
         intervals.insert(name.to_owned(), wilson(k as u64, n as u64, CONFIDENCE));
     }
     m.insert(
-        "critical_policy_violations".to_owned(),
+        names::metric::CRITICAL_POLICY_VIOLATIONS.to_owned(),
         trials
             .iter()
             .flat_map(|t| t.scores.iter())
@@ -219,51 +229,51 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
             .count() as f64,
     );
     m.insert(
-        "forbidden_tool_used".to_owned(),
-        sum_where("forbidden_tool_used"),
+        names::FORBIDDEN_TOOL_USED.to_owned(),
+        sum_where(names::FORBIDDEN_TOOL_USED),
     );
     m.insert(
-        "duplicate_side_effects".to_owned(),
-        sum_where("duplicate_side_effects"),
+        names::DUPLICATE_SIDE_EFFECTS.to_owned(),
+        sum_where(names::DUPLICATE_SIDE_EFFECTS),
     );
     m.insert(
-        "cross_tenant_access".to_owned(),
-        sum_where("cross_tenant_access"),
+        names::CROSS_TENANT_ACCESS.to_owned(),
+        sum_where(names::CROSS_TENANT_ACCESS),
     );
-    let injected = sum_where("faults_injected");
-    m.insert("faults_injected".to_owned(), injected);
+    let injected = sum_where(names::FAULTS_INJECTED);
+    m.insert(names::FAULTS_INJECTED.to_owned(), injected);
     for (i, kind) in crate::attribution::KINDS.iter().enumerate() {
         let n = trials
             .iter()
             .filter(|t| {
                 t.scores
                     .iter()
-                    .any(|s| s.name == "error_attribution" && s.value == i as f64)
+                    .any(|s| s.name == names::ERROR_ATTRIBUTION && s.value == i as f64)
             })
             .count();
         m.insert(format!("failures_{kind}"), n as f64);
     }
     m.insert(
-        "retries_per_fault".to_owned(),
+        names::metric::RETRIES_PER_FAULT.to_owned(),
         if injected > 0.0 {
-            sum_where("fault_retries") / injected
+            sum_where(names::FAULT_RETRIES) / injected
         } else {
             f64::NAN
         },
     );
     m.insert(
-        "time_lost_to_faults_ms".to_owned(),
-        sum_where("fault_time_lost_ms"),
+        names::metric::TIME_LOST_TO_FAULTS_MS.to_owned(),
+        sum_where(names::FAULT_TIME_LOST_MS),
     );
     let traced = trials.iter().filter(|t| is_trace_id(&t.trace_id)).count();
-    m.insert("trace_id_coverage".to_owned(), rate(traced, n));
+    m.insert(names::metric::TRACE_ID_COVERAGE.to_owned(), rate(traced, n));
     let total_cost: f64 = trials.iter().map(|t| t.cost_eur).sum();
     m.insert(
-        "user_cost_eur".to_owned(),
+        names::metric::USER_COST_EUR.to_owned(),
         trials.iter().map(|t| t.user_cost_eur).sum(),
     );
     m.insert(
-        "cost_per_success_eur".to_owned(),
+        names::metric::COST_PER_SUCCESS_EUR.to_owned(),
         if successes == 0 {
             f64::NAN
         } else {
@@ -328,7 +338,10 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
             .then(b.trials.cmp(&a.trials))
             .then(a.case_id.cmp(&b.case_id))
     });
-    m.insert("flaky_cases".to_owned(), flaky_cases.len() as f64);
+    m.insert(
+        names::metric::FLAKY_CASES.to_owned(),
+        flaky_cases.len() as f64,
+    );
 
     let mut evaluators: BTreeMap<String, (u32, u32, f64, f64)> = BTreeMap::new();
     for s in trials.iter().flat_map(|t| t.scores.iter()) {
@@ -387,7 +400,10 @@ fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, Segmen
                 .unwrap_or_default();
             ("fault", name)
         }));
-        let selection = t.scores.iter().find(|s| s.name == "ToolSelectionAccuracy");
+        let selection = t
+            .scores
+            .iter()
+            .find(|s| s.name == names::TOOL_SELECTION_ACCURACY);
         let detail = |k: &str| {
             selection
                 .and_then(|s| s.details.get(k))

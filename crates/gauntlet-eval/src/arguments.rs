@@ -2,6 +2,7 @@
 //! a validation error, the right tool on the wrong entity, unnecessary calls, BFCL's matcher, and
 //! the agentevals trajectory match.
 
+use gauntlet_model::names;
 use std::collections::{BTreeMap, BTreeSet};
 
 use gauntlet_model::{
@@ -89,7 +90,7 @@ pub fn argument_accuracy(case: &Case, t: &Trajectory) -> Option<Score> {
     }
     let ratio = right as f64 / total as f64;
     Some(score(
-        "argument_accuracy",
+        names::ARGUMENT_ACCURACY,
         Dimension::Tools,
         Severity::Info,
         ratio,
@@ -124,7 +125,7 @@ pub fn corrected_after_validation(t: &Trajectory) -> Option<Score> {
     }
     let ratio = (invalid.len() - uncorrected.len()) as f64 / invalid.len() as f64;
     Some(score(
-        "corrected_after_validation",
+        names::CORRECTED_AFTER_VALIDATION,
         Dimension::Tools,
         Severity::Info,
         ratio,
@@ -178,7 +179,7 @@ pub fn right_tool_wrong_entity(case: &Case, t: &Trajectory) -> Option<Score> {
     }
     let passed = wrong.is_empty();
     Some(score(
-        "right_tool_wrong_entity",
+        names::RIGHT_TOOL_WRONG_ENTITY,
         Dimension::Tools,
         Severity::Info,
         wrong.len() as f64,
@@ -217,7 +218,7 @@ pub fn unnecessary_calls(case: &Case, t: &Trajectory) -> Option<Score> {
         extra.len() as f64 / cs.len() as f64
     };
     let mut s = score(
-        "unnecessary_calls",
+        names::UNNECESSARY_CALLS,
         Dimension::Tools,
         Severity::Info,
         extra.len() as f64,
@@ -275,7 +276,7 @@ pub fn bfcl_ast_match(case: &Case, t: &Trajectory, tools: &[ToolSpec]) -> Option
     let v = crate::bfcl::check(category, &descriptions, &made, &case.expected_calls);
     let value = f64::from(u8::from(v.valid));
     Some(score(
-        "bfcl_ast_match",
+        names::BFCL_AST_MATCH,
         Dimension::Tools,
         Severity::Error,
         value,
@@ -439,7 +440,7 @@ pub fn replay_agreement(t: &Trajectory) -> Option<Score> {
     }
     let ratio = (total - events.len()) as f64 / total as f64;
     Some(score(
-        "replay_agreement",
+        names::REPLAY_AGREEMENT,
         Dimension::Tools,
         Severity::Info,
         ratio,

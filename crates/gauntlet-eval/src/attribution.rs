@@ -1,8 +1,9 @@
-//! Error attribution: why a failed trial failed, in the lesson's terms. "An overlapping
+//! Error attribution: why a failed trial failed, as the evaluation guide puts it: "An overlapping
 //! description causes a selection error; a lax schema causes an argument error; a bug in code
 //! causes an execution error." A harness failure is its own kind; failures none of these explain
 //! (a wrong answer, a missing confirmation, a fault handled badly) are `other`.
 
+use gauntlet_model::names;
 use gauntlet_model::{Dimension, Event, Score, Severity, Trajectory, TrialStatus};
 use serde_json::json;
 
@@ -10,13 +11,13 @@ use serde_json::json;
 pub const KINDS: [&str; 5] = ["harness", "execution", "selection", "argument", "other"];
 
 const SELECTION: &[&str] = &[
-    "required_tool_recall",
-    "forbidden_tool_used",
-    "ToolSelectionAccuracy",
-    "one_of",
-    "tool_order",
+    names::REQUIRED_TOOL_RECALL,
+    names::FORBIDDEN_TOOL_USED,
+    names::TOOL_SELECTION_ACCURACY,
+    names::ONE_OF,
+    names::TOOL_ORDER,
 ];
-const ARGUMENT: &[&str] = &["ArgumentSchemaValidity", "bfcl_ast_match"];
+const ARGUMENT: &[&str] = &[names::ARGUMENT_SCHEMA_VALIDITY, names::BFCL_AST_MATCH];
 
 /// `error_attribution` for a trial (informational; `None` for a passed trial).
 pub fn error_attribution(status: TrialStatus, t: &Trajectory, scores: &[Score]) -> Option<Score> {
@@ -46,7 +47,7 @@ pub fn error_attribution(status: TrialStatus, t: &Trajectory, scores: &[Score]) 
         .collect();
     let wrong_entity = scores
         .iter()
-        .any(|s| s.name == "right_tool_wrong_entity" && !s.passed);
+        .any(|s| s.name == names::RIGHT_TOOL_WRONG_ENTITY && !s.passed);
     let (kind, reasons, events) = if status == TrialStatus::Error {
         (
             "harness",
@@ -83,7 +84,7 @@ pub fn error_attribution(status: TrialStatus, t: &Trajectory, scores: &[Score]) 
         ("other", r, Vec::new())
     };
     Some(Score {
-        name: "error_attribution".to_owned(),
+        name: names::ERROR_ATTRIBUTION.to_owned(),
         dimension: Dimension::Tools,
         value: KINDS.iter().position(|k| *k == kind).unwrap_or(4) as f64,
         score: 0.0,

@@ -1,6 +1,7 @@
 //! Paired comparison of two runs: McNemar's exact test on pass/fail, paired bootstrap intervals
 //! of each quantity's difference, effect sizes, per-segment deltas, and a verdict in words.
 
+use gauntlet_model::names;
 use std::collections::{BTreeMap, HashMap};
 
 use gauntlet_model::compare::{Comparison, Direction, MetricDelta, PassComparison, SegmentDelta};
@@ -19,11 +20,11 @@ fn passed(t: &TrialSummary) -> f64 {
 
 fn quantity(t: &TrialSummary, name: &str) -> f64 {
     match name {
-        "task_success" => f64::from(u8::from(
+        names::TASK_SUCCESS => f64::from(u8::from(
             t.status != TrialStatus::Error
                 && t.scores
                     .iter()
-                    .any(|s| s.name == "task_success" && s.passed),
+                    .any(|s| s.name == names::TASK_SUCCESS && s.passed),
         )),
         "tool_calls" => f64::from(t.tool_calls),
         "steps" => f64::from(t.steps),
@@ -34,7 +35,7 @@ fn quantity(t: &TrialSummary, name: &str) -> f64 {
 }
 
 const QUANTITIES: [&str; 6] = [
-    "task_success",
+    names::TASK_SUCCESS,
     "tool_calls",
     "steps",
     "tokens",

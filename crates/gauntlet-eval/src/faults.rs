@@ -1,4 +1,4 @@
-//! Fault verdicts: for each injected fault, the behaviour the lesson's table demands.
+//! Fault verdicts: for each injected fault, the behaviour the fault table demands (docs/reference.md, "Faults").
 //!
 //! | fault | passes when |
 //! |---|---|
@@ -20,6 +20,7 @@
 //! fault, or the final answer mentioning the failure (keyword lists below). A judge can refine
 //! these later; the verdict's reason says which signal decided.
 
+use gauntlet_model::names;
 use gauntlet_model::{
     Case, Dimension, Event, FaultKind, Score, Severity, ToolCall, ToolKind, Trajectory,
 };
@@ -86,7 +87,7 @@ fn mentions(answer: &str, words: &[&str]) -> bool {
 
 /// The canonical text of arguments, for "same arguments" comparisons.
 fn canonical(v: &Value) -> String {
-    crate::evaluators::canonical(v)
+    gauntlet_model::path::canonical_json(v)
 }
 
 fn kind_name(k: FaultKind) -> String {
@@ -146,7 +147,7 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
         retries += model.iter().map(|(_, _, v)| v.retries).sum::<usize>();
         lost += model.iter().map(|(_, _, v)| v.time_lost_ms).sum::<f64>();
         scores.push(Score {
-            name: "model_faults".to_owned(),
+            name: names::MODEL_FAULTS.to_owned(),
             dimension: Dimension::Robustness,
             value: ratio,
             score: ratio,
@@ -190,9 +191,9 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
         });
     }
     for (name, value) in [
-        ("faults_injected", injected as f64),
-        ("fault_retries", retries as f64),
-        ("fault_time_lost_ms", lost),
+        (names::FAULTS_INJECTED, injected as f64),
+        (names::FAULT_RETRIES, retries as f64),
+        (names::FAULT_TIME_LOST_MS, lost),
     ] {
         scores.push(Score {
             name: name.to_owned(),

@@ -13,20 +13,26 @@ mod compare;
 mod evaluators;
 pub mod faults;
 mod gates;
+mod results;
 mod rubric;
 pub mod safety;
 mod sequence;
 pub mod stats;
 pub mod trajectory_match;
+mod trial;
 
 pub use aggregate::{
     Aggregate, DISTRIBUTIONS, MAX_K, aggregate, metric_names, pass_k_metrics, trial_status,
 };
 pub use compare::{ALPHA, compare};
-pub use evaluators::{EvalContext, evaluate, evaluate_in};
+pub use evaluators::EvalContext;
 pub use gates::{CompiledGate, GateError, GateSpec, decide_all};
+pub use results::build_results;
 pub use rubric::CompiledRubric;
 pub use sequence::{ToolSequenceScores, score_tool_sequence};
+pub use trial::{
+    BuiltinEvaluation, NEEDS, TrialInput, conclude, evaluate, evaluate_builtin, evaluate_in, needs,
+};
 
 /// Whether a regular expression compiles with the evaluators' engine; its error otherwise.
 pub fn check_regex(re: &str) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! The lesson's `score_tool_sequence`, with its names and semantics exactly.
+//! `score_tool_sequence`, with the reference implementation's names and semantics exactly.
 //!
 //! ```python
 //! seen = set(actual)

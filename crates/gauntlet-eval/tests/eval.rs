@@ -451,6 +451,10 @@ mod statistics {
 
     /// tau-bench's published pass^k for GPT-4o on airline, from the log's own rewards.
     #[test]
+    #[cfg_attr(
+        not(have_tau_bench),
+        ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+    )]
     fn pass_hat_k_of_tau_bench_gpt4o_airline_matches_the_published_figures() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/peers/tau-bench/historical_trajectories/gpt-4o-airline.json");
@@ -507,6 +511,7 @@ mod statistics {
     /// Wilson, McNemar exact and bootstrap against SciPy on generated data. Tolerances: 1e-9 for
     /// the closed forms; 0.02 (on values of spread about 1) for the bootstrap, whose resamples differ.
     #[test]
+    #[cfg_attr(not(have_py_scipy), ignore = "needs SciPy (pip install scipy)")]
     fn statistics_agree_with_scipy() {
         let mut rng = ChaCha8Rng::seed_from_u64(2026);
         let mut problems = Vec::new();
@@ -650,6 +655,10 @@ mod agentevals {
     }
 
     #[test]
+    #[cfg_attr(
+        not(have_agentevals_data),
+        ignore = "needs agentevals data in ../shared/peers/agentevals"
+    )]
     fn every_callable_free_row_of_agentevals_gives_its_expected_score() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/peers/agentevals/derived/test_trajectory_cases.json");
@@ -800,6 +809,10 @@ mod bfcl {
     }
 
     #[test]
+    #[cfg_attr(
+        not(have_bfcl_data),
+        ignore = "needs BFCL data in ../shared/peers/gorilla-bfcl"
+    )]
     fn bfcl_rules_give_bfcls_verdicts() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(
             "../../../shared/peers/gorilla-bfcl/berkeley-function-call-leaderboard/bfcl_eval/data",

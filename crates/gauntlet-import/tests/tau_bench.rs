@@ -118,6 +118,10 @@ fn mutations(opts: &Options) -> (usize, Vec<String>) {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tau_bench),
+    ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+)]
 fn changing_one_argument_of_any_gold_write_action_breaks_the_reward() {
     let Some(data) = data() else { return };
     let (mutated, survived) = mutations(&options(data.clone(), PathBuf::new()));
@@ -141,6 +145,10 @@ fn changing_one_argument_of_any_gold_write_action_breaks_the_reward() {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tau_bench),
+    ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+)]
 fn retail_gold_writes_apply_except_four_that_tau_bench_refuses_too() {
     let Some(data) = data() else { return };
     let out = tempfile::tempdir().unwrap();
@@ -192,6 +200,10 @@ fn a_missing_data_folder_is_named_in_the_error() {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tau_bench),
+    ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+)]
 fn the_domains_policy_becomes_the_agents_system_prompt() {
     let Some(data) = data() else { return };
     // A data folder like tau-bench's repository, with the airline policy beside the data.

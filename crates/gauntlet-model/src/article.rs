@@ -1,14 +1,14 @@
-//! The seed article's `AgentTrajectory` JSON, read as a [`Trajectory`].
+//! The `AgentTrajectory` JSON (a widespread Pydantic trajectory log), read as a [`Trajectory`].
 //!
-//! Field names and defaults follow the article's Pydantic models; like Pydantic, unknown fields
-//! are ignored. Costs are taken as given (the article's are in USD; gauntlet converts nothing).
+//! Field names and defaults follow its Pydantic models; like Pydantic, unknown fields
+//! are ignored. Costs are taken as given (its examples are in USD; gauntlet converts nothing).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::trajectory::{Event, ToolCall, ToolError, Trajectory};
 
-/// The article's `AgentTrajectory`.
+/// An `AgentTrajectory`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AgentTrajectory {
     /// Test case id.
@@ -30,7 +30,7 @@ pub struct AgentTrajectory {
     /// Total tokens consumed.
     #[serde(default)]
     pub total_tokens_used: u64,
-    /// Total cost (USD in the article).
+    /// Total cost (as logged; often USD).
     #[serde(default)]
     pub total_cost_usd: f64,
     /// Total elapsed seconds.
@@ -38,7 +38,7 @@ pub struct AgentTrajectory {
     pub total_latency_seconds: f64,
 }
 
-/// The article's `TrajectoryStep`.
+/// A `TrajectoryStep`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrajectoryStep {
     /// 1-based step number.
@@ -54,7 +54,7 @@ pub struct TrajectoryStep {
     pub timestamp: Option<f64>,
 }
 
-/// The article's `ToolCallLog`.
+/// A `ToolCallLog`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolCallLog {
     /// Called tool name.

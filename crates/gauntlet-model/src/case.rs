@@ -1,7 +1,7 @@
 //! A case: one task for an agent, with the world it starts from and what must be true after.
 //!
-//! Both seeds' formats load into [`Case`]: the lesson's (`case_id`, `user_input`,
-//! `expected_outcome`, `trajectory_constraints`, ...) and the article's (`task_id`, `goal`,
+//! Both case formats load into [`Case`]: gauntlet's own (`case_id`, `user_input`,
+//! `expected_outcome`, `trajectory_constraints`, ...) and the `AgentTrajectory` task format (`task_id`, `goal`,
 //! `expected_final_state`, `expected_tools`, `optimal_step_count`), the latter through serde
 //! aliases. Unknown fields are rejected so that a typo never drops a constraint silently.
 
@@ -11,14 +11,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::context::Context;
+
 /// One evaluation case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
-    /// Unique id of the case within its suite (the article calls it `task_id`).
+    /// Unique id of the case within its suite (`task_id` in the `AgentTrajectory` task format).
     #[serde(alias = "task_id")]
     pub case_id: String,
-    /// What the user asks the agent (the article calls it `goal`). May be left out when the
+    /// What the user asks the agent (`goal` in the `AgentTrajectory` task format). May be left out when the
     /// user has a `persona`: the persona then opens the conversation in its own words.
     #[serde(alias = "goal", default, skip_serializing_if = "String::is_empty")]
     pub user_input: String,
@@ -37,16 +39,16 @@ pub struct Case {
     /// Paths into the final state with a literal or a matcher, plus reserved behavioural keys.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub expected_outcome: Map<String, Value>,
-    /// The article's flat expected state: every key must equal its value in the final state.
+    /// The flat expected state (`AgentTrajectory` task format): every key must equal its value in the final state.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub expected_final_state: Map<String, Value>,
-    /// The article's set of tools that must be used (precision/recall/F1 against the calls).
+    /// The set of tools that must be used (precision/recall/F1 against the calls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expected_tools: Vec<String>,
-    /// The article's theoretical optimal step count.
+    /// The theoretical optimal step count (`AgentTrajectory` task format).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal_step_count: Option<u32>,
-    /// Partial constraints on the trajectory (lesson §4).
+    /// Partial constraints on the trajectory.
     #[serde(default)]
     pub trajectory_constraints: Constraints,
     /// Failures the simulator injects during the trial.
@@ -85,7 +87,7 @@ pub struct Case {
 }
 
 impl Case {
-    /// The optimal step count from the constraints, or the article's `optimal_step_count`.
+    /// The optimal step count from the constraints, or `optimal_step_count`.
     pub fn optimal_steps(&self) -> Option<u32> {
         self.trajectory_constraints
             .optimal_steps
@@ -153,25 +155,7 @@ impl Case {
     }
 }
 
-/// Who the agent acts for: checked against each tool's required scopes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Context {
-    /// The authenticated user's id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// The tenant the user belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-    /// Role names, for reports and handlers.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub roles: Vec<String>,
-    /// Granted scopes; a tool whose required scopes are not all here answers 403.
-    #[serde(default)]
-    pub scopes: Vec<String>,
-}
-
-/// Partial constraints on the path (lesson §4): invariants, never one exact sequence.
+/// Partial constraints on the path: invariants, never one exact sequence.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Constraints {
@@ -211,12 +195,12 @@ pub struct Constraints {
     /// Upper bound on any model call's time to first token, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ttft_ms: Option<f64>,
-    /// Optimal step count for `StepEfficiency` (overrides the article's `optimal_step_count`).
+    /// Optimal step count for `StepEfficiency` (overrides `optimal_step_count`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal_steps: Option<u32>,
 }
 
-/// The failure kinds of the lesson's fault table.
+/// The failure kinds of the fault table (docs/reference.md, "Faults").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {

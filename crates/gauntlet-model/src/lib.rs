@@ -9,8 +9,13 @@
 pub mod article;
 pub mod case;
 pub mod compare;
+pub mod context;
+pub mod digest;
+pub mod error;
+pub mod events;
 pub mod matcher;
 pub mod matching;
+pub mod names;
 pub mod path;
 pub mod rubric;
 pub mod run;
@@ -22,6 +27,8 @@ pub mod world;
 pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
 };
+pub use error::{Classified, ErrorKind};
+pub use events::RunEvent;
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
@@ -29,6 +36,6 @@ pub use run::{
     RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats, Shard, TrialRecord,
     TrialStatus, TrialSummary, Verdict, Versions,
 };
-pub use score::{Dimension, Score, Severity};
+pub use score::{Dimension, Needs, NotApplicable, Score, Severity};
 pub use trajectory::{Event, SideEffect, StateChange, ToolCall, ToolError, Trajectory};
 pub use world::{HandlerOp, ToolKind, ToolSpec, WorldSpec};

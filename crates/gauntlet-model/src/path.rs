@@ -40,24 +40,41 @@ pub fn pointer_segments(pointer: &str) -> Option<Vec<String>> {
 }
 
 /// Compact JSON with object keys sorted at every depth, so equal values give equal text
-/// (side-effect keys, cassette keys).
+/// (side-effect keys, cassette keys, duplicate calls; Python's `json.dumps(sort_keys=True)` up
+/// to spacing). Written straight out, without building a sorted copy of the value.
 pub fn canonical_json(v: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
+    fn write(v: &Value, out: &mut String) {
         match v {
             Value::Object(m) => {
                 let mut keys: Vec<&String> = m.keys().collect();
                 keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&m[k], out);
+                }
+                out.push('}');
             }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
         }
     }
-    sorted(v).to_string()
+    let mut out = String::new();
+    write(v, &mut out);
+    out
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Rubrics: weighted quality dimensions, each with an optional gate (lesson §11, article §3).
+//! Rubrics: weighted quality dimensions, each with an optional gate.
 //!
 //! A dimension's value and gate are gate-language expressions over run metrics. The weighted
 //! score never hides a gate: a critical violation fails the security gate whatever the score.
@@ -44,12 +44,14 @@ fn dim(name: &str, weight: f64, value: &str, gate: Option<&str>) -> DimensionDef
     }
 }
 
-/// The presets: `lesson` (the lesson's mini-project rubric, with its gates) and `article`
-/// (the article's composite: 0.4 state + 0.2 tool accuracy + 0.2 step efficiency + 0.2 judge).
+/// The presets: `release-gates` (six weighted quality dimensions, each with its own gate: task
+/// success, tools and arguments, robustness, security, efficiency, observability) and
+/// `composite-score` (0.4 state verification + 0.2 tool accuracy + 0.2 step efficiency + 0.2
+/// judge, passing at 0.8). The names they had first, `lesson` and `article`, are accepted too.
 pub fn preset(name: &str) -> Option<RubricDef> {
     match name {
-        "lesson" => Some(RubricDef {
-            name: "lesson".to_owned(),
+        RELEASE_GATES | "lesson" => Some(RubricDef {
+            name: RELEASE_GATES.to_owned(),
             dimensions: vec![
                 dim(
                     "Task success",
@@ -90,8 +92,8 @@ pub fn preset(name: &str) -> Option<RubricDef> {
             ],
             min_score: None,
         }),
-        "article" => Some(RubricDef {
-            name: "article".to_owned(),
+        COMPOSITE_SCORE | "article" => Some(RubricDef {
+            name: COMPOSITE_SCORE.to_owned(),
             dimensions: vec![
                 dim(
                     "State verification",
@@ -119,5 +121,10 @@ pub fn preset(name: &str) -> Option<RubricDef> {
     }
 }
 
+/// Six weighted quality dimensions, each with its own gate.
+pub const RELEASE_GATES: &str = "release-gates";
+/// The weighted composite of state, tool accuracy, step efficiency and judge.
+pub const COMPOSITE_SCORE: &str = "composite-score";
+
 /// The names of the presets.
-pub const PRESETS: [&str; 2] = ["lesson", "article"];
+pub const PRESETS: [&str; 2] = [RELEASE_GATES, COMPOSITE_SCORE];

@@ -156,6 +156,10 @@ pub struct TrialRecord {
     /// When the trial started (RFC 3339; absent in runs of older versions and offline scores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
+    /// Evaluators that could not judge this trial and what they lacked (a trial scored without
+    /// a case); empty for a trial of a suite.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<crate::NotApplicable>,
 }
 
 /// One trial as summarised in `results.json`.

@@ -18,7 +18,7 @@ pub enum Severity {
     Critical,
 }
 
-/// The quality layer a score belongs to (lesson §1), used by rubrics and segments.
+/// The quality layer a score belongs to, used by rubrics and segments.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -60,6 +60,33 @@ pub struct Score {
     /// Indexes of the trajectory events the verdict points at.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<usize>,
+}
+
+/// What an evaluator needs besides the trajectory. A trial without it (a production trace has
+/// no case) reports the evaluator as not applicable, never as passed.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Needs {
+    /// Nothing: the trajectory (and the states it left) suffice.
+    Nothing,
+    /// A case: its constraints, budgets or assertions.
+    Case,
+    /// A case with an expected final state or outcome.
+    ExpectedState,
+    /// A case with a reference: expected tools, optimal steps or a reference trajectory.
+    Reference,
+}
+
+/// An evaluator that did not run on a trial, and what it lacked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotApplicable {
+    /// The evaluator's name.
+    pub evaluator: String,
+    /// What it needed.
+    pub needs: Needs,
 }
 
 impl Score {

@@ -242,7 +242,7 @@ impl Trajectory {
     }
 
     /// The number of agent steps before the final answer: distinct step numbers of reasoning,
-    /// messages, questions, confirmation requests and tool calls (the article's `len(steps)`).
+    /// messages, questions, confirmation requests and tool calls (`len(steps)` of an `AgentTrajectory`).
     pub fn steps(&self) -> usize {
         let mut steps: Vec<u32> = self
             .events

@@ -304,3 +304,107 @@ pub fn export_request(header: &RunHeader, spans: Vec<Span>) -> ExportTraceServic
         }],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use gauntlet_model::{Trajectory, TrialStatus, Versions};
+    use serde_json::json;
+
+    use super::*;
+
+    fn header() -> RunHeader {
+        RunHeader {
+            format_version: gauntlet_model::FORMAT_VERSION,
+            run_id: "r1".into(),
+            suite: "s".into(),
+            agent: "script:reference".into(),
+            seed: 0,
+            epochs: 1,
+            started_at: "2026-12-01T10:00:00Z".into(),
+            versions: Versions::default(),
+            fault_profile: None,
+            rubric: None,
+            filter: None,
+            shard: None,
+        }
+    }
+
+    fn trial(trace_id: &str) -> TrialRecord {
+        let trajectory: Trajectory = serde_json::from_value(json!({"events": [
+            {"type": "tool_call", "id": "call-1", "step": 1, "tool": "get_incident",
+             "arguments": {"id": "INC-1"}, "result": {"status": "open"}, "at_ms": 2.0,
+             "latency_ms": 3.0},
+            {"type": "tool_call", "id": "call-2", "step": 2, "tool": "close_incident",
+             "arguments": {"id": "INC-1"}, "error": {"status": 403, "message": "denied"},
+             "at_ms": 6.0, "latency_ms": 1.0}
+        ]}))
+        .unwrap();
+        TrialRecord {
+            case_id: "c".into(),
+            epoch: 0,
+            seed: 0,
+            trace_id: trace_id.into(),
+            status: TrialStatus::Failed,
+            error: None,
+            tags: vec![],
+            difficulty: None,
+            initial_state: json!({}),
+            final_state: json!({}),
+            trajectory,
+            scores: vec![],
+            duration_ms: 10.0,
+            started_at: Some("2026-12-01T10:00:01Z".into()),
+            not_applicable: vec![],
+        }
+    }
+
+    #[test]
+    fn a_trial_is_one_trace_whose_tool_calls_are_children_of_invoke_agent() {
+        let t = trial("0af7651916cd43dd8448eb211c80319c");
+        let spans = trial_spans(&header(), &t);
+        let root = &spans[0];
+        assert_eq!(
+            gauntlet_model::digest::hex(&root.trace_id),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
+        let tools: Vec<&Span> = spans
+            .iter()
+            .filter(|s| s.name.starts_with("execute_tool"))
+            .collect();
+        assert_eq!(tools.len(), 2);
+        for s in &tools {
+            assert_eq!(s.trace_id, root.trace_id);
+            assert_eq!(s.parent_span_id, root.span_id);
+            assert!(s.start_time_unix_nano >= root.start_time_unix_nano);
+        }
+        // The refused call carries an error status; the other does not.
+        assert!(
+            tools[1]
+                .status
+                .as_ref()
+                .is_some_and(|s| s.code == StatusCode::Error as i32)
+        );
+        assert!(
+            tools[0]
+                .status
+                .as_ref()
+                .is_none_or(|s| s.code != StatusCode::Error as i32)
+        );
+        // Span ids are stable: the same trial exports the same ids.
+        let again = trial_spans(&header(), &t);
+        assert_eq!(
+            spans.iter().map(|s| &s.span_id).collect::<Vec<_>>(),
+            again.iter().map(|s| &s.span_id).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_trial_without_a_valid_trace_id_gets_a_stable_nonzero_one() {
+        for bad in ["", "zz", "00000000000000000000000000000000"] {
+            let id = trace_id(&header(), &trial(bad));
+            assert_eq!(id.len(), 16);
+            assert!(id.iter().any(|b| *b != 0));
+            assert_eq!(id, trace_id(&header(), &trial(bad)));
+        }
+    }
+}

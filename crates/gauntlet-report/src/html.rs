@@ -4,6 +4,7 @@
 //! only script is our own (below, fixed at build time) and a Content-Security-Policy allows that
 //! script alone, by hash, so even an escaping mistake could not run injected code.
 
+use gauntlet_model::names;
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -303,7 +304,7 @@ fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
     let mismatches = t
         .scores
         .iter()
-        .find(|s| s.name == "StateVerification")
+        .find(|s| s.name == names::STATE_VERIFICATION)
         .and_then(|s| s.details.get("mismatches"))
         .and_then(Value::as_object)
         .map(|m| {

@@ -16,4 +16,4 @@ pub use compare::render_comparison;
 pub use html::{ReportError, render_html};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use terminal::{SummaryOptions, render_summary};
+pub use terminal::{SummaryOptions, TerminalReporter, render_summary};

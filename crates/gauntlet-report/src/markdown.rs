@@ -1,6 +1,7 @@
 //! A short Markdown summary for a pull-request comment: verdict, gates, top regressions.
 //! Link-free, and every piece of run text is escaped so it cannot become markup or HTML.
 
+use gauntlet_model::names;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -52,15 +53,15 @@ pub fn render_markdown(results: &RunResults) -> String {
     let _ = writeln!(
         out,
         "{} trials ({} passed, {} failed, {} errors) · pass rate {}{} · task success {}{} · critical violations {} · agent {} · seed {}\n",
-        m("trials"),
-        m("passed"),
-        m("failed"),
-        m("errors"),
-        m("pass_rate"),
+        m(names::metric::TRIALS),
+        m(names::metric::PASSED),
+        m(names::metric::FAILED),
+        m(names::metric::ERRORS),
+        m(names::metric::PASS_RATE),
         ci("pass_rate"),
-        m("task_success_rate"),
+        m(names::metric::TASK_SUCCESS_RATE),
         ci("task_success_rate"),
-        m("critical_policy_violations"),
+        m(names::metric::CRITICAL_POLICY_VIOLATIONS),
         escape(&h.agent),
         h.seed
     );

@@ -1,5 +1,6 @@
 //! The terminal summary: a table of trials, the headline metrics, the gates and the verdict.
 
+use gauntlet_model::names;
 use std::fmt::Write;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
@@ -63,8 +64,8 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
     table.set_header(header);
     for t in &results.trials {
         let status = match t.status {
-            TrialStatus::Passed => paint("passed", true, opts.color),
-            TrialStatus::Failed => paint("failed", false, opts.color),
+            TrialStatus::Passed => paint(names::metric::PASSED, true, opts.color),
+            TrialStatus::Failed => paint(names::metric::FAILED, false, opts.color),
             TrialStatus::Error => paint("error", false, opts.color),
         };
         let mut failed: Vec<String> = if t.status == TrialStatus::Error {
@@ -106,18 +107,18 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
     let _ = writeln!(
         out,
         "trials {}  passed {}  failed {}  errors {}  critical violations {}",
-        fmt_num(m("trials")),
-        fmt_num(m("passed")),
-        fmt_num(m("failed")),
-        fmt_num(m("errors")),
-        fmt_num(m("critical_policy_violations")),
+        fmt_num(m(names::metric::TRIALS)),
+        fmt_num(m(names::metric::PASSED)),
+        fmt_num(m(names::metric::FAILED)),
+        fmt_num(m(names::metric::ERRORS)),
+        fmt_num(m(names::metric::CRITICAL_POLICY_VIOLATIONS)),
     );
     let _ = writeln!(
         out,
         "pass rate {}{}  task success {}{}  (95% Wilson intervals)",
-        fmt_num(m("pass_rate")),
+        fmt_num(m(names::metric::PASS_RATE)),
         ci("pass_rate"),
-        fmt_num(m("task_success_rate")),
+        fmt_num(m(names::metric::TASK_SUCCESS_RATE)),
         ci("task_success_rate"),
     );
     if h.epochs > 1 {
@@ -215,4 +216,28 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
     };
     let _ = writeln!(out, "verdict: {verdict}");
     out
+}
+
+/// The terminal reporter as a consumer of the run event stream: it renders the summary when
+/// the run finishes. A live run and a stored run replayed through it print the same summary.
+/// (Progress while trials run is the CLI's: it owns the terminal.)
+pub struct TerminalReporter {
+    options: SummaryOptions,
+}
+
+impl TerminalReporter {
+    /// A reporter that renders with `options`.
+    pub fn new(options: SummaryOptions) -> TerminalReporter {
+        TerminalReporter { options }
+    }
+
+    /// What to print for `event`: the summary when the run finishes, nothing before.
+    pub fn report(&mut self, event: &gauntlet_model::RunEvent) -> Option<String> {
+        match event {
+            gauntlet_model::RunEvent::RunFinished { results, .. } => {
+                Some(render_summary(results, self.options))
+            }
+            _ => None,
+        }
+    }
 }

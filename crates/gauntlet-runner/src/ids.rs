@@ -21,7 +21,7 @@ pub fn trace_id(run_id: &str, case_id: &str, epoch: u32) -> String {
     h.update(case_id.as_bytes());
     h.update(epoch.to_le_bytes());
     let d = h.finalize();
-    let mut id: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let mut id = gauntlet_model::digest::hex(&d[..16]);
     if id.bytes().all(|b| b == b'0') {
         id.replace_range(31.., "1");
     }

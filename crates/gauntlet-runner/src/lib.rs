@@ -5,10 +5,16 @@
 //! hangs or panics never stops the others.
 #![warn(missing_docs)]
 
+pub mod agents;
 mod custom;
+mod evaluate;
 mod ids;
+pub mod plan;
 mod run;
 
 pub use custom::{CustomEvaluator, CustomKind, run_custom};
+pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_trial};
+pub use gauntlet_model::RunEvent;
 pub use ids::{trace_id, trial_seed};
-pub use run::{RunEvent, RunPlan, TrialPlan, run_trials};
+pub use plan::{PlanError, RunOptions, Settings};
+pub use run::{RunPlan, TrialPlan, now, run_trials};

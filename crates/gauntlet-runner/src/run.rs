@@ -4,10 +4,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gauntlet_agent::{Agent, AgentInput, PersonaModels, SimulatedEnvironment, SimulatedUser};
-use gauntlet_model::{Case, Context, TrialRecord, TrialStatus};
+use gauntlet_model::{Case, Context, RunEvent, RunHeader, TrialRecord, TrialStatus};
 use gauntlet_world::{FaultPlan, Simulator, World};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
+
+use crate::evaluate::{CustomEvaluators, TrialEvidence, evaluate_trial};
 
 /// One trial to run (cheap to clone: the case, world and state are shared).
 #[derive(Clone)]
@@ -32,44 +34,31 @@ pub struct TrialPlan {
 
 /// All trials of a run and how to schedule them.
 pub struct RunPlan {
-    /// The trials, in case then epoch order.
+    /// The run's header (told to consumers in `RunStarted`).
+    pub header: RunHeader,
+    /// Trials a resumed run already has (not in `trials`).
+    pub already_done: usize,
+    /// The trials still to run, in case then epoch order.
     pub trials: Vec<TrialPlan>,
     /// How many trials run at once.
     pub concurrency: usize,
     /// Wall-time limit of one trial; the trial errs when exceeded.
     pub trial_timeout: Duration,
     /// Custom evaluators run on every trial, and the folder they run in.
-    pub custom: Arc<(Vec<crate::CustomEvaluator>, std::path::PathBuf)>,
+    pub custom: Arc<CustomEvaluators>,
     /// Where users with an LLM persona get their words (none: such cases err).
     pub persona: Option<PersonaModels>,
 }
 
-/// What the runner tells its caller while it runs.
-#[derive(Debug)]
-pub enum RunEvent {
-    /// A trial started.
-    TrialStarted {
-        /// Position of the trial in the plan.
-        index: usize,
-        /// The case.
-        case_id: String,
-        /// The repetition.
-        epoch: u32,
-    },
-    /// A trial ended (passed, failed or error).
-    TrialFinished {
-        /// Position of the trial in the plan.
-        index: usize,
-        /// Everything about it, but its `initial_state` (left `null`: trials share it).
-        record: Box<TrialRecord>,
-        /// The state the trial started from, shared with the other trials of its case.
-        initial_state: Arc<Value>,
-    },
-}
-
-/// Runs every trial, calling `on_event` as trials start and finish, and returns the records in
-/// plan order.
+/// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish.
+/// `RunFinished` is the caller's to send once it has judged the run.
 pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl FnMut(RunEvent)) {
+    on_event(RunEvent::RunStarted {
+        planned: plan.trials.len() + plan.already_done,
+        already_done: plan.already_done,
+        header: Box::new(plan.header),
+        at: now(),
+    });
     let semaphore = Arc::new(Semaphore::new(plan.concurrency.max(1)));
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
     let timeout = plan.trial_timeout;
@@ -87,6 +76,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
                 index,
                 case_id: trial.case.case_id.clone(),
                 epoch: trial.epoch,
+                at: now(),
             });
             let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
@@ -98,6 +88,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
                 index,
                 record: Box::new(record),
                 initial_state: spare.initial_state,
+                at: now(),
             });
         });
     }
@@ -105,6 +96,11 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     while let Some(event) = rx.recv().await {
         on_event(event);
     }
+}
+
+/// The current time, RFC 3339 (events' timestamps).
+pub fn now() -> String {
+    jiff::Timestamp::now().to_string()
 }
 
 fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
@@ -123,6 +119,7 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
         scores: Vec::new(),
         duration_ms: 0.0,
         started_at: None,
+        not_applicable: Vec::new(),
     }
 }
 
@@ -130,7 +127,7 @@ async fn run_one(
     trial: TrialPlan,
     agent: Arc<dyn Agent>,
     timeout: Duration,
-    custom: Arc<(Vec<crate::CustomEvaluator>, std::path::PathBuf)>,
+    custom: Arc<CustomEvaluators>,
     persona: Option<PersonaModels>,
 ) -> TrialRecord {
     let started = Instant::now();
@@ -153,7 +150,7 @@ async fn run_one(
     );
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
-        let user_input = gauntlet_agent::user::open(&env, &case.user_input).await?;
+        let user_input = gauntlet_agent::conversation::open(&env, &case.user_input).await?;
         let input = AgentInput {
             case_id: case.case_id.clone(),
             user_input,
@@ -182,50 +179,35 @@ async fn run_one(
     };
     // The harness's own failure (the simulated user could not answer) outranks the agent's.
     let error = harness_failure.or(error);
-    let spec = trial.world.spec();
-    let cx = gauntlet_eval::EvalContext {
-        tools: &spec.tools,
-        canaries: &spec.canaries,
-        initial_state: Some(trial.initial_state.as_ref()),
-    };
-    let mut scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
-    if !custom.0.is_empty() {
-        let input = serde_json::json!({
-            "case": case.as_ref(),
-            "trial": {"case_id": case.case_id, "epoch": trial.epoch, "trajectory": &trajectory,
-                      "initial_state": trial.initial_state.as_ref(), "final_state": &final_state},
-            "scores": &scores,
-        });
-        for ev in &custom.0 {
-            scores.extend(crate::run_custom(ev, &custom.1, &input).await);
-        }
-    }
-    let status = if error.is_some() {
-        // A harness failure is attributed to the harness, whatever the scores say.
-        scores.retain(|s| s.name != "error_attribution");
-        scores.extend(gauntlet_eval::attribution::error_attribution(
-            TrialStatus::Error,
-            &trajectory,
-            &scores,
-        ));
-        TrialStatus::Error
-    } else {
-        gauntlet_eval::trial_status(&scores)
-    };
+    let evaluation = evaluate_trial(
+        &TrialEvidence {
+            case_id: &case.case_id,
+            case: Some(case),
+            epoch: trial.epoch,
+            trajectory: &trajectory,
+            initial_state: Some(&trial.initial_state),
+            final_state: &final_state,
+            world: Some(trial.world.spec()),
+            harness_failed: error.is_some(),
+        },
+        &custom,
+    )
+    .await;
     TrialRecord {
         case_id: case.case_id.clone(),
         epoch: trial.epoch,
         seed: trial.seed,
         trace_id: trial.trace_id,
-        status,
+        status: evaluation.status,
         error,
         tags: case.tags.clone(),
         difficulty: case.difficulty.clone(),
         initial_state: Value::Null,
         final_state,
         trajectory,
-        scores,
+        scores: evaluation.scores,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         started_at: Some(started_at.to_string()),
+        not_applicable: evaluation.not_applicable,
     }
 }

@@ -5,14 +5,15 @@
 //! `results.json` (the canonical result, written last and atomically).
 #![warn(missing_docs)]
 
-mod import;
+mod error;
 mod index;
+mod recorded;
 mod run_dir;
 mod states;
 
-pub use import::{ImportedTrial, read_trajectories};
 pub use index::{Index, RunRow};
+pub use recorded::{ImportedTrial, read_trajectories};
 pub use run_dir::{
-    RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean,
+    RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean, replay,
 };
 pub use states::StateReader;

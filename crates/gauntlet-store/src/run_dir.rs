@@ -4,39 +4,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialRecord, TrialSummary};
+use gauntlet_model::{FORMAT_VERSION, RunEvent, RunHeader, RunResults, TrialRecord, TrialSummary};
 use serde_json::Value;
 
+pub use crate::error::StoreError;
 use crate::states::{StateReader, StateWriter};
-
-/// A store failure, naming the file.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// A file is not what the format says.
-    #[error("{path}:{line}: {message}")]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// The line (1 for whole-file documents).
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// The output folder already holds a run.
-    #[error("{0} already holds a run; choose another --out or remove it")]
-    Exists(PathBuf),
-    /// A run to resume has already finished.
-    #[error("{0} holds a finished run (it has results.json): there is nothing to resume")]
-    Finished(PathBuf),
-}
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
@@ -264,6 +236,21 @@ impl RunWriter {
         Ok(n)
     }
 
+    /// The store as a consumer of the run event stream: each finished trial is appended (its
+    /// record's states become what was written, so later consumers summarise it as stored).
+    /// Other events write nothing; [`RunWriter::finish`] writes the result.
+    pub fn consume(&mut self, event: &mut RunEvent) -> Result<(), StoreError> {
+        if let RunEvent::TrialFinished {
+            record,
+            initial_state,
+            ..
+        } = event
+        {
+            self.append_shared(record, initial_state)?;
+        }
+        Ok(())
+    }
+
     /// Writes `results.json` atomically; the run is complete.
     pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
         let path = self.dir.join("trials.jsonl");
@@ -272,10 +259,34 @@ impl RunWriter {
     }
 }
 
+/// Refuses a document of another run format version, saying what to do about it. A document
+/// without a version is read as this one (it cannot be told apart).
+fn check_format(path: &Path, text: &str) -> Result<(), StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        format_version: Option<u64>,
+    }
+    let version = serde_json::from_str::<Versioned>(text)
+        .ok()
+        .and_then(|v| v.format_version);
+    match version {
+        Some(v) if v != u64::from(FORMAT_VERSION) => Err(StoreError::Format {
+            path: path.to_owned(),
+            line: 1,
+            message: format!(
+                "run format version {v} is not supported (this gauntlet reads {FORMAT_VERSION}): \
+                 read it with the gauntlet release that wrote it, or run the suite again"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Reads `run.json`, the header of a run directory (finished or not).
 pub fn read_header(dir: &Path) -> Result<RunHeader, StoreError> {
     let path = dir.join("run.json");
     let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    check_format(&path, &text)?;
     serde_json::from_str(&text).map_err(|e| StoreError::Format {
         path,
         line: e.line(),
@@ -291,20 +302,7 @@ pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
         path.to_owned()
     };
     let text = std::fs::read_to_string(&file).map_err(io(&file))?;
-    let version: Option<u64> = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("format_version").and_then(serde_json::Value::as_u64));
-    if let Some(v) = version
-        && v != u64::from(FORMAT_VERSION)
-    {
-        return Err(StoreError::Format {
-            path: file,
-            line: 1,
-            message: format!(
-                "run format version {v} is not supported (this gauntlet reads {FORMAT_VERSION})"
-            ),
-        });
-    }
+    check_format(&file, &text)?;
     serde_json::from_str(&text).map_err(|e| StoreError::Format {
         path: file.clone(),
         line: e.line(),
@@ -336,6 +334,12 @@ fn read_trials_with(
     } else {
         path.to_owned()
     };
+    // The records carry no version; their run's header does.
+    if let Some(dir) = file.parent()
+        && dir.join("run.json").is_file()
+    {
+        read_header(dir)?;
+    }
     let reader = BufReader::new(File::open(&file).map_err(io(&file))?);
     let mut states = StateReader::for_file(&file);
     Ok(reader
@@ -361,4 +365,204 @@ fn read_trials_with(
             };
             Ok(r)
         }))
+}
+
+/// A finished run as the event stream it was live: `RunStarted` (from `run.json`), each
+/// trial's `TrialStarted` and `TrialFinished` in stored order (from `trials.jsonl`, states lean),
+/// and `RunFinished` (from `results.json`). Timestamps are the stored ones where the run kept
+/// them (a trial's start, the run's start and end) and empty otherwise.
+pub fn replay(
+    dir: &Path,
+) -> Result<impl Iterator<Item = Result<RunEvent, StoreError>>, StoreError> {
+    let header = read_header(dir)?;
+    let results = read_results(dir)?;
+    let planned = results.trials.len();
+    let started = RunEvent::RunStarted {
+        at: header.started_at.clone(),
+        header: Box::new(header),
+        planned,
+        already_done: 0,
+    };
+    let trials = read_trials_lean(dir)?
+        .enumerate()
+        .flat_map(|(index, r)| match r {
+            Ok(record) => {
+                let at = record.started_at.clone().unwrap_or_default();
+                vec![
+                    Ok(RunEvent::TrialStarted {
+                        index,
+                        case_id: record.case_id.clone(),
+                        epoch: record.epoch,
+                        at,
+                    }),
+                    Ok(RunEvent::TrialFinished {
+                        index,
+                        record: Box::new(record),
+                        initial_state: std::sync::Arc::new(Value::Null),
+                        at: String::new(),
+                    }),
+                ]
+            }
+            Err(e) => vec![Err(e)],
+        });
+    let finished = RunEvent::RunFinished {
+        at: results.finished_at.clone(),
+        results: Box::new(results),
+    };
+    Ok(std::iter::once(Ok(started))
+        .chain(trials)
+        .chain(std::iter::once(Ok(finished))))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use gauntlet_model::{TrialStatus, Verdict, Versions};
+    use serde_json::json;
+
+    use super::*;
+
+    fn header() -> RunHeader {
+        RunHeader {
+            format_version: FORMAT_VERSION,
+            run_id: "r1".into(),
+            suite: "s".into(),
+            agent: "script:reference".into(),
+            seed: 7,
+            epochs: 1,
+            started_at: "2026-12-01T10:00:00Z".into(),
+            versions: Versions::default(),
+            fault_profile: None,
+            rubric: None,
+            filter: None,
+            shard: None,
+        }
+    }
+
+    fn record(case: &str) -> TrialRecord {
+        TrialRecord {
+            case_id: case.into(),
+            epoch: 0,
+            seed: 1,
+            trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+            status: TrialStatus::Passed,
+            error: None,
+            tags: vec![],
+            difficulty: None,
+            initial_state: Value::Null,
+            final_state: json!({"done": true}),
+            trajectory: Default::default(),
+            scores: vec![],
+            duration_ms: 1.0,
+            started_at: Some("2026-12-01T10:00:01Z".into()),
+            not_applicable: vec![],
+        }
+    }
+
+    fn results(trials: Vec<TrialSummary>) -> RunResults {
+        RunResults {
+            format_version: FORMAT_VERSION,
+            header: header(),
+            finished_at: "2026-12-01T10:00:09Z".into(),
+            verdict: Verdict::Passed,
+            metrics: BTreeMap::new(),
+            intervals: BTreeMap::new(),
+            evaluators: BTreeMap::new(),
+            segments: BTreeMap::new(),
+            flaky_cases: vec![],
+            rubric: None,
+            gates: vec![],
+            trials,
+        }
+    }
+
+    /// Writes a run of two trials through the event consumer; its folder.
+    fn stored_run() -> (tempfile::TempDir, PathBuf, Vec<TrialSummary>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let mut writer = RunWriter::create(&dir, &header()).unwrap();
+        let initial = Arc::new(json!({"done": false}));
+        let mut summaries = Vec::new();
+        for (index, case) in ["a", "b"].into_iter().enumerate() {
+            let mut event = RunEvent::TrialFinished {
+                index,
+                record: Box::new(record(case)),
+                initial_state: Arc::clone(&initial),
+                at: String::new(),
+            };
+            writer.consume(&mut event).unwrap();
+            if let RunEvent::TrialFinished { record, .. } = &event {
+                summaries.push(TrialSummary::of(record));
+            }
+        }
+        writer.finish(&results(summaries.clone())).unwrap();
+        (tmp, dir, summaries)
+    }
+
+    #[test]
+    fn a_stored_run_replays_as_the_event_stream_it_was() {
+        let (_tmp, dir, summaries) = stored_run();
+        let events: Vec<RunEvent> = replay(&dir).unwrap().map(Result::unwrap).collect();
+        assert_eq!(events.len(), 1 + 2 * 2 + 1);
+        match &events[0] {
+            RunEvent::RunStarted {
+                header: h, planned, ..
+            } => {
+                assert_eq!(**h, header());
+                assert_eq!(*planned, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        let finished: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::TrialFinished { record, .. } => {
+                    // The consumer stored the shared initial state with the record.
+                    assert_eq!(record.initial_state, json!({"done": false}));
+                    Some(record.case_id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(finished, ["a", "b"]);
+        match events.last().unwrap() {
+            RunEvent::RunFinished { results: r, at } => {
+                assert_eq!(r.trials, summaries);
+                assert_eq!(at, "2026-12-01T10:00:09Z");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_reader_refuses_another_format_version_and_says_what_to_do() {
+        let (_tmp, dir, _) = stored_run();
+        for file in ["run.json", "results.json"] {
+            let path = dir.join(file);
+            let mut v: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            v["format_version"] = json!(99);
+            std::fs::write(&path, v.to_string()).unwrap();
+        }
+        let mut refusals = vec![
+            read_header(&dir).map(|_| ()).unwrap_err(),
+            read_results(&dir).map(|_| ()).unwrap_err(),
+            read_trials(&dir).map(|_| ()).unwrap_err(),
+            replay(&dir).map(|_| ()).unwrap_err(),
+            crate::read_trajectories(&dir).map(|_| ()).unwrap_err(),
+        ];
+        // An unfinished run of another version is not resumed either.
+        std::fs::remove_file(dir.join("results.json")).unwrap();
+        refusals.push(RunWriter::resume(&dir).map(|_| ()).unwrap_err());
+        for e in refusals {
+            let message = e.to_string();
+            assert!(
+                message.contains("run format version 99 is not supported")
+                    && message.contains("run the suite again"),
+                "{message}"
+            );
+        }
+    }
 }

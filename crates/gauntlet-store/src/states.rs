@@ -8,7 +8,7 @@ use gauntlet_model::stored_state::{INLINE_STATE_LIMIT, apply, changes, restrict,
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::run_dir::StoreError;
+use crate::error::StoreError;
 
 /// Writes each distinct large initial state once under `RUN/states/`.
 #[derive(Default)]
@@ -71,7 +71,7 @@ impl StateWriter {
         if let Some(n) = self.written.get(&digest) {
             return Ok(Some(n.clone()));
         }
-        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let hex = gauntlet_model::digest::hex(&digest[..8]);
         let name = format!("states/{hex}.json");
         let path = dir.join(&name);
         std::fs::create_dir_all(dir.join("states")).map_err(|source| StoreError::Io {

@@ -97,6 +97,29 @@ pub struct CustomEvaluatorSpec {
     pub timeout_s: Option<f64>,
 }
 
+/// What runs a custom evaluator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvaluatorSource<'a> {
+    /// A shell command.
+    Command(&'a str),
+    /// A JavaScript file, relative to the suite folder.
+    Script(&'a str),
+}
+
+impl CustomEvaluatorSpec {
+    /// What runs it, or why nothing does (it needs exactly one of `command` and `script`).
+    pub fn source(&self) -> Result<EvaluatorSource<'_>, String> {
+        match (&self.command, &self.script) {
+            (Some(c), None) => Ok(EvaluatorSource::Command(c)),
+            (None, Some(s)) => Ok(EvaluatorSource::Script(s)),
+            _ => Err(format!(
+                "evaluator `{}` needs exactly one of `command` and `script`",
+                self.name
+            )),
+        }
+    }
+}
+
 /// A rubric in the configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -12,7 +12,7 @@ mod document;
 mod load;
 mod spans;
 
-pub use config::{CustomEvaluatorSpec, DatasetEntry, RubricConfig, SuiteConfig};
+pub use config::{CustomEvaluatorSpec, DatasetEntry, EvaluatorSource, RubricConfig, SuiteConfig};
 pub use dataset::{LoadedCase, load_cases};
 pub use diagnostic::Diagnostic;
-pub use load::{LoadedWorld, Suite, load_gates_file, sha256_hex};
+pub use load::{LoadedWorld, Suite, load_gates_file};

@@ -11,7 +11,7 @@ use gauntlet_world::{World, merge_state};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config::{DatasetEntry, RubricConfig, SuiteConfig};
+use crate::config::{DatasetEntry, EvaluatorSource, RubricConfig, SuiteConfig};
 use crate::dataset::{LoadedCase, load_cases};
 use crate::diagnostic::Diagnostic;
 use crate::document::{is_json, parse};
@@ -49,13 +49,7 @@ pub struct Suite {
     pub rubric: Option<CompiledRubric>,
 }
 
-/// Hex SHA-256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+use gauntlet_model::digest::sha256_hex;
 
 const CONFIG_NAMES: [&str; 3] = ["gauntlet.yaml", "gauntlet.yml", "gauntlet.json"];
 
@@ -140,15 +134,9 @@ impl Suite {
         check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
         for (i, e) in config.evaluators.iter().enumerate() {
             let at = |field: &str| config_spans.locate(&format!("/evaluators/{i}{field}"));
-            let problem = match (&e.command, &e.script) {
-                (Some(_), Some(_)) | (None, None) => Some((
-                    at(""),
-                    format!(
-                        "evaluator `{}` needs exactly one of `command` and `script`",
-                        e.name
-                    ),
-                )),
-                (None, Some(file)) if !root.join(file).is_file() => Some((
+            let problem = match e.source() {
+                Err(why) => Some((at(""), why)),
+                Ok(EvaluatorSource::Script(file)) if !root.join(file).is_file() => Some((
                     at("/script"),
                     format!(
                         "evaluator `{}`: no script file {file} in the suite folder",
@@ -183,11 +171,7 @@ impl Suite {
             hasher.update(serde_json::to_vec(&c.case).unwrap_or_default());
             hasher.update(c.world.as_deref().unwrap_or_default());
         }
-        let dataset_hash = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let dataset_hash = gauntlet_model::digest::hex(&hasher.finalize());
         Ok(Suite {
             root,
             config_hash: sha256_hex(text.as_bytes()),

@@ -190,15 +190,7 @@ impl Simulator {
             kind: f.kind,
             source: rule.source.clone(),
         });
-        let e = match f.kind {
-            FaultKind::Timeout => error(504, "the model call timed out".to_owned()),
-            FaultKind::RateLimited => ToolError {
-                status: 429,
-                message: "rate limited: too many model calls".to_owned(),
-                retry_after_s: Some(f.retry_after_s.unwrap_or(1.0)),
-            },
-            _ => error(503, "the model is unavailable".to_owned()),
-        };
+        let e = injected_error(f.kind, f.retry_after_s, Target::Model)?;
         Some((f.kind, e))
     }
 
@@ -302,21 +294,10 @@ impl Simulator {
                 kind: f.kind,
                 source: rule.source.clone(),
             });
-            let injected = match f.kind {
-                FaultKind::Timeout => Some(error(504, "timed out".to_owned())),
-                FaultKind::RateLimited => Some(ToolError {
-                    status: 429,
-                    message: "rate limited".to_owned(),
-                    retry_after_s: Some(f.retry_after_s.unwrap_or(1.0)),
-                }),
-                FaultKind::BadRequest => Some(error(400, "bad request".to_owned())),
-                FaultKind::Forbidden => Some(error(403, "permission denied".to_owned())),
-                FaultKind::NotFound => Some(error(404, "not found".to_owned())),
-                FaultKind::Unavailable => Some(error(503, "service unavailable".to_owned())),
-                FaultKind::Empty => return Ok(tool.handler.empty_result()),
-                FaultKind::LostResponse => None,
-            };
-            if let Some(e) = injected {
+            if f.kind == FaultKind::Empty {
+                return Ok(tool.handler.empty_result());
+            }
+            if let Some(e) = injected_error(f.kind, f.retry_after_s, Target::Tool) {
                 return Err(e);
             }
         }
@@ -445,6 +426,41 @@ impl Simulator {
             state,
         )
     }
+}
+
+/// What a fault is injected into: a tool call or a model call through the gateway.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Tool,
+    Model,
+}
+
+/// The one table from an injected fault to the error its caller sees. `None` where the fault
+/// is not an error: an empty result, a lost write response (the effect is applied and the
+/// answer dropped later). Model calls know only timeouts and 429s; any other kind is a 503.
+fn injected_error(
+    kind: FaultKind,
+    retry_after_s: Option<f64>,
+    target: Target,
+) -> Option<ToolError> {
+    let model = target == Target::Model;
+    let (status, message) = match kind {
+        FaultKind::Timeout if model => (504, "the model call timed out"),
+        FaultKind::RateLimited if model => (429, "rate limited: too many model calls"),
+        _ if model => (503, "the model is unavailable"),
+        FaultKind::Timeout => (504, "timed out"),
+        FaultKind::RateLimited => (429, "rate limited"),
+        FaultKind::BadRequest => (400, "bad request"),
+        FaultKind::Forbidden => (403, "permission denied"),
+        FaultKind::NotFound => (404, "not found"),
+        FaultKind::Unavailable => (503, "service unavailable"),
+        FaultKind::Empty | FaultKind::LostResponse => return None,
+    };
+    Some(ToolError {
+        status,
+        message: message.to_owned(),
+        retry_after_s: (status == 429).then(|| retry_after_s.unwrap_or(1.0)),
+    })
 }
 
 fn error(status: u16, message: String) -> ToolError {

@@ -32,7 +32,7 @@ pub enum Command {
     ///                        over MCP (GAUNTLET_MCP_URL, GAUNTLET_MCP_TOKEN), its model through
     ///                        the gateway (OPENAI_BASE_URL), the answer on stdout
     ///   http://HOST/PATH     an agent service that receives each trial as a POST
-    ///   openai:MODEL         the built-in tool-calling agent (needs --gateway-upstream or --replay)
+    ///   openai:MODEL         the built-in tool-calling agent (needs --gateway-upstream or --replay-cassette)
     ///   replay:FILE          re-executes recorded tool calls (a run folder, trials.jsonl, an
     ///                        OpenAI-messages log, a tau-bench log) against today's worlds
     ///
@@ -46,7 +46,7 @@ pub enum Command {
     },
     /// Score recorded trajectories against a suite's cases, without running anything.
     ///
-    /// Reads gauntlet's trials.jsonl (or a run folder) and the article's AgentTrajectory JSON
+    /// Reads gauntlet's trials.jsonl (or a run folder) and AgentTrajectory JSON
     /// (one document, JSON Lines, or an array); each trajectory is matched to its case by
     /// case_id / task_id.
     Score(ScoreArgs),
@@ -173,7 +173,7 @@ pub enum Command {
         out: PathBuf,
         /// Play each task's user as tau-bench does: an LLM persona holds the instruction and
         /// opens the conversation (`user.persona`, no `user_input`). Running such a suite needs
-        /// a model: --user-model and --gateway-upstream (or --replay).
+        /// a model: --user-model and --gateway-upstream (or --replay-cassette).
         #[arg(long)]
         persona: bool,
     },
@@ -226,11 +226,13 @@ pub struct RunArgs {
     /// gateway as OPENAI_BASE_URL and never see the upstream key.
     #[arg(long)]
     pub gateway_upstream: Option<String>,
-    /// Record every model call into this cassette (JSON Lines).
-    #[arg(long)]
+    /// Record every model call into this cassette (JSON Lines). (`--record` also works.)
+    #[arg(long = "record-cassette", value_name = "CASSETTE", alias = "record")]
     pub record: Option<PathBuf>,
-    /// Answer model calls from this cassette only: no upstream, no key.
-    #[arg(long)]
+    /// Answer model calls from this cassette only: no upstream, no key. Not to be confused
+    /// with `--agent replay:FILE`, which replays an agent's recorded tool calls. (`--replay`
+    /// also works.)
+    #[arg(long = "replay-cassette", value_name = "CASSETTE", alias = "replay")]
     pub replay: Option<PathBuf>,
     /// The model that plays users with an LLM `persona`, when their case names none (default:
     /// the suite's `user_model`). Its calls go through the gateway like the agent's.
@@ -281,4 +283,39 @@ pub struct ScoreArgs {
     /// Print the results as JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+}
+
+impl RunArgs {
+    /// What the user asked of the run's plan.
+    pub fn run_options(&self) -> gauntlet_runner::RunOptions {
+        gauntlet_runner::RunOptions {
+            agent: self.agent.clone(),
+            seed: self.seed,
+            epochs: self.epochs,
+            filter: self.filter.clone(),
+            faults: self.faults.clone(),
+            shard: self.shard,
+            run_id: self.run_id.clone(),
+        }
+    }
+
+    /// What the user asked of the LLM gateway; the upstream key comes from
+    /// `GAUNTLET_UPSTREAM_API_KEY`, else `OPENAI_API_KEY`, and stays in the harness.
+    pub fn gateway_options(
+        &self,
+    ) -> Result<gauntlet_runner::agents::GatewayOptions, crate::exit::ExpectedError> {
+        if self.record.is_some() && self.replay.is_some() {
+            return Err(crate::exit::ExpectedError::input(
+                "--record-cassette and --replay-cassette exclude each other",
+            ));
+        }
+        Ok(gauntlet_runner::agents::GatewayOptions {
+            upstream: self.gateway_upstream.clone(),
+            record: self.record.clone(),
+            replay: self.replay.clone(),
+            api_key: std::env::var("GAUNTLET_UPSTREAM_API_KEY")
+                .or_else(|_| std::env::var("OPENAI_API_KEY"))
+                .ok(),
+        })
+    }
 }

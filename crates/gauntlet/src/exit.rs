@@ -1,5 +1,7 @@
-//! Exit codes, in one place (SPEC §8), and the error that carries one.
+//! Exit codes, in one place, and the error that carries one. Library errors know their kind
+//! ([`gauntlet_model::Classified`]); the code follows from the kind here and nowhere else.
 
+use gauntlet_model::{Classified, ErrorKind};
 use owo_colors::OwoColorize;
 
 /// Every gate passed.
@@ -11,20 +13,37 @@ pub const INVALID_INPUT: i32 = 2;
 /// The harness itself could not run.
 pub const HARNESS_FAILURE: i32 = 3;
 
+/// The exit code of an error of this kind.
+pub fn code_of(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::InvalidInput => INVALID_INPUT,
+        ErrorKind::Harness => HARNESS_FAILURE,
+    }
+}
+
 /// An error that ends the command with a documented exit code.
 #[derive(Debug)]
 pub struct ExpectedError {
-    /// The exit code.
-    pub code: i32,
+    /// Whose failure it is.
+    pub kind: ErrorKind,
     /// Lines to print on stderr.
     pub lines: Vec<String>,
+}
+
+impl<E: Classified> From<E> for ExpectedError {
+    fn from(e: E) -> Self {
+        ExpectedError {
+            kind: e.kind(),
+            lines: vec![e.to_string()],
+        }
+    }
 }
 
 impl ExpectedError {
     /// Invalid input, one message.
     pub fn input(message: impl Into<String>) -> Self {
         ExpectedError {
-            code: INVALID_INPUT,
+            kind: ErrorKind::InvalidInput,
             lines: vec![message.into()],
         }
     }
@@ -32,7 +51,7 @@ impl ExpectedError {
     /// Invalid input, one line per problem.
     pub fn inputs(lines: Vec<String>) -> Self {
         ExpectedError {
-            code: INVALID_INPUT,
+            kind: ErrorKind::InvalidInput,
             lines,
         }
     }
@@ -40,9 +59,23 @@ impl ExpectedError {
     /// A harness failure.
     pub fn harness(message: impl Into<String>) -> Self {
         ExpectedError {
-            code: HARNESS_FAILURE,
+            kind: ErrorKind::Harness,
             lines: vec![message.into()],
         }
+    }
+
+    /// A library error with what the command was doing (`failed to write results`), of the
+    /// error's own kind.
+    pub fn doing(what: &str, e: &impl Classified) -> Self {
+        ExpectedError {
+            kind: e.kind(),
+            lines: vec![format!("{what}: {e}")],
+        }
+    }
+
+    /// The exit code.
+    pub fn code(&self) -> i32 {
+        code_of(self.kind)
     }
 
     /// Prints the lines, prefixed with `error:`.

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod exit;
+mod progress;
 mod results;
 
 use clap::Parser;
@@ -14,7 +15,7 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             e.print();
-            e.code
+            e.code()
         }
     };
     std::process::exit(code);

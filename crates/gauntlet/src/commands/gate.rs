@@ -9,7 +9,7 @@ use gauntlet_suite::load_gates_file;
 
 use crate::commands::shared::{print_results, verdict_code};
 use crate::exit::ExpectedError;
-use crate::results::build_results;
+use gauntlet_eval::build_results;
 
 /// A stored run's gates, compiled again.
 pub fn stored_gates(outcomes: &[GateOutcome]) -> Result<Vec<CompiledGate>, ExpectedError> {
@@ -53,13 +53,13 @@ pub fn gate(run: &Path, gates_file: Option<&Path>, json: bool) -> Result<i32, Ex
         None => stored_gates(&stored.gates)?,
     };
     let rubric = stored_rubric(&stored.header)?;
-    let (mut results, gate_errors) = build_results(
+    let (results, gate_errors) = build_results(
         stored.header.clone(),
+        stored.finished_at.clone(),
         stored.trials,
         &gates,
         rubric.as_ref(),
     );
-    results.finished_at = stored.finished_at;
     print_results(&results, json, false);
     verdict_code(&results, gate_errors)
 }

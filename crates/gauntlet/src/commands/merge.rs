@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{RunResults, TrialSummary};
-use gauntlet_store::{Index, RunWriter, read_results};
+use gauntlet_store::{RunWriter, read_results};
 
 use crate::commands::gate::{stored_gates, stored_rubric};
 use crate::commands::shared::{print_results, verdict_code};
 use crate::exit::ExpectedError;
-use crate::results::build_results;
+use gauntlet_eval::build_results;
 
 pub fn merge(
     parts: &[PathBuf],
@@ -113,7 +113,13 @@ pub fn merge(
         .unwrap_or_default();
     let gates = stored_gates(&first.gates)?;
     let rubric = stored_rubric(&header)?;
-    let (results, gate_errors) = build_results(header.clone(), trials, &gates, rubric.as_ref());
+    let (results, gate_errors) = build_results(
+        header.clone(),
+        crate::results::now(),
+        trials,
+        &gates,
+        rubric.as_ref(),
+    );
     let mut writer = RunWriter::create(out, &header)
         .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
     for (dir, _) in &parts {
@@ -126,11 +132,8 @@ pub fn merge(
         .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
     // Parts in a suite's run folder (SUITE/.gauntlet/runs/...): the merged run joins its index.
     let state = parts[0].0.parent().and_then(Path::parent);
-    if let Some(state) = state.filter(|s| s.file_name().is_some_and(|n| n == ".gauntlet"))
-        && let Err(e) =
-            Index::open(&state.join("index.sqlite")).and_then(|mut i| i.record(&results, out))
-    {
-        eprintln!("warning: the run index could not be updated: {e}");
+    if let Some(state) = state.filter(|s| s.file_name().is_some_and(|n| n == ".gauntlet")) {
+        crate::commands::shared::index_run(state, &results, out);
     }
     let written = crate::commands::report::write_reports(out, &results, reports)?;
     print_results(&results, json, false);

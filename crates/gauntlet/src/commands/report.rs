@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use gauntlet_model::{RunResults, TrialRecord};
 use gauntlet_store::{read_results, read_trials_lean};
 
+use gauntlet_report::TerminalReporter;
+
+use crate::commands::shared::summary_options;
 use crate::exit::{ExpectedError, GATES_PASSED};
 
 /// A report format.
@@ -19,6 +22,8 @@ pub enum Format {
     Md,
     /// The canonical results.json.
     Json,
+    /// The summary a live run prints, from the stored run replayed as its event stream.
+    Terminal,
 }
 
 impl Format {
@@ -29,6 +34,7 @@ impl Format {
             Format::Junit => "junit.xml",
             Format::Md => "summary.md",
             Format::Json => "results.json",
+            Format::Terminal => "summary.txt",
         }
     }
 }
@@ -84,7 +90,23 @@ pub fn render(
         Format::Md => gauntlet_report::render_markdown(results),
         Format::Json => serde_json::to_string_pretty(results)
             .map_err(|e| ExpectedError::harness(format!("failed to serialize results: {e}")))?,
+        Format::Terminal => replay_summary(dir)?,
     })
+}
+
+/// A stored run replayed through the terminal reporter, as its live run printed it.
+fn replay_summary(dir: &Path) -> Result<String, ExpectedError> {
+    let read = |e: gauntlet_store::StoreError| {
+        ExpectedError::input(format!("failed to read the run: {e}"))
+    };
+    let mut reporter = TerminalReporter::new(summary_options());
+    let mut text = String::new();
+    for event in gauntlet_store::replay(dir).map_err(read)? {
+        if let Some(out) = reporter.report(&event.map_err(read)?) {
+            text.push_str(&out);
+        }
+    }
+    Ok(text)
 }
 
 /// Writes the given formats into a run folder; the paths written.

@@ -2,14 +2,16 @@
 
 use std::collections::HashMap;
 
-use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialStatus, TrialSummary, Versions};
+use gauntlet_model::digest::sha256_hex;
+use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialSummary};
 use gauntlet_store::{RunWriter, read_trajectories};
-use gauntlet_suite::sha256_hex;
 
 use crate::cli::ScoreArgs;
 use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
-use crate::results::{build_results, now};
+use crate::results::now;
+use gauntlet_eval::build_results;
+use gauntlet_runner::{TrialEvidence, evaluate_trial};
 
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.cases)?;
@@ -21,7 +23,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let items = read_trajectories(&args.trajectories)
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
     let file = args.trajectories.display().to_string();
-    let custom = crate::commands::run::custom_evaluators(&suite)?;
+    let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,29 +46,20 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             continue;
         };
         let case = &loaded.case;
-        let spec = suite.world_of(loaded).world.spec();
-        let cx = gauntlet_eval::EvalContext {
-            tools: &spec.tools,
-            canaries: &spec.canaries,
-            initial_state: Some(&t.initial_state),
-        };
-        let mut scores = gauntlet_eval::evaluate_in(case, &t.trajectory, &t.final_state, &cx);
-        if !custom.is_empty() {
-            let input = serde_json::json!({
-                "case": case,
-                "trial": {"case_id": t.case_id, "epoch": t.epoch, "trajectory": &t.trajectory,
-                          "initial_state": &t.initial_state, "final_state": &t.final_state},
-                "scores": &scores,
-            });
-            for ev in &custom {
-                scores.extend(runtime.block_on(gauntlet_runner::run_custom(
-                    ev,
-                    &suite.root,
-                    &input,
-                )));
-            }
-        }
-        let status = gauntlet_eval::trial_status(&scores);
+        let evaluation = runtime.block_on(evaluate_trial(
+            &TrialEvidence {
+                case_id: &t.case_id,
+                case: Some(case),
+                epoch: t.epoch,
+                trajectory: &t.trajectory,
+                initial_state: Some(&t.initial_state),
+                final_state: &t.final_state,
+                world: Some(suite.world_of(loaded).world.spec()),
+                // A trial the harness failed stays the harness's failure.
+                harness_failed: t.error.is_some(),
+            },
+            &custom,
+        ));
         // Many trials of a large world are kept by what changed, not whole.
         let large = serde_json::to_vec(&t.initial_state)
             .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
@@ -80,16 +73,17 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             case_id: t.case_id,
             epoch: t.epoch,
             seed: 0,
-            status,
-            error: None,
+            status: evaluation.status,
+            error: t.error,
             tags: case.tags.clone(),
             difficulty: case.difficulty.clone(),
             initial_state,
             final_state,
             trajectory: t.trajectory,
-            scores,
+            scores: evaluation.scores,
             duration_ms: t.duration_ms,
             started_at: None,
+            not_applicable: evaluation.not_applicable,
         });
     }
     // Report in the suite's case order, as a live run does, whatever order the log has.
@@ -114,17 +108,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         seed: 0,
         epochs: records.iter().map(|r| r.epoch + 1).max().unwrap_or(1),
         started_at: now(),
-        versions: Versions {
-            harness: env!("CARGO_PKG_VERSION").to_owned(),
-            worlds: suite
-                .worlds
-                .iter()
-                .map(|(n, w)| (n.clone(), w.hash.clone()))
-                .collect(),
-            dataset: suite.dataset_hash.clone(),
-            agent: String::new(),
-            config: suite.config_hash.clone(),
-        },
+        versions: gauntlet_runner::plan::versions(&suite, String::new()),
         fault_profile: None,
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
         filter: None,
@@ -140,6 +124,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         let summaries = records.iter().map(TrialSummary::of).collect();
         let (results, _) = build_results(
             header.clone(),
+            now(),
             summaries,
             &suite.gates,
             suite.rubric.as_ref(),
@@ -148,15 +133,14 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
     }
     let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
-    let (results, gate_errors) =
-        build_results(header, summaries, &suite.gates, suite.rubric.as_ref());
-    print_results(&results, args.json, args.quiet);
-    debug_assert!(
-        results
-            .trials
-            .iter()
-            .all(|t| t.status != TrialStatus::Error)
+    let (results, gate_errors) = build_results(
+        header,
+        now(),
+        summaries,
+        &suite.gates,
+        suite.rubric.as_ref(),
     );
+    print_results(&results, args.json, args.quiet);
     if !problems.is_empty() {
         return Err(ExpectedError::inputs(problems));
     }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use gauntlet_agent::{SimulatedEnvironment, SimulatedUser, lock, mcp};
 use gauntlet_model::{TrialStatus, TrialSummary};
-use gauntlet_world::{FaultPlan, FaultRule, Simulator};
+use gauntlet_world::Simulator;
 
 use crate::commands::shared::load_suite;
 use crate::exit::{ExpectedError, GATES_PASSED};
@@ -30,25 +30,13 @@ pub fn serve(
             ids.join(", ")
         )));
     };
-    let world = suite.world_of(lc);
+    let trial = gauntlet_runner::plan::single_trial(&suite, lc);
     let case = &lc.case;
-    let rules = case
-        .faults
-        .iter()
-        .map(|spec| FaultRule {
-            spec: spec.clone(),
-            source: "case".into(),
-        })
-        .collect();
-    let context = case
-        .context
-        .clone()
-        .unwrap_or_else(|| world.world.spec().default_context.clone());
     let sim = Simulator::new(
-        world.world.clone(),
-        suite.initial_state(lc),
-        context,
-        FaultPlan { rules, seed: 0 },
+        trial.world.clone(),
+        (*trial.initial_state).clone(),
+        trial.context.clone(),
+        trial.faults.clone(),
     );
     if case.user.as_ref().is_some_and(|u| u.persona.is_some()) {
         eprintln!(
@@ -87,15 +75,22 @@ pub fn serve(
         }
     })?;
     let (trajectory, final_state) = lock(&env).finish(None);
-    let spec = world.world.spec();
-    let initial = suite.initial_state(lc);
-    let cx = gauntlet_eval::EvalContext {
-        tools: &spec.tools,
-        canaries: &spec.canaries,
-        initial_state: Some(&initial),
-    };
-    let scores = gauntlet_eval::evaluate_in(case, &trajectory, &final_state, &cx);
-    let status = gauntlet_eval::trial_status(&scores);
+    let initial = (*trial.initial_state).clone();
+    let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
+    let evaluation = runtime.block_on(gauntlet_runner::evaluate_trial(
+        &gauntlet_runner::TrialEvidence {
+            case_id: &case.case_id,
+            case: Some(case),
+            epoch: 0,
+            trajectory: &trajectory,
+            initial_state: Some(&initial),
+            final_state: &final_state,
+            world: Some(trial.world.spec()),
+            harness_failed: false,
+        },
+        &custom,
+    ));
+    let status = evaluation.status;
     let record = gauntlet_model::TrialRecord {
         case_id: case.case_id.clone(),
         epoch: 0,
@@ -105,12 +100,13 @@ pub fn serve(
         error: None,
         tags: case.tags.clone(),
         difficulty: case.difficulty.clone(),
-        initial_state: suite.initial_state(lc),
+        initial_state: initial,
         final_state,
         trajectory,
-        scores,
+        scores: evaluation.scores,
         duration_ms: 0.0,
         started_at: None,
+        not_applicable: evaluation.not_applicable,
     };
     let summary = TrialSummary::of(&record);
     eprintln!(

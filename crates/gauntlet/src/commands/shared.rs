@@ -3,8 +3,9 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use gauntlet_model::{RunResults, Verdict};
-use gauntlet_report::{SummaryOptions, render_summary};
+use gauntlet_model::{RunEvent, RunResults, Verdict};
+use gauntlet_report::{SummaryOptions, TerminalReporter, render_summary};
+use gauntlet_store::Index;
 use gauntlet_suite::Suite;
 
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
@@ -29,13 +30,17 @@ pub fn print_results(results: &RunResults, json: bool, quiet: bool) {
             Err(e) => eprintln!("error: cannot serialize results: {e}"),
         }
     } else if !quiet {
-        let stdout = std::io::stdout();
-        let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        let width = terminal_width();
-        anstream::print!(
-            "{}",
-            render_summary(results, SummaryOptions { color, width })
-        );
+        anstream::print!("{}", render_summary(results, summary_options()));
+    }
+}
+
+/// How the summary is drawn on this terminal: colour when stdout is a terminal (and `NO_COLOR`
+/// is unset), width from `COLUMNS`.
+pub fn summary_options() -> SummaryOptions {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    SummaryOptions {
+        color,
+        width: terminal_width(),
     }
 }
 
@@ -52,4 +57,38 @@ pub fn verdict_code(results: &RunResults, gate_errors: Vec<String>) -> Result<i3
         Verdict::Passed => GATES_PASSED,
         Verdict::Failed => GATE_FAILED,
     })
+}
+
+/// Hands the finished run to the terminal reporter (or prints its JSON, or nothing), as the
+/// last event of the run's stream; the results, back.
+pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResults {
+    let event = RunEvent::RunFinished {
+        results: Box::new(results),
+        at: crate::results::now(),
+    };
+    let RunEvent::RunFinished { results, .. } = &event else {
+        unreachable!("built above")
+    };
+    if json {
+        print_results(results, true, false);
+    } else if !quiet && let Some(text) = TerminalReporter::new(summary_options()).report(&event) {
+        anstream::print!("{text}");
+    }
+    let RunEvent::RunFinished { results, .. } = event else {
+        unreachable!("built above")
+    };
+    *results
+}
+
+/// Lists a stored run in its suite's index. The index only makes past runs listable: a failure
+/// to update it loses no result, and is a warning.
+pub fn index_run(state: &Path, results: &RunResults, out: &Path) {
+    if let Err(e) =
+        Index::open(&state.join("index.sqlite")).and_then(|mut i| i.record(results, out))
+    {
+        eprintln!(
+            "warning: the run is stored in {} but the run index could not be updated: {e}",
+            out.display()
+        );
+    }
 }

@@ -6,10 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::FakeUpstream;
+use crate::common::FakeUpstream;
 use serde_json::Value;
-
-mod common;
 
 fn data() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers/tau-bench");
@@ -67,6 +65,10 @@ fn check(run: &Path, log: &Path) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tau_bench),
+    ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+)]
 fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
     let Some(data) = data() else { return };
     let log = data.join("historical_trajectories/gpt-4o-airline.json");
@@ -146,8 +148,8 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
         "{differences:?}"
     );
 
-    // The stored run (states kept once, trials by their changes) re-scores to the same verdicts
-    // on the state, and renders as a report.
+    // The stored run (states kept once, trials by their changes) re-scores to the same scores
+    // and statuses, trial by trial, and renders as a report.
     let run = run_dir(&replay);
     let rescored = gauntlet(&["score", &s(&run), "--cases", &s(&suite), "--json"]);
     let rescored: Value = serde_json::from_slice(&rescored.stdout).unwrap();
@@ -170,6 +172,8 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
             .find(|l| l["case_id"] == t["case_id"] && l["epoch"] == t["epoch"])
             .unwrap();
         assert_eq!(state_passed(t), state_passed(l), "{}", t["case_id"]);
+        assert_eq!(t["status"], l["status"], "{} {}", t["case_id"], t["epoch"]);
+        assert_eq!(t["scores"], l["scores"], "{} {}", t["case_id"], t["epoch"]);
     }
     let html = run.join("report.html");
     gauntlet(&["report", &s(&run), "--format", "html", "--out", &s(&html)]);
@@ -179,6 +183,10 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tau_bench),
+    ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+)]
 fn tau_bench_users_can_be_llm_personas_that_open_the_conversation() {
     let Some(data) = data() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -246,6 +254,10 @@ fn tau_bench_users_can_be_llm_personas_that_open_the_conversation() {
 }
 
 #[test]
+#[cfg_attr(
+    not(have_tau_bench),
+    ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+)]
 fn tau_bench_retail_gold_paths_succeed_and_only_their_repeated_calls_are_flagged() {
     let Some(data) = data() else { return };
     let dir = tempfile::tempdir().unwrap();

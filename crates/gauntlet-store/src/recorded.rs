@@ -1,6 +1,6 @@
 //! Reading recorded trajectories for offline scoring, streamed one at a time.
 //!
-//! Accepted: our `trials.jsonl` records (or a run directory), and the seed article's
+//! Accepted: our `trials.jsonl` records (or a run directory), and the
 //! `AgentTrajectory` JSON, as JSON Lines, one document, concatenated documents, or an array.
 //! The format is decided per item, trying first the one that matched last.
 
@@ -33,6 +33,8 @@ pub struct ImportedTrial {
     pub initial_state: Value,
     /// Wall time, when known.
     pub duration_ms: f64,
+    /// Why the harness failed the trial, when the log says it did (our records' `error`).
+    pub error: Option<String>,
     /// 1-based line (JSON Lines) or item number (other layouts) in the source, for messages.
     pub line: usize,
 }
@@ -61,6 +63,7 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
                 final_state: r.final_state,
                 initial_state: r.initial_state,
                 duration_ms: r.duration_ms,
+                error: r.error,
                 line: 0,
             }),
             Format::Article => {
@@ -72,6 +75,7 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
                     final_state: Value::Object(a.final_state),
                     initial_state: Value::Object(a.initial_state),
                     duration_ms: a.total_latency_seconds * 1000.0,
+                    error: None,
                     line: 0,
                 })
             }
@@ -103,6 +107,12 @@ pub fn read_trajectories(
         path: file.clone(),
         source,
     };
+    // Our records carry no version; their run's header does.
+    if let Some(dir) = file.parent()
+        && dir.join("run.json").is_file()
+    {
+        crate::read_header(dir)?;
+    }
     let mut reader = BufReader::with_capacity(1 << 16, File::open(&file).map_err(io)?);
     // Decide the layout from the first non-empty line.
     let first_line = {

@@ -1,0 +1,127 @@
+//! Judging one trial with the built-in evaluators, with or without a case, and concluding it.
+//!
+//! [`evaluate_builtin`] runs what applies; a trial without a case (a production trace, a proxied
+//! session) gets only the evaluators that need nothing but the trajectory, and every other one is
+//! reported in [`BuiltinEvaluation::not_applicable`] with what it lacked. [`conclude`] decides
+//! the trial's status once every score is in (custom evaluators included) and adds
+//! `error_attribution`.
+
+use gauntlet_model::{Case, Needs, NotApplicable, Score, Trajectory, TrialStatus, names};
+use serde_json::Value;
+
+use crate::evaluators::{EvalContext, builtin_scores};
+
+/// What the built-in evaluators see of one trial.
+#[derive(Debug, Clone, Copy)]
+pub struct TrialInput<'a> {
+    /// The case, when the trial played one (`None` for a production trace).
+    pub case: Option<&'a Case>,
+    /// Everything that happened.
+    pub trajectory: &'a Trajectory,
+    /// The world's state at the end.
+    pub final_state: &'a Value,
+    /// What is known of the world.
+    pub cx: EvalContext<'a>,
+}
+
+/// The built-in evaluators' verdicts on one trial.
+#[derive(Debug, Clone, Default)]
+pub struct BuiltinEvaluation {
+    /// The scores, in the evaluators' fixed order.
+    pub scores: Vec<Score>,
+    /// Evaluators that could not judge the trial, and what each lacked.
+    pub not_applicable: Vec<NotApplicable>,
+}
+
+/// Every score for one trial, without world knowledge. See [`evaluate_in`].
+pub fn evaluate(case: &Case, trajectory: &Trajectory, final_state: &Value) -> Vec<Score> {
+    evaluate_in(case, trajectory, final_state, &EvalContext::default())
+}
+
+/// Every score for one trial. Scores not applicable to the case are left out, not passed.
+pub fn evaluate_in(
+    case: &Case,
+    trajectory: &Trajectory,
+    final_state: &Value,
+    cx: &EvalContext<'_>,
+) -> Vec<Score> {
+    let mut scores = builtin_scores(case, trajectory, final_state, cx);
+    conclude(&mut scores, trajectory, false);
+    scores
+}
+
+/// Every built-in evaluator that needs more than the trajectory, and what it needs.
+pub const NEEDS: &[(&str, Needs)] = &[
+    (names::STATE_VERIFICATION, Needs::ExpectedState),
+    (names::OUTPUT_ASSERTIONS, Needs::Case),
+    (names::CONFIRMATION_BEFORE_WRITE, Needs::Case),
+    (names::REQUIRED_TOOL_RECALL, Needs::Case),
+    (names::FORBIDDEN_TOOL_USED, Needs::Case),
+    (names::WITHIN_CALL_BUDGET, Needs::Case),
+    (names::TOOL_SELECTION_ACCURACY, Needs::Reference),
+    (names::STEP_EFFICIENCY, Needs::Reference),
+    (names::ONE_OF, Needs::Case),
+    (names::TOOL_ORDER, Needs::Case),
+    (names::MAX_RETRIES_PER_TOOL, Needs::Case),
+    (names::WITHIN_BUDGET, Needs::Case),
+    (names::ARGUMENT_ACCURACY, Needs::Reference),
+    (names::RIGHT_TOOL_WRONG_ENTITY, Needs::Reference),
+    (names::UNNECESSARY_CALLS, Needs::Reference),
+    (names::BFCL_AST_MATCH, Needs::Reference),
+    (names::TASK_SUCCESS, Needs::Case),
+];
+
+/// What a built-in evaluator needs besides the trajectory ([`Needs::Nothing`] for the
+/// evaluators a production trace can be judged by: loops, schema validity, duplicate side
+/// effects, faults, secrets and PII, tenancy, corrections after validation errors).
+pub fn needs(evaluator: &str) -> Needs {
+    NEEDS
+        .iter()
+        .find(|(name, _)| *name == evaluator)
+        .map_or(Needs::Nothing, |(_, n)| *n)
+}
+
+/// Runs the built-in evaluators that apply to the trial (without `error_attribution`, which
+/// [`conclude`] adds once every score is in).
+pub fn evaluate_builtin(input: &TrialInput<'_>) -> BuiltinEvaluation {
+    match input.case {
+        Some(case) => BuiltinEvaluation {
+            scores: builtin_scores(case, input.trajectory, input.final_state, &input.cx),
+            not_applicable: Vec::new(),
+        },
+        None => {
+            // An empty case asks nothing of the trial; what needs one is left out, not passed.
+            let empty = Case::default();
+            let mut scores = builtin_scores(&empty, input.trajectory, input.final_state, &input.cx);
+            scores.retain(|s| needs(&s.name) == Needs::Nothing);
+            BuiltinEvaluation {
+                scores,
+                not_applicable: NEEDS
+                    .iter()
+                    .map(|(name, needs)| NotApplicable {
+                        evaluator: (*name).to_owned(),
+                        needs: *needs,
+                    })
+                    .collect(),
+            }
+        }
+    }
+}
+
+/// Decides a trial's status from all its scores and appends its `error_attribution`. A harness
+/// failure makes the trial an error whatever the scores say, and is attributed to the harness.
+pub fn conclude(
+    scores: &mut Vec<Score>,
+    trajectory: &Trajectory,
+    harness_failed: bool,
+) -> TrialStatus {
+    let status = if harness_failed {
+        TrialStatus::Error
+    } else {
+        crate::aggregate::trial_status(scores)
+    };
+    scores.extend(crate::attribution::error_attribution(
+        status, trajectory, scores,
+    ));
+    status
+}

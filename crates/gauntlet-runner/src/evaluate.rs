@@ -1,0 +1,86 @@
+//! Scoring one trial: the one entry point that `run`, `score` and `serve` share (and that a
+//! judge or a receiver of production traces calls). Built-in evaluators first, then the
+//! suite's custom evaluators, then the trial's status.
+
+use std::path::PathBuf;
+
+use gauntlet_eval::{EvalContext, TrialInput, conclude, evaluate_builtin};
+use gauntlet_model::{Case, NotApplicable, Score, Trajectory, TrialStatus, WorldSpec};
+use serde_json::{Value, json};
+
+use crate::custom::{CustomEvaluator, run_custom};
+
+/// A suite's custom evaluators and the folder they run in.
+#[derive(Debug, Clone, Default)]
+pub struct CustomEvaluators {
+    /// The evaluators, in the configuration's order.
+    pub evaluators: Vec<CustomEvaluator>,
+    /// Where their commands run and their scripts are found (the suite folder).
+    pub dir: PathBuf,
+}
+
+/// What is known of one finished trial.
+#[derive(Debug, Clone, Copy)]
+pub struct TrialEvidence<'a> {
+    /// The case id (a production trace's own name when there is no case).
+    pub case_id: &'a str,
+    /// The case, when the trial played one.
+    pub case: Option<&'a Case>,
+    /// The repetition.
+    pub epoch: u32,
+    /// Everything that happened.
+    pub trajectory: &'a Trajectory,
+    /// The world's state at the start, when known.
+    pub initial_state: Option<&'a Value>,
+    /// The world's state at the end.
+    pub final_state: &'a Value,
+    /// The world's declaration (its tools and canaries), when known.
+    pub world: Option<&'a WorldSpec>,
+    /// Whether the harness failed the trial (the agent could not be run to its end by no fault
+    /// of its own): the trial is an error whatever its scores.
+    pub harness_failed: bool,
+}
+
+/// A trial's verdicts.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// Every score: built-in, custom, then `error_attribution` for a trial that did not pass.
+    pub scores: Vec<Score>,
+    /// Evaluators that could not judge the trial (it had no case), and what each lacked.
+    pub not_applicable: Vec<NotApplicable>,
+    /// Passed, failed or error.
+    pub status: TrialStatus,
+}
+
+/// Scores one trial with the built-in evaluators and `custom`, and decides its status.
+pub async fn evaluate_trial(t: &TrialEvidence<'_>, custom: &CustomEvaluators) -> Evaluation {
+    let cx = EvalContext {
+        tools: t.world.map_or(&[], |w| &w.tools),
+        canaries: t.world.map_or(&[], |w| &w.canaries),
+        initial_state: t.initial_state,
+    };
+    let builtin = evaluate_builtin(&TrialInput {
+        case: t.case,
+        trajectory: t.trajectory,
+        final_state: t.final_state,
+        cx,
+    });
+    let mut scores = builtin.scores;
+    if !custom.evaluators.is_empty() {
+        let input = json!({
+            "case": t.case,
+            "trial": {"case_id": t.case_id, "epoch": t.epoch, "trajectory": t.trajectory,
+                      "initial_state": t.initial_state, "final_state": t.final_state},
+            "scores": &scores,
+        });
+        for ev in &custom.evaluators {
+            scores.extend(run_custom(ev, &custom.dir, &input).await);
+        }
+    }
+    let status = conclude(&mut scores, t.trajectory, t.harness_failed);
+    Evaluation {
+        scores,
+        not_applicable: builtin.not_applicable,
+        status,
+    }
+}

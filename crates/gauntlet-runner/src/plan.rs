@@ -1,0 +1,565 @@
+//! Planning a run: from a suite, the user's options and (when resuming) the stored header, to
+//! the run's settings, its header and its trials in plan order. `run`, `--resume`, `--shard`,
+//! `merge` and `serve` all plan through here, so the same options always give the same trials.
+//!
+//! Precedence: a resumed run keeps everything it started with; a new run takes the options,
+//! then the suite's configuration, then the defaults.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gauntlet_model::digest::sha256_hex;
+use gauntlet_model::{
+    Classified, ErrorKind, FORMAT_VERSION, RunHeader, Shard, TrialSummary, Versions,
+};
+use gauntlet_suite::{EvaluatorSource, LoadedCase, Suite};
+use gauntlet_world::{FaultPlan, FaultRule};
+use serde_json::Value;
+
+use crate::custom::{CustomEvaluator, CustomKind};
+use crate::evaluate::CustomEvaluators;
+use crate::ids::{trace_id, trial_seed};
+use crate::run::TrialPlan;
+
+/// The agent a run plays when neither the options nor the suite name one.
+pub const DEFAULT_AGENT: &str = "script:reference";
+
+/// Why a run cannot be planned. Every variant is the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// `--epochs 0`.
+    #[error("--epochs must be at least 1")]
+    NoEpochs,
+    /// No case id contains the filter.
+    #[error("no case id contains `{0}`")]
+    NoCaseMatches(String),
+    /// The fault profile is not in the suite.
+    #[error("no fault profile `{name}` in {file} (it has: {known})")]
+    UnknownFaultProfile {
+        /// The profile asked for.
+        name: String,
+        /// The suite's configuration file.
+        file: String,
+        /// The profiles it has.
+        known: String,
+    },
+    /// A run id with characters that do not belong in a folder name.
+    #[error("--run-id `{0}`: use letters, digits, `.`, `_` and `-` only")]
+    BadRunId(String),
+    /// The suite changed since the resumed run started.
+    #[error("cannot resume the run: the {0} changed since it started; start a new run")]
+    ChangedSinceStart(String),
+    /// A custom evaluator cannot be read.
+    #[error("{0}")]
+    Evaluator(String),
+    /// The agent cannot be made, or plays none of the cases.
+    #[error("{0}")]
+    Agent(String),
+}
+
+impl Classified for PlanError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidInput
+    }
+}
+
+/// What the user asked for on the command line; `None` defers to the suite.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `--agent`.
+    pub agent: Option<String>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    /// `--epochs`.
+    pub epochs: Option<u32>,
+    /// `--filter`: only cases whose id contains it.
+    pub filter: Option<String>,
+    /// `--faults`: a fault profile of the suite, or `none`.
+    pub faults: Option<String>,
+    /// `--shard I/N`.
+    pub shard: Option<Shard>,
+    /// `--run-id`.
+    pub run_id: Option<String>,
+}
+
+/// A run's settings, resolved once: what its header records and its trials follow.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The agent spec (`script:reference`, `cmd:...`, ...).
+    pub agent: String,
+    /// The run seed.
+    pub seed: u64,
+    /// Repetitions per case.
+    pub epochs: u32,
+    /// The case filter.
+    pub filter: Option<String>,
+    /// The fault profile's name.
+    pub fault_profile: Option<String>,
+    /// Its rules.
+    pub profile_rules: Vec<FaultRule>,
+    /// The run id.
+    pub run_id: String,
+    /// When the run started (RFC 3339).
+    pub started_at: String,
+    /// The part of a sharded run.
+    pub shard: Option<Shard>,
+}
+
+impl Settings {
+    /// Resolves the settings: `resumed`'s when resuming, else the options', else the suite's.
+    /// `now` and `new_run_id` give the start time and a fresh run id (the caller's clock).
+    pub fn resolve(
+        suite: &Suite,
+        options: &RunOptions,
+        resumed: Option<&RunHeader>,
+        now: impl FnOnce() -> String,
+        new_run_id: impl FnOnce() -> String,
+    ) -> Result<Settings, PlanError> {
+        let cfg = &suite.config;
+        let agent = resumed.map(|h| h.agent.clone()).unwrap_or_else(|| {
+            options
+                .agent
+                .clone()
+                .or_else(|| cfg.agent.clone())
+                .unwrap_or_else(|| DEFAULT_AGENT.to_owned())
+        });
+        let seed = resumed.map_or_else(|| options.seed.or(cfg.seed).unwrap_or(0), |h| h.seed);
+        let epochs =
+            resumed.map_or_else(|| options.epochs.or(cfg.epochs).unwrap_or(1), |h| h.epochs);
+        if epochs == 0 {
+            return Err(PlanError::NoEpochs);
+        }
+        let filter = resumed.map_or_else(|| options.filter.clone(), |h| h.filter.clone());
+        let fault_profile = match (resumed, options.faults.as_deref()) {
+            (Some(h), _) => h.fault_profile.clone(),
+            (None, Some("none")) => None,
+            (None, Some(name)) => Some(name.to_owned()),
+            (None, None) => cfg.fault_profile.clone(),
+        };
+        let profile_rules = match &fault_profile {
+            None => Vec::new(),
+            Some(name) => match cfg.fault_profiles.get(name) {
+                Some(rules) => rules
+                    .iter()
+                    .map(|spec| FaultRule {
+                        spec: spec.clone(),
+                        source: format!("profile:{name}"),
+                    })
+                    .collect(),
+                None => {
+                    let known: Vec<&str> = cfg.fault_profiles.keys().map(String::as_str).collect();
+                    return Err(PlanError::UnknownFaultProfile {
+                        name: name.clone(),
+                        file: suite.config_file.display().to_string(),
+                        known: if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        },
+                    });
+                }
+            },
+        };
+        if let Some(id) = &options.run_id
+            && (id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        {
+            return Err(PlanError::BadRunId(id.clone()));
+        }
+        Ok(Settings {
+            agent,
+            seed,
+            epochs,
+            filter,
+            fault_profile,
+            profile_rules,
+            run_id: resumed.map_or_else(
+                || options.run_id.clone().unwrap_or_else(new_run_id),
+                |h| h.run_id.clone(),
+            ),
+            started_at: resumed.map_or_else(now, |h| h.started_at.clone()),
+            shard: resumed.map_or(options.shard, |h| h.shard),
+        })
+    }
+
+    /// The suite's cases the filter keeps, in dataset order.
+    pub fn cases<'s>(&self, suite: &'s Suite) -> Result<Vec<&'s LoadedCase>, PlanError> {
+        let cases: Vec<&LoadedCase> = suite
+            .cases
+            .iter()
+            .filter(|c| {
+                self.filter
+                    .as_deref()
+                    .is_none_or(|f| c.case.case_id.contains(f))
+            })
+            .collect();
+        if cases.is_empty() {
+            return Err(PlanError::NoCaseMatches(
+                self.filter.clone().unwrap_or_default(),
+            ));
+        }
+        Ok(cases)
+    }
+
+    /// The run's header: the settings and the versions of everything it depends on.
+    pub fn header(&self, suite: &Suite) -> RunHeader {
+        RunHeader {
+            format_version: FORMAT_VERSION,
+            run_id: self.run_id.clone(),
+            suite: suite.config.name.clone(),
+            agent: self.agent.clone(),
+            seed: self.seed,
+            epochs: self.epochs,
+            started_at: self.started_at.clone(),
+            versions: versions(suite, sha256_hex(self.agent.as_bytes())),
+            fault_profile: self.fault_profile.clone(),
+            rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
+            filter: self.filter.clone(),
+            shard: self.shard,
+        }
+    }
+
+    /// Every trial of `cases` (each case's epochs in turn), or this shard's share of them, in
+    /// plan order.
+    pub fn trials(&self, suite: &Suite, cases: &[&LoadedCase]) -> Vec<TrialPlan> {
+        let mut trials = Vec::new();
+        // Cases without their own initial_state share their world's state.
+        let mut world_states: HashMap<String, Arc<Value>> = HashMap::new();
+        for lc in cases {
+            let case = Arc::new(lc.case.clone());
+            let world = suite.world_of(lc);
+            let initial_state = if lc.case.initial_state.is_empty() {
+                let name = world.world.spec().name.clone();
+                Arc::clone(
+                    world_states
+                        .entry(name)
+                        .or_insert_with(|| Arc::new(suite.initial_state(lc))),
+                )
+            } else {
+                Arc::new(suite.initial_state(lc))
+            };
+            let context = lc
+                .case
+                .context
+                .clone()
+                .unwrap_or_else(|| world.world.spec().default_context.clone());
+            let rules: Vec<FaultRule> = case_rules(lc)
+                .into_iter()
+                .chain(self.profile_rules.iter().cloned())
+                .collect();
+            for epoch in 0..self.epochs {
+                let seed = trial_seed(self.seed, &lc.case.case_id, epoch);
+                trials.push(TrialPlan {
+                    case: Arc::clone(&case),
+                    world: Arc::clone(&world.world),
+                    initial_state: Arc::clone(&initial_state),
+                    context: context.clone(),
+                    epoch,
+                    seed,
+                    faults: FaultPlan {
+                        rules: rules.clone(),
+                        seed,
+                    },
+                    trace_id: trace_id(&self.run_id, &lc.case.case_id, epoch),
+                });
+            }
+        }
+        match self.shard {
+            Some(shard) => trials
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| shard.holds(*i))
+                .map(|(_, t)| t)
+                .collect(),
+            None => trials,
+        }
+    }
+}
+
+/// One case's trial outside a run (`serve`): epoch 0, seed 0, the case's own faults only.
+pub fn single_trial(suite: &Suite, lc: &LoadedCase) -> TrialPlan {
+    let world = suite.world_of(lc);
+    TrialPlan {
+        case: Arc::new(lc.case.clone()),
+        world: Arc::clone(&world.world),
+        initial_state: Arc::new(suite.initial_state(lc)),
+        context: lc
+            .case
+            .context
+            .clone()
+            .unwrap_or_else(|| world.world.spec().default_context.clone()),
+        epoch: 0,
+        seed: 0,
+        faults: FaultPlan {
+            rules: case_rules(lc),
+            seed: 0,
+        },
+        trace_id: String::new(),
+    }
+}
+
+/// A case's own fault rules.
+pub fn case_rules(lc: &LoadedCase) -> Vec<FaultRule> {
+    lc.case
+        .faults
+        .iter()
+        .map(|spec| FaultRule {
+            spec: spec.clone(),
+            source: "case".to_owned(),
+        })
+        .collect()
+}
+
+/// The versions of the suite's parts, with the agent's hash.
+pub fn versions(suite: &Suite, agent: String) -> Versions {
+    Versions {
+        harness: env!("CARGO_PKG_VERSION").to_owned(),
+        worlds: suite
+            .worlds
+            .iter()
+            .map(|(n, w)| (n.clone(), w.hash.clone()))
+            .collect(),
+        dataset: suite.dataset_hash.clone(),
+        agent,
+        config: suite.config_hash.clone(),
+    }
+}
+
+/// Checks that a resumed run's parts are unchanged since it started.
+pub fn check_unchanged(then: &RunHeader, now: &RunHeader) -> Result<(), PlanError> {
+    let (a, b) = (&then.versions, &now.versions);
+    let changed: Vec<&str> = [
+        ("harness", a.harness == b.harness),
+        ("worlds", a.worlds == b.worlds),
+        ("dataset", a.dataset == b.dataset),
+        ("agent", a.agent == b.agent),
+        ("suite configuration", a.config == b.config),
+    ]
+    .into_iter()
+    .filter(|(_, same)| !same)
+    .map(|(name, _)| name)
+    .collect();
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(PlanError::ChangedSinceStart(changed.join(", ")))
+    }
+}
+
+/// The summaries a resumed run already has, by plan position (`None`: still to run). A trial
+/// stored twice counts once.
+pub fn already_done(trials: &[TrialPlan], done: Vec<TrialSummary>) -> Vec<Option<TrialSummary>> {
+    let mut done: HashMap<(String, u32), TrialSummary> = done
+        .into_iter()
+        .map(|t| ((t.case_id.clone(), t.epoch), t))
+        .collect();
+    trials
+        .iter()
+        .map(|t| done.remove(&(t.case.case_id.clone(), t.epoch)))
+        .collect()
+}
+
+/// The suite's custom evaluators, their scripts read.
+pub fn custom_evaluators(suite: &Suite) -> Result<CustomEvaluators, PlanError> {
+    let evaluators = suite
+        .config
+        .evaluators
+        .iter()
+        .map(|e| {
+            let runs = match e.source().map_err(PlanError::Evaluator)? {
+                EvaluatorSource::Command(c) => CustomKind::Command(c.to_owned()),
+                EvaluatorSource::Script(file) => {
+                    let path = suite.root.join(file);
+                    let source = std::fs::read_to_string(&path).map_err(|err| {
+                        PlanError::Evaluator(format!(
+                            "evaluator `{}`: {}: {err}",
+                            e.name,
+                            path.display()
+                        ))
+                    })?;
+                    CustomKind::Script {
+                        file: file.to_owned(),
+                        source,
+                        function: e.function.clone().unwrap_or_else(|| "evaluate".to_owned()),
+                    }
+                }
+            };
+            Ok(CustomEvaluator {
+                name: e.name.clone(),
+                runs,
+                timeout_s: e.timeout_s,
+            })
+        })
+        .collect::<Result<Vec<_>, PlanError>>()?;
+    Ok(CustomEvaluators {
+        evaluators,
+        dir: suite.root.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Suite {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/incident-desk");
+        Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"))
+    }
+
+    fn resolve(
+        suite: &Suite,
+        options: &RunOptions,
+        resumed: Option<&RunHeader>,
+    ) -> Result<Settings, PlanError> {
+        Settings::resolve(
+            suite,
+            options,
+            resumed,
+            || "2026-12-01T10:00:00Z".into(),
+            || "fresh".into(),
+        )
+    }
+
+    #[test]
+    fn options_win_over_the_suite_and_a_resumed_run_keeps_what_it_started_with() {
+        let suite = example();
+        let defaults = resolve(&suite, &RunOptions::default(), None).unwrap();
+        assert_eq!((defaults.seed, defaults.epochs), (42, 1), "the suite's own");
+        assert_eq!(defaults.agent, "script:reference");
+        assert_eq!(defaults.run_id, "fresh");
+        let asked = RunOptions {
+            agent: Some("script:loop".into()),
+            seed: Some(7),
+            epochs: Some(3),
+            faults: Some("flaky-network".into()),
+            run_id: Some("mine".into()),
+            ..RunOptions::default()
+        };
+        let s = resolve(&suite, &asked, None).unwrap();
+        assert_eq!((s.seed, s.epochs, s.agent.as_str()), (7, 3, "script:loop"));
+        assert_eq!(s.fault_profile.as_deref(), Some("flaky-network"));
+        assert!(!s.profile_rules.is_empty());
+        let header = s.header(&suite);
+        // Resuming ignores today's options: the run goes on as it started.
+        let other = RunOptions {
+            seed: Some(99),
+            epochs: Some(9),
+            ..RunOptions::default()
+        };
+        let resumed = resolve(&suite, &other, Some(&header)).unwrap();
+        assert_eq!((resumed.seed, resumed.epochs), (7, 3));
+        assert_eq!(resumed.run_id, "mine");
+        assert_eq!(resumed.started_at, header.started_at);
+        check_unchanged(&header, &resumed.header(&suite)).unwrap();
+    }
+
+    #[test]
+    fn bad_options_are_the_users_input_and_say_what_is_wrong() {
+        let suite = example();
+        let cases = [
+            (
+                RunOptions {
+                    epochs: Some(0),
+                    ..RunOptions::default()
+                },
+                "--epochs must be at least 1",
+            ),
+            (
+                RunOptions {
+                    faults: Some("nope".into()),
+                    ..RunOptions::default()
+                },
+                "flaky-network",
+            ),
+            (
+                RunOptions {
+                    run_id: Some("a/b".into()),
+                    ..RunOptions::default()
+                },
+                "letters, digits",
+            ),
+        ];
+        for (options, says) in cases {
+            let e = resolve(&suite, &options, None).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let filtered = resolve(
+            &suite,
+            &RunOptions {
+                filter: Some("no-such-case".into()),
+                ..RunOptions::default()
+            },
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            filtered.cases(&suite),
+            Err(PlanError::NoCaseMatches(_))
+        ));
+    }
+
+    #[test]
+    fn shards_partition_the_plan_in_its_order() {
+        let suite = example();
+        let options = RunOptions {
+            epochs: Some(2),
+            ..RunOptions::default()
+        };
+        let whole = resolve(&suite, &options, None).unwrap();
+        let cases = whole.cases(&suite).unwrap();
+        let all: Vec<(String, u32)> = whole
+            .trials(&suite, &cases)
+            .iter()
+            .map(|t| (t.case.case_id.clone(), t.epoch))
+            .collect();
+        assert_eq!(all.len(), cases.len() * 2);
+        let mut from_parts: Vec<(usize, (String, u32))> = Vec::new();
+        for index in 1..=3 {
+            let part = resolve(
+                &suite,
+                &RunOptions {
+                    shard: Some(Shard { index, count: 3 }),
+                    ..options.clone()
+                },
+                None,
+            )
+            .unwrap();
+            for (i, t) in part.trials(&suite, &cases).iter().enumerate() {
+                // The part's i-th trial is the plan's (i * 3 + index - 1)-th.
+                from_parts.push((
+                    i * 3 + index as usize - 1,
+                    (t.case.case_id.clone(), t.epoch),
+                ));
+            }
+        }
+        from_parts.sort();
+        assert_eq!(
+            from_parts.into_iter().map(|(_, t)| t).collect::<Vec<_>>(),
+            all
+        );
+    }
+
+    #[test]
+    fn a_trial_stored_twice_counts_once_when_resuming() {
+        let suite = example();
+        let s = resolve(&suite, &RunOptions::default(), None).unwrap();
+        let cases = s.cases(&suite).unwrap();
+        let trials = s.trials(&suite, &cases);
+        let summary = |case: &str| -> TrialSummary {
+            serde_json::from_value(serde_json::json!({
+                "case_id": case, "epoch": 0, "trace_id": "", "status": "passed", "scores": [],
+                "tool_calls": 0, "steps": 0, "tokens": 0, "cost_eur": 0.0, "duration_ms": 0.0,
+                "final_state": null
+            }))
+            .unwrap()
+        };
+        let first = trials[0].case.case_id.clone();
+        let done = already_done(&trials, vec![summary(&first), summary(&first)]);
+        assert_eq!(done.iter().flatten().count(), 1);
+        assert!(done[0].is_some());
+    }
+}

@@ -1,0 +1,15 @@
+include!("../../build/test_probes.rs");
+
+fn main() {
+    emit(&[
+        ("have_py_mcp", python_has("mcp")),
+        ("have_py_openai", python_has("openai")),
+        ("have_py_otel", python_has("opentelemetry.proto")),
+        ("have_py_junitparser", python_has("junitparser")),
+        (
+            "have_chromium",
+            python_has("playwright") && (on_path("chromium") || on_path("chromium-browser")),
+        ),
+        ("have_tau_bench", peers().join("tau-bench").is_dir()),
+    ]);
+}

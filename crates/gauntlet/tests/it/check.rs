@@ -1,0 +1,168 @@
+//! `gauntlet check`: every problem of a suite at its file, line and column.
+
+use crate::common::*;
+
+#[test]
+fn check_accepts_the_example() {
+    let o = run(&["check", s(&repo().join("examples/incident-desk"))]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with("ok: suite `incident-desk`"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn a_yaml_syntax_error_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  max_tool_calls: 2\n",
+        "  max_tool_calls: [2\n",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 10, 19, "");
+}
+
+#[test]
+fn an_unknown_field_is_located_and_named() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  forbidden_tools:",
+        "  forbiden_tools:",
+    );
+    assert_located(
+        &o.stderr,
+        "02-lookup-status.yaml",
+        9,
+        3,
+        "unknown field `forbiden_tools`, expected one of",
+    );
+}
+
+#[test]
+fn a_wrong_type_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "max_tool_calls: 2",
+        "max_tool_calls: two",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 10, 19, "");
+}
+
+#[test]
+fn a_constraint_naming_a_missing_tool_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "required_tools: [get_incident]",
+        "required_tools: [get_incidnet]",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 8, 20, "get_incidnet");
+}
+
+#[test]
+fn a_reference_calling_an_unknown_tool_is_located() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  - tool: get_incident",
+        "  - tool: fetch_incident",
+    );
+    assert_located(&o.stderr, "02-lookup-status.yaml", 19, 5, "fetch_incident");
+}
+
+#[test]
+fn a_gate_with_an_unknown_metric_is_located() {
+    let (o, _, _t) = broken(
+        "gauntlet.yaml",
+        "expr: task_success_rate >= 0.85",
+        "expr: task_sucess_rate >= 0.85",
+    );
+    assert!(o.stderr.contains("gauntlet.yaml:"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("did you mean `task_success_rate`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let (tmp, suite) = example();
+    for (file, from, to) in [
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "forbidden_tools:",
+            "forbiden_tools:",
+        ),
+        (
+            "cases/desk/03-list-open.yaml",
+            "- tool: list_incidents",
+            "- tool: list_all",
+        ),
+    ] {
+        let p = suite.join(file);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    }
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("02-lookup-status.yaml") && o.stderr.contains("03-list-open.yaml"),
+        "{}",
+        o.stderr
+    );
+    drop(tmp);
+}
+
+#[test]
+fn check_reports_read_well() {
+    let (_tmp, suite) = example();
+    for (file, from, to) in [
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "forbidden_tools:",
+            "forbiden_tools:",
+        ),
+        (
+            "cases/desk/03-list-open.yaml",
+            "- tool: list_incidents",
+            "- tool: list_all",
+        ),
+        ("cases/desk/06-add-note.yaml", "{$count: 1}", "{$cnt: 1}"),
+        ("worlds/db-ops.yaml", "kind: write", "kind: writes"),
+    ] {
+        let p = suite.join(file);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    }
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    insta::assert_snapshot!(redact(&o.stderr, &suite, None));
+}
+
+#[test]
+fn check_refuses_model_faults_that_cannot_happen_to_a_model_call() {
+    let (_tmp, suite) = example();
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines = text.lines().count();
+    std::fs::write(
+        &file,
+        format!("{text}faults:\n  - {{model: true, tool: get_incident, kind: timeout}}\n  - {{model: true, kind: lost_response}}\n"),
+    )
+    .unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let at = |line: usize| format!("02-lookup-status.yaml:{line}:");
+    assert!(
+        o.stderr.contains(&at(lines + 2)) && o.stderr.contains("names no `tool` and no `on`"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&at(lines + 3))
+            && o.stderr
+                .contains("can only time out, be rate limited or be unavailable"),
+        "{}",
+        o.stderr
+    );
+}

@@ -1,0 +1,343 @@
+//! The shared context of the CLI tests: a private copy of the example suite per test, the
+//! binary with a clean environment, redaction of what varies between runs (ids, paths), the
+//! Python checkers and the fake OpenAI-compatible upstream.
+
+pub use std::path::{Path, PathBuf};
+
+pub use assert_cmd::Command;
+pub use serde_json::{Value, json};
+
+/// The fake OpenAI-compatible upstream (`tests/python/fake_openai.py`), killed when dropped.
+pub struct FakeUpstream {
+    child: std::process::Child,
+    /// Its base URL (`http://127.0.0.1:PORT/v1`).
+    pub url: String,
+}
+
+impl FakeUpstream {
+    /// Starts it, writing its port file in `dir`; `None`, saying the test skips, when python3
+    /// cannot start it.
+    pub fn start(dir: &Path) -> Option<FakeUpstream> {
+        let started = Self::spawn(dir);
+        if started.is_none() {
+            eprintln!("skipped: python3 is not available to run the fake upstream");
+        }
+        started
+    }
+
+    fn spawn(dir: &Path) -> Option<FakeUpstream> {
+        let port_file = dir.join("fake.port");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/fake_openai.py");
+        let child = std::process::Command::new("python3")
+            .arg(script)
+            .arg(&port_file)
+            .spawn()
+            .ok()?;
+        for _ in 0..100 {
+            if let Ok(p) = std::fs::read_to_string(&port_file)
+                && !p.is_empty()
+            {
+                return Some(FakeUpstream {
+                    child,
+                    url: format!("http://127.0.0.1:{p}/v1"),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for FakeUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == ".gauntlet" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A private copy of the example suite.
+pub fn example() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("incident-desk");
+    copy_dir(&repo().join("examples/incident-desk"), &suite);
+    (dir, suite)
+}
+
+pub fn gauntlet() -> Command {
+    let mut c = Command::cargo_bin("gauntlet").unwrap();
+    c.env("NO_COLOR", "1").env_remove("COLUMNS");
+    c
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(args: &[&str]) -> Output {
+    let out = gauntlet().args(args).output().unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+pub fn failed_gates(results: &Value) -> Vec<String> {
+    results["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["passed"] == false)
+        .map(|g| g["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Breaks one file of a fresh copy; the run must exit 2 naming file:line:col, and write nothing.
+pub fn broken(file: &str, from: &str, to: &str) -> (Output, PathBuf, tempfile::TempDir) {
+    let (tmp, suite) = example();
+    let path = suite.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{from} not in {file}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    let o = run(&["run", s(&suite)]);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        !suite.join(".gauntlet").exists(),
+        "a failed run wrote files"
+    );
+    let c = run(&["check", s(&suite)]);
+    assert_eq!(c.code, 2);
+    assert_eq!(c.stderr, o.stderr, "check and run report the same problems");
+    (o, suite, tmp)
+}
+
+pub fn assert_located(stderr: &str, file: &str, line: usize, col: usize, needle: &str) {
+    let want = format!("{file}:{line}:{col}: ");
+    let hit = stderr.lines().find(|l| l.contains(&want));
+    let hit = hit.unwrap_or_else(|| panic!("no `{want}` in:\n{stderr}"));
+    assert!(hit.contains(needle), "`{needle}` not in `{hit}`");
+}
+
+/// What users read, with run ids and temporary paths redacted.
+pub fn redact(text: &str, suite: &Path, run_id: Option<&str>) -> String {
+    let mut t = text.replace(s(suite), "[SUITE]");
+    if let Some(id) = run_id {
+        t = t.replace(id, "[RUN_ID]");
+    }
+    t
+}
+
+/// Runs a Python checker; `None` (and a note) when its tools are not installed.
+pub fn python_check(script: &str, args: &[&str]) -> Option<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
+    let out = std::process::Command::new("python3")
+        .arg(path)
+        .args(args)
+        .output()
+        .ok()?;
+    match out.status.code() {
+        Some(0) => Some(serde_json::from_slice(&out.stdout).unwrap()),
+        Some(3) => {
+            eprintln!("skipped: {}", String::from_utf8_lossy(&out.stderr).trim());
+            None
+        }
+        _ => panic!("{script} failed: {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+pub fn gauntlet_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("gauntlet")
+}
+
+pub fn python_has(module: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: the Python package `{module}` is not installed (pip install {module})");
+    }
+    ok
+}
+
+pub fn model_calls(trial: &Value) -> Vec<Value> {
+    trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "model_call")
+        .cloned()
+        .collect()
+}
+
+/// Each trial's case, epoch and events, without what differs between two runs of the same
+/// trajectory (stderr, the simulator's own timings, when each call came), sorted.
+pub fn trial_shapes(trials: &[Value]) -> Vec<(String, u64, Vec<Value>)> {
+    let mut v: Vec<(String, u64, Vec<Value>)> = trials
+        .iter()
+        .map(|t| {
+            let events = t["trajectory"]["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["type"] != "agent_stderr")
+                .map(|e| {
+                    let mut e = e.clone();
+                    if e["type"] == "tool_call" {
+                        e.as_object_mut().unwrap().remove("latency_ms");
+                    }
+                    // When a call came is wall time; a replayed model call keeps its latency.
+                    e.as_object_mut().unwrap().remove("at_ms");
+                    e
+                })
+                .collect();
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64().unwrap(),
+                events,
+            )
+        })
+        .collect();
+    v.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+    v
+}
+
+pub fn read_trials(run: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The example's ambiguous-checkout case with its scripted replies swapped for a persona.
+pub fn persona_case(suite: &Path, persona: &str) {
+    let file = suite.join("cases/desk/09-ambiguous.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "user:\n  replies:\n    - pattern: which\n      reply: INC-004301, the EU cards one.\n",
+        &format!("user:\n  model: fake-user\n  persona: >-\n    {persona}\n"),
+    );
+    assert!(text.contains("persona:"), "the example case changed");
+    std::fs::write(file, text).unwrap();
+}
+
+/// Runs `agent` on the lookup-status case with model-call faults added (a 429 with a 50 ms
+/// retry-after on the first model call, a timeout on the second), its model behind the fake
+/// upstream, or only a cassette recorded without the faults; the stored trial and the run's
+/// results. `None` when python3 cannot start the fake upstream.
+pub fn lookup_under_model_faults(agent: &str, from_cassette: bool) -> Option<(Value, Value)> {
+    let (tmp, suite) = example();
+    let upstream = FakeUpstream::start(tmp.path())?;
+    let cassette = tmp.path().join("cassette.jsonl");
+    let url = upstream.url.clone();
+    let mut model = vec!["--gateway-upstream", url.as_str()];
+    if from_cassette {
+        let base = [
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--filter",
+            "lookup-status",
+        ];
+        let o = run(&[
+            &base[..],
+            &model[..],
+            &["--record", s(&cassette), "--quiet"],
+        ]
+        .concat());
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        model = vec!["--replay", s(&cassette)];
+    }
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        file,
+        format!(
+            "{text}faults:\n  - {{model: true, calls: [1], kind: rate_limited, retry_after_s: 0.05}}\n  - {{model: true, calls: [2], kind: timeout}}\n"
+        ),
+    )
+    .unwrap();
+    if from_cassette {
+        drop(upstream);
+    }
+    let out = tmp.path().join("run");
+    let o = run(&[
+        &[
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--filter",
+            "lookup-status",
+        ][..],
+        &model[..],
+        &["--out", s(&out), "--quiet"],
+    ]
+    .concat());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let trial = read_trials(&out).remove(0);
+    assert_eq!(trial["status"], "passed", "{}", trial["scores"]);
+    let verdict = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "model_faults")
+        .unwrap_or_else(|| panic!("no model_faults score: {trial}"));
+    assert_eq!(verdict["passed"], true, "{verdict}");
+    let faults: Vec<String> = model_calls(&trial)
+        .iter()
+        .map(|c| c["fault"].as_str().unwrap_or("ok").to_owned())
+        .collect();
+    assert_eq!(faults, ["rate_limited", "timeout", "ok", "ok"]);
+    let results = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap());
+    Some((trial, results.unwrap()))
+}
+
+/// Exports a run as OTLP/JSON and checks it with OpenTelemetry's own Python classes against the
+/// run's trials; the checker's counts.
+pub fn exported_and_checked(run_dir: &Path) -> Value {
+    let traces = run_dir.with_extension("otlp.json");
+    let o = run(&["export", s(run_dir), "--out", s(&traces)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("crates/gauntlet/tests/python/check_otlp.py"))
+        .arg(&traces)
+        .arg(run_dir)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!("{}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(report["problems"], json!([]), "{report}");
+    report["counts"].clone()
+}

@@ -1,0 +1,163 @@
+//! Fault injection: schedules, per-kind verdicts and profiles.
+
+use crate::common::*;
+
+#[test]
+fn fault_schedules_and_verdicts_are_the_same_across_runs_and_concurrency() {
+    let (_tmp, suite) = example();
+    let (d1, d8, again) = (suite.join("c1"), suite.join("c8"), suite.join("again"));
+    let schedule = |conc: &str, out: &Path| -> Vec<(String, u64, String, Vec<Value>)> {
+        run(&[
+            "run",
+            s(&suite),
+            "--faults",
+            "flaky-network",
+            "--epochs",
+            "2",
+            "--concurrency",
+            conc,
+            "--out",
+            s(out),
+            "--quiet",
+        ]);
+        let mut trials: Vec<Value> = std::fs::read_to_string(out.join("trials.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        trials.sort_by_key(|t| {
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64().unwrap(),
+            )
+        });
+        trials
+            .iter()
+            .map(|t| {
+                let faults: Vec<Value> = t["trajectory"]["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["type"] == "fault_injected")
+                    .cloned()
+                    .chain(
+                        t["scores"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|s| {
+                                s["name"].as_str().unwrap().starts_with("fault_")
+                                    && s["name"] != "fault_time_lost_ms"
+                            })
+                            .cloned(),
+                    )
+                    .collect();
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["epoch"].as_u64().unwrap(),
+                    t["status"].to_string(),
+                    faults,
+                )
+            })
+            .collect()
+    };
+    let one = schedule("1", &d1);
+    assert_eq!(one.len(), 46);
+    let injected: usize = one
+        .iter()
+        .map(|(_, _, _, f)| f.iter().filter(|e| e["type"] == "fault_injected").count())
+        .sum();
+    assert!(injected > 10, "the profile injects faults: {injected}");
+    assert_eq!(one, schedule("8", &d8));
+    assert_eq!(one, schedule("3", &again));
+}
+
+#[test]
+fn each_fault_kind_passes_a_careful_agent_and_fails_a_naive_one_for_the_tables_reason() {
+    let (_tmp, suite) = example();
+    let verdicts = |agent: &str| -> Value {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--filter",
+            "fault-",
+            "--agent",
+            agent,
+            "--json",
+        ]);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let good = verdicts("script:reference");
+    let bad = verdicts("script:naive");
+    let expected = [
+        ("fault-timeout", "fault_timeout", "without backing off"),
+        (
+            "fault-rate-limited",
+            "fault_rate_limited",
+            "retry-after was 2000 ms",
+        ),
+        (
+            "fault-bad-request",
+            "fault_bad_request",
+            "sent the same arguments again",
+        ),
+        ("fault-forbidden", "fault_forbidden", "again after a 403"),
+        (
+            "fault-not-found",
+            "fault_not_found",
+            "acted on the missing entity",
+        ),
+        (
+            "fault-empty",
+            "fault_empty",
+            "did not say that nothing was found",
+        ),
+        (
+            "fault-lost-response",
+            "fault_lost_response",
+            "without the original idempotency key",
+        ),
+        (
+            "fault-unavailable",
+            "fault_unavailable",
+            "neither used an alternative nor told the user",
+        ),
+    ];
+    let score = |results: &Value, case: &str, name: &str| -> Value {
+        let trial = results["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["case_id"] == case)
+            .unwrap()
+            .clone();
+        trial["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{case}: no {name}"))
+            .clone()
+    };
+    for (case, name, reason) in expected {
+        let g = score(&good, case, name);
+        assert_eq!(g["passed"], true, "{case} reference: {g}");
+        let b = score(&bad, case, name);
+        assert_eq!(b["passed"], false, "{case} naive: {b}");
+        assert!(
+            b["details"].to_string().contains(reason),
+            "{case}: `{reason}` not in {}",
+            b["details"]
+        );
+    }
+    assert_eq!(good["verdict"], "passed");
+    assert_eq!(good["metrics"]["faults_injected"], 9.0);
+}
+
+#[test]
+fn an_unknown_fault_profile_is_an_input_error() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--faults", "cosmic-rays"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("flaky-network"), "{}", o.stderr);
+}

@@ -1,0 +1,14 @@
+//! The CLI's integration tests, one binary split by what they exercise (the layout uv uses):
+//! `common` holds the shared context; each module drives one part of the product end to end.
+
+mod agents;
+mod check;
+mod common;
+mod export;
+mod faults;
+mod gates;
+mod report;
+mod resume;
+mod run;
+mod score;
+mod tau_bench;

@@ -1,0 +1,204 @@
+//! What users read: the terminal summary, HTML (in Chromium), JUnit and Markdown reports.
+
+use crate::common::*;
+
+#[test]
+fn the_summary_of_a_failing_run_reads_well() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_eq!(o.code, 1);
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("run.json")).unwrap()).unwrap();
+    insta::assert_snapshot!(redact(&o.stdout, &suite, header["run_id"].as_str()));
+}
+
+#[test]
+fn a_stored_run_replayed_through_the_terminal_reporter_prints_the_live_summary() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let live = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:naive",
+        "--epochs",
+        "2",
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_eq!(live.code, 1, "{}", live.stderr);
+    let replayed = run(&["report", s(&out_dir), "--format", "terminal"]);
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    // The live run adds where it stored the run; the summary itself is the same text.
+    let summary: String = live
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("results: ") && !l.starts_with("report: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(replayed.stdout, summary);
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("run.json")).unwrap()).unwrap();
+    insta::assert_snapshot!(redact(&replayed.stdout, &suite, header["run_id"].as_str()));
+}
+
+#[test]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs Playwright (pip install playwright) and Chromium (apt-get install chromium)"
+)]
+fn script_payloads_in_agent_and_tool_text_never_run_in_the_report() {
+    let (tmp, suite) = example();
+    let payloads = [
+        "<script>window.__pwned=1</script>",
+        "<img src=x onerror=\"window.__pwned=2\">",
+        "\"><svg onload=\"window.__pwned=3\">",
+        "<a href=\"javascript:window.__pwned=4\">click</a>",
+        "</pre></details></section><script>window.__pwned=5</script>",
+        "</script><script>window.__pwned=6</script><!--",
+    ];
+    let all = payloads.join(" ");
+    let trajectory = serde_json::json!({
+        "task_id": "TC-SQL-FIX-001",
+        "goal": all,
+        "final_answer": all,
+        "final_state": {"max_connections": all, "status": "healthy"},
+        "steps": [{
+            "step_number": 1,
+            "thought": all,
+            "tool_calls": [{"tool_name": format!("read_log_file{}", payloads[1]), "arguments": {"file_path": all}, "observation": all}]
+        }]
+    });
+    let file = tmp.path().join("evil.json");
+    std::fs::write(&file, trajectory.to_string()).unwrap();
+    let out = suite.join("evil-run");
+    let o = run(&[
+        "score",
+        s(&file),
+        "--cases",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let html = tmp.path().join("evil.html");
+    let o = run(&["report", s(&out), "--format", "html", "--out", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let md = run(&["report", s(&out), "--format", "md"]).stdout;
+    // Every `<` of run text is escaped (`\<`); the only raw tag is the footer's own `<sub>`.
+    for line in md.lines().filter(|l| !l.starts_with("<sub>run ")) {
+        let bytes = line.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            assert!(
+                *b != b'<' || (i > 0 && bytes[i - 1] == b'\\'),
+                "unescaped < in: {line}"
+            );
+        }
+    }
+    let shot = tmp.path().join("evil.png");
+    let Some(r) = python_check("check_report.py", &["xss", s(&html), s(&shot)]) else {
+        return;
+    };
+    assert_eq!(r["pwned"], Value::Null, "an injected script ran: {r}");
+    assert_eq!(r["dialogs"], serde_json::json!([]));
+    assert_eq!(r["injected_elements"], 0, "{r}");
+    assert_eq!(r["scripts"], 1, "only the report's own script");
+    assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
+    // The payloads are shown as text, not stripped.
+    assert!(
+        r["body_text"]
+            .as_str()
+            .unwrap()
+            .contains("<script>window.__pwned=1</script>")
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_junitparser),
+    ignore = "needs the Python package junitparser (pip install junitparser)"
+)]
+fn the_junit_file_is_read_by_a_real_junit_consumer() {
+    let (_tmp, suite) = example();
+    let out = suite.join("out");
+    run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out),
+        "--report",
+        "junit",
+        "--quiet",
+        "--epochs",
+        "2",
+    ]);
+    let junit = out.join("junit.xml");
+    let text = std::fs::read_to_string(&junit).unwrap();
+    assert!(text.starts_with("<?xml"));
+    let Some(r) = python_check("check_junit.py", &[s(&junit)]) else {
+        return;
+    };
+    assert_eq!(r["suites"], 23);
+    assert_eq!(r["cases"], 46);
+    assert_eq!(r["tests_attr"], 46);
+    assert_eq!(r["failures"], 16);
+    assert_eq!(r["errors"], 0);
+    assert!(
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.as_str().unwrap().contains("confirmation_before_write"))
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(have_chromium),
+    ignore = "needs Playwright (pip install playwright) and Chromium (apt-get install chromium)"
+)]
+fn the_html_report_shows_the_comparison_against_a_baseline() {
+    let (tmp, suite) = example();
+    let (a, b) = (suite.join("a"), suite.join("b"));
+    run(&["run", s(&suite), "--out", s(&a), "--quiet", "--epochs", "3"]);
+    run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&b),
+        "--quiet",
+        "--epochs",
+        "3",
+        "--agent",
+        "script:flaky",
+    ]);
+    let html = tmp.path().join("cmp.html");
+    assert_eq!(
+        run(&["report", s(&b), "--baseline", s(&a), "--out", s(&html)]).code,
+        0
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("<section id=\"compare\">"));
+    assert!(
+        text.contains("B is worse by"),
+        "the verdict in words is shown"
+    );
+    assert!(text.contains("changed: agent (script:reference → script:flaky)"));
+    let shot = tmp.path().join("cmp.png");
+    let Some(r) = python_check("check_report.py", &["render", s(&html), s(&shot)]) else {
+        return;
+    };
+    assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
+    assert!(r["charts"].as_u64().unwrap() >= 5, "{r}");
+}

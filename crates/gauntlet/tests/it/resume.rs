@@ -1,0 +1,274 @@
+//! Durability: a killed run resumes, a sharded run merges into the unsharded one.
+
+use crate::common::*;
+
+#[test]
+fn a_killed_run_resumes_without_losing_or_repeating_a_trial() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    // A slow agent, one trial at a time, so that the kill lands mid-run.
+    let agent = "cmd:sleep 0.1; echo done";
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gauntlet"))
+        .args(["run", s(&suite), "--agent", agent, "--epochs", "2"])
+        .args(["--concurrency", "1", "--out", s(&out), "--quiet"])
+        .spawn()
+        .unwrap();
+    let trials_file = out.join("trials.jsonl");
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    for _ in 0..200 {
+        if lines(&trials_file) >= 4 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = lines(&trials_file);
+    assert!(before >= 4, "the run was killed before it wrote 4 trials");
+    assert!(!out.join("results.json").exists());
+    // A record cut short by the kill (simulated: half a line) is dropped and run again.
+    let mut text = std::fs::read_to_string(&trials_file).unwrap();
+    let first = text.lines().next().unwrap().to_owned();
+    text.push_str(&first[..first.len() / 2]);
+    std::fs::write(&trials_file, text).unwrap();
+
+    let o = run(&["run", s(&suite), "--resume", s(&out)]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let cases = run(&["check", s(&suite)]);
+    let total = 2 * cases
+        .stdout
+        .split_whitespace()
+        .find_map(|w| w.parse::<usize>().ok())
+        .unwrap();
+    assert!(
+        o.stderr
+            .contains(&format!("{before} of {total} trials already done")),
+        "{}",
+        o.stderr
+    );
+    let trials = read_trials(&out);
+    let mut keys: Vec<(String, u64)> = trials
+        .iter()
+        .map(|t| {
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), total, "every case × 2 epochs, each once");
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total, "no trial twice");
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["trials"].as_array().unwrap().len(), total);
+    assert_eq!(results["header"]["agent"], agent);
+    // Finished: nothing left to resume.
+    let o = run(&["run", s(&suite), "--resume", s(&out)]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("finished run"), "{}", o.stderr);
+}
+
+#[test]
+fn a_run_is_not_resumed_against_a_changed_suite() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    let o = run(&["run", s(&suite), "--out", s(&out), "--quiet"]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let verdicts = |r: &Value| -> Vec<(Value, Value, Value)> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].clone(),
+                    t["epoch"].clone(),
+                    t["status"].clone(),
+                )
+            })
+            .collect()
+    };
+    let first: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    // Resuming a run that lacks nothing reproduces its verdicts from the records alone.
+    let o = run(&["run", s(&suite), "--resume", s(&out), "--json"]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let again: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(verdicts(&again), verdicts(&first));
+    assert_eq!(again["metrics"], first["metrics"]);
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    let file = suite.join("cases/desk/02-lookup-status.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("difficulty: easy", "difficulty: medium"),
+    )
+    .unwrap();
+    let o = run(&["run", s(&suite), "--resume", s(&out)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("the dataset changed"), "{}", o.stderr);
+}
+
+#[test]
+fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
+    let (tmp, suite) = example();
+    let base = |out: &Path| {
+        vec![
+            "run".to_owned(),
+            s(&suite).to_owned(),
+            "--agent".to_owned(),
+            "script:forbidden".to_owned(),
+            "--epochs".to_owned(),
+            "2".to_owned(),
+            "--seed".to_owned(),
+            "5".to_owned(),
+            "--run-id".to_owned(),
+            "ci-42".to_owned(),
+            "--out".to_owned(),
+            s(out).to_owned(),
+            "--quiet".to_owned(),
+        ]
+    };
+    let whole = tmp.path().join("whole");
+    let args = base(&whole);
+    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.code, 1, "the forbidden agent fails a gate: {}", o.stderr);
+    let mut parts = Vec::new();
+    for i in 1..=3 {
+        let out = tmp.path().join(format!("part{i}"));
+        let mut args = base(&out);
+        args.extend(["--shard".to_owned(), format!("{i}/3")]);
+        let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            o.code, 0,
+            "a part leaves the verdict to the merge: {}",
+            o.stderr
+        );
+        parts.push(out);
+    }
+    // Parts are not runs of their own in the suite's index; only the whole run is listed.
+    let listed = run(&["runs", s(&suite)]);
+    assert_eq!(
+        listed.stdout.matches("ci-42").count(),
+        1,
+        "{}",
+        listed.stdout
+    );
+    assert!(!listed.stdout.contains("part1"), "{}", listed.stdout);
+    let merged = tmp.path().join("merged");
+    let o = run(&[
+        "merge",
+        s(&parts[2]),
+        s(&parts[0]),
+        s(&parts[1]),
+        "--out",
+        s(&merged),
+        "--report",
+        "junit",
+        "--json",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let junit = std::fs::read_to_string(merged.join("junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite"), "{junit}");
+    let read = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    };
+    let (a, b) = (read(&whole), read(&merged));
+    // The same trials, in the same order, with the same verdicts and scores.
+    let trials = |r: &Value| -> Vec<Value> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                json!([
+                    t["case_id"],
+                    t["epoch"],
+                    t["trace_id"],
+                    t["status"],
+                    t["scores"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        // Wall-clock scores (`..._ms`) differ between any two runs.
+                        .map(|s| {
+                            let timed = s["name"].as_str().unwrap().ends_with("_ms");
+                            json!([
+                                s["name"],
+                                s["passed"],
+                                if timed {
+                                    Value::Null
+                                } else {
+                                    s["value"].clone()
+                                }
+                            ])
+                        })
+                        .collect::<Vec<_>>()
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(trials(&a), trials(&b));
+    // The same statistics, but for wall-clock ones, and the same gates.
+    let timeless = |r: &Value| -> Vec<(String, Value)> {
+        r["metrics"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| {
+                !k.contains("latency") && !k.contains("_ms") && !k.contains("duration")
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(timeless(&a), timeless(&b));
+    let gates = |r: &Value| -> Vec<(Value, Value)> {
+        r["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| (g["name"].clone(), g["passed"].clone()))
+            .collect()
+    };
+    assert_eq!(gates(&a), gates(&b));
+    assert_eq!(a["verdict"], b["verdict"]);
+    let lines = |dir: &Path| {
+        std::fs::read_to_string(dir.join("trials.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(lines(&merged), lines(&whole));
+    // A missing part, or a part of another run, is refused.
+    let o = run(&[
+        "merge",
+        s(&parts[0]),
+        s(&parts[2]),
+        "--out",
+        s(&tmp.path().join("m2")),
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("parts 2/3 are missing"), "{}", o.stderr);
+    let other = tmp.path().join("other");
+    let mut args = base(&other);
+    args[7] = "6".to_owned();
+    args.extend(["--shard".to_owned(), "2/3".to_owned()]);
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(&[
+        "merge",
+        s(&parts[0]),
+        s(&other),
+        s(&parts[2]),
+        "--out",
+        s(&tmp.path().join("m3")),
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("their seed differ"), "{}", o.stderr);
+}

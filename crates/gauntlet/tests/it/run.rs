@@ -1,0 +1,140 @@
+//! `gauntlet run` on the example suite: the scripted agents, schemas and determinism.
+
+use crate::common::*;
+
+#[test]
+fn the_published_schema_is_the_one_the_code_generates() {
+    let o = run(&["schema"]);
+    assert_eq!(o.code, 0);
+    let published = std::fs::read_to_string(repo().join("schemas/results.schema.json")).unwrap();
+    assert_eq!(
+        o.stdout.trim(),
+        published.trim(),
+        "schemas/results.schema.json is stale: regenerate it with `cargo run -- schema > schemas/results.schema.json`"
+    );
+}
+
+#[test]
+fn a_skipped_confirmation_is_caught_on_the_lessons_own_case() {
+    let (_tmp, suite) = example();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--filter",
+        "incident-014",
+        "--json",
+    ]);
+    assert_eq!(o.code, 1);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    let trial = &results["trials"][0];
+    assert_eq!(trial["status"], "failed");
+    let c = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "confirmation_before_write")
+        .unwrap();
+    assert_eq!(c["passed"], false);
+    assert_eq!(c["severity"], "critical");
+    // The effect still happened: the truth is in the state.
+    assert_eq!(trial["final_state"]["incident_status"], "closed");
+}
+
+#[test]
+fn a_case_script_plays_only_where_defined() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--agent", "script:retry-403", "--json"]);
+    assert_eq!(o.code, 1);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(results["trials"].as_array().unwrap().len(), 1);
+    let scores = results["trials"][0]["scores"].as_array().unwrap();
+    let retries = scores
+        .iter()
+        .find(|s| s["name"] == "max_retries_per_tool")
+        .unwrap();
+    assert_eq!(
+        (retries["value"].as_f64(), &retries["passed"]),
+        (Some(2.0), &Value::Bool(false))
+    );
+}
+
+#[test]
+fn an_unknown_agent_is_an_input_error() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--agent", "script:nonsense"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("nonsense"), "{}", o.stderr);
+    let o = run(&["run", s(&suite), "--agent", "telepathy"]);
+    assert_eq!(o.code, 2);
+}
+
+#[test]
+fn runs_lists_past_runs() {
+    let (_tmp, suite) = example();
+    assert_eq!(run(&["run", s(&suite), "--quiet"]).code, 0);
+    assert_eq!(
+        run(&["run", s(&suite), "--quiet", "--agent", "script:loop"]).code,
+        1
+    );
+    let o = run(&["runs", s(&suite)]);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout.contains("script:reference") && o.stdout.contains("script:loop"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("23/23"), "{}", o.stdout);
+}
+
+#[test]
+fn the_same_run_gives_byte_identical_statistics() {
+    let (_tmp, suite) = example();
+    let out = suite.join("out");
+    run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--epochs",
+        "3",
+        "--agent",
+        "script:flaky",
+    ]);
+    let first = run(&["gate", s(&out), "--json"]).stdout;
+    let second = run(&["gate", s(&out), "--json"]).stdout;
+    assert!(!first.is_empty());
+    assert_eq!(first, second);
+    let stored = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let pick = |t: &str| -> Value {
+        let v: Value = serde_json::from_str(t).unwrap();
+        serde_json::json!([
+            v["metrics"],
+            v["intervals"],
+            v["segments"],
+            v["flaky_cases"],
+            v["rubric"]
+        ])
+    };
+    assert_eq!(
+        pick(&first),
+        pick(&stored),
+        "re-deciding recomputes the very same statistics"
+    );
+}
+
+#[test]
+fn help_reads_well() {
+    for (name, args) in [
+        ("help", vec!["--help"]),
+        ("run_help", vec!["run", "--help"]),
+        ("score_help", vec!["score", "--help"]),
+        ("report_help", vec!["report", "--help"]),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        insta::assert_snapshot!(name, o.stdout);
+    }
+}

@@ -1,0 +1,301 @@
+//! `gauntlet score` and custom evaluators: stored trajectories re-scored, the seed formats read.
+
+use crate::common::*;
+
+#[test]
+fn score_gives_the_articles_values_on_its_example() {
+    let o = run(&[
+        "score",
+        s(&repo().join("examples/trajectories/article-sample.json")),
+        "--cases",
+        s(&repo().join("examples/incident-desk")),
+        "--json",
+    ]);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    // The article's log carries no trace id, so the lesson rubric's observability gate fails.
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let obs = results["rubric"]["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "Observability")
+        .unwrap();
+    assert_eq!(obs["passed"], false);
+    assert!(
+        results["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["passed"] == true)
+    );
+    let scores = results["trials"][0]["scores"].as_array().unwrap();
+    for name in [
+        "StateVerification",
+        "ToolSelectionAccuracy",
+        "StepEfficiency",
+        "LoopDetection",
+    ] {
+        let sc = scores.iter().find(|x| x["name"] == name).unwrap();
+        assert_eq!(sc["score"].as_f64(), Some(1.0), "{name}");
+        assert_eq!(sc["passed"], true, "{name}");
+    }
+}
+
+#[test]
+fn scoring_a_stored_run_reproduces_its_scores() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out_dir),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1);
+    assert!(o.stdout.is_empty(), "--quiet printed: {}", o.stdout);
+    let live: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    let o = run(&["score", s(&out_dir), "--cases", s(&suite), "--json"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let rescored: Value = serde_json::from_str(&o.stdout).unwrap();
+    let key = |v: &Value| -> Vec<(String, Value)> {
+        v["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["scores"].clone(),
+                )
+            })
+            .collect()
+    };
+    // Latency-free scores are identical; the verdict too.
+    assert!(
+        key(&live) == key(&rescored),
+        "re-scoring changed the scores"
+    );
+    assert_eq!(live["verdict"], rescored["verdict"]);
+}
+
+#[test]
+fn score_reports_trajectories_of_unknown_cases() {
+    let (tmp, suite) = example();
+    let file = tmp.path().join("t.jsonl");
+    let text =
+        std::fs::read_to_string(repo().join("examples/trajectories/article-sample.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let mut other = v.clone();
+    other["task_id"] = "NOPE-1".into();
+    std::fs::write(&file, format!("{v}\n{other}\n")).unwrap();
+    let o = run(&["score", s(&file), "--cases", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("t.jsonl:2:1: no case `NOPE-1`"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stdout.contains("TC-SQL-FIX-001"),
+        "the good trajectory is still scored: {}",
+        o.stdout
+    );
+}
+
+#[test]
+fn score_on_a_stored_run_gives_the_live_run_s_scores_and_statuses_trial_by_trial() {
+    let (_tmp, suite) = example();
+    for agent in [
+        "script:reference",
+        "script:naive",
+        "script:skip-confirmation",
+    ] {
+        let out_dir = suite.join(format!("out-{}", agent.replace(':', "-")));
+        let live = run(&[
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--epochs",
+            "2",
+            "--out",
+            s(&out_dir),
+            "--quiet",
+        ]);
+        assert!(live.code == 0 || live.code == 1, "{}", live.stderr);
+        let rescored_dir = suite.join(format!("rescored-{}", agent.replace(':', "-")));
+        let o = run(&[
+            "score",
+            s(&out_dir.join("trials.jsonl")),
+            "--cases",
+            s(&suite),
+            "--out",
+            s(&rescored_dir),
+            "--quiet",
+        ]);
+        assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+        let records = |dir: &Path| -> Vec<Value> {
+            let mut v: Vec<Value> = std::fs::read_to_string(dir.join("trials.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            v.sort_by_key(|r| {
+                (
+                    r["case_id"].as_str().unwrap().to_owned(),
+                    r["epoch"].as_u64(),
+                )
+            });
+            v
+        };
+        let (a, b) = (records(&out_dir), records(&rescored_dir));
+        assert_eq!(a.len(), b.len(), "{agent}");
+        for (x, y) in a.iter().zip(&b) {
+            let what = format!("{agent} {} epoch {}", x["case_id"], x["epoch"]);
+            assert_eq!(x["status"], y["status"], "{what}");
+            assert_eq!(x["scores"], y["scores"], "{what}");
+        }
+    }
+}
+
+#[test]
+fn custom_command_evaluators_score_each_trial_and_a_broken_one_fails_its_score_only() {
+    let (_tmp, suite) = example();
+    std::fs::write(
+        suite.join("polite.py"),
+        "import json, sys\nt = json.load(sys.stdin)\nanswer = t['trial']['trajectory'].get('final_answer') or ''\n\
+         ok = len(answer) < 200\nprint(json.dumps({'scores': [{'name': 'short_answer', 'score': 1.0 if ok else 0.0, 'passed': ok,\
+         'severity': 'info', 'details': {'chars': len(answer), 'case': t['case']['case_id']}}]}))\n",
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(suite.join("gauntlet.yaml")).unwrap();
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        format!("{config}\nevaluators:\n  - name: polite\n    command: python3 polite.py\n  - name: broken\n    command: exit 3\n"),
+    )
+    .unwrap();
+    let o = run(&["run", s(&suite), "--filter", "lookup-status", "--json"]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    let scores = r["trials"][0]["scores"].as_array().unwrap();
+    let polite = scores.iter().find(|x| x["name"] == "short_answer").unwrap();
+    assert_eq!(polite["passed"], true);
+    assert_eq!(polite["details"]["case"], "lookup-status");
+    let broken = scores
+        .iter()
+        .find(|x| x["name"] == "custom:broken")
+        .unwrap();
+    assert_eq!(broken["passed"], false);
+    assert!(
+        broken["details"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("exited"),
+        "{broken}"
+    );
+    assert_eq!(
+        r["trials"][0]["status"], "failed",
+        "a broken evaluator fails its score, the trial is still judged"
+    );
+}
+
+#[test]
+fn a_javascript_evaluator_scores_every_trial_in_the_sandbox() {
+    let (tmp, suite) = example();
+    std::fs::create_dir_all(suite.join("evaluators")).unwrap();
+    std::fs::write(
+        suite.join("evaluators/answer.js"),
+        r#"
+function evaluate(input) {
+  const answer = input.trial.trajectory.final_answer || "";
+  const calls = input.trial.trajectory.events.filter((e) => e.type === "tool_call").length;
+  const named = /INC-\d{6}/.test(answer);
+  return { scores: [{ name: "answer_names_incident", score: named ? 1 : 0, passed: named,
+                      details: { length: answer.length, calls: calls, case: input.case.case_id } }] };
+}
+function forever(input) { for (;;) {} }
+function clock(input) { return { scores: [{ name: "t", score: Date.now(), passed: true }] }; }
+"#,
+    )
+    .unwrap();
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "{text}\nevaluators:\n  - {{name: names, script: evaluators/answer.js}}\n  - {{name: loops, script: evaluators/answer.js, function: forever, timeout_s: 0.3}}\n  - {{name: clock, script: evaluators/answer.js, function: clock}}\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "status",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let trials = read_trials(&out);
+    assert!(!trials.is_empty());
+    for t in &trials {
+        let score = |name: &str| {
+            t["scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["name"] == name)
+                .unwrap_or_else(|| panic!("no {name}: {}", t["scores"]))
+                .clone()
+        };
+        // The function saw this trial: its answer, its calls, its case.
+        let names = score("answer_names_incident");
+        let events = t["trajectory"]["events"].as_array().unwrap();
+        let answer = t["trajectory"]["final_answer"].as_str().unwrap_or_default();
+        assert_eq!(names["details"]["length"], answer.chars().count());
+        assert_eq!(
+            names["details"]["calls"],
+            events.iter().filter(|e| e["type"] == "tool_call").count()
+        );
+        assert_eq!(names["details"]["case"], t["case_id"]);
+        // A function that never returns is stopped; one that reaches for the clock fails.
+        let loops = score("custom:loops");
+        assert_eq!(loops["passed"], false);
+        assert!(
+            loops["details"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("time limit"),
+            "{loops}"
+        );
+        let clock = score("custom:clock");
+        assert!(
+            clock["details"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("Date is not available"),
+            "{clock}"
+        );
+    }
+    // An evaluator with both a command and a script, or a missing script, is refused at its line.
+    std::fs::write(
+        &config,
+        format!("{text}\nevaluators:\n  - {{name: both, command: 'true', script: evaluators/answer.js}}\n  - {{name: gone, script: evaluators/nope.js}}\n"),
+    )
+    .unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .contains("needs exactly one of `command` and `script`")
+            && o.stderr.contains("no script file evaluators/nope.js"),
+        "{}",
+        o.stderr
+    );
+}
