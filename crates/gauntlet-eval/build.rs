@@ -4,6 +4,11 @@ fn main() {
     let peers = peers();
     emit(&[
         ("have_py_scipy", python_has("scipy")),
+        (
+            "have_py_pydantic",
+            python_has("pydantic") && python_has("pydantic.v1") && python_has("pydantic_core"),
+        ),
+        ("have_py_agentevals", python_has("agentevals")),
         ("have_tau_bench", peers.join("tau-bench").is_dir()),
         ("have_agentevals_data", peers.join("agentevals").is_dir()),
         ("have_bfcl_data", peers.join("gorilla-bfcl").is_dir()),

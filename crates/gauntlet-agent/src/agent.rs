@@ -26,6 +26,9 @@ pub struct AgentInput {
 pub struct AgentOutput {
     /// The final answer, if any.
     pub final_answer: Option<String>,
+    /// Why the agent stopped before finishing its task (it ran out of steps), if it did: the
+    /// agent's failure, judged as such, never the harness's.
+    pub unfinished: Option<String>,
 }
 
 /// Why an agent could not run: a harness failure, so the trial's status is `error`.

@@ -252,6 +252,7 @@ impl CommandAgent {
         }
         Ok(AgentOutput {
             final_answer: final_answer(&String::from_utf8_lossy(&out)),
+            unfinished: None,
         })
     }
 }

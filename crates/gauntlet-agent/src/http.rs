@@ -78,6 +78,7 @@ impl Agent for HttpAgent {
                 }
                 Ok(AgentOutput {
                     final_answer: final_answer(&text),
+                    unfinished: None,
                 })
             }
             .await;

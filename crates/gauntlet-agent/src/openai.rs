@@ -154,6 +154,7 @@ impl Agent for OpenAiAgent {
                     }
                     return Ok(AgentOutput {
                         final_answer: Some(said).filter(|s| !s.is_empty()),
+                        unfinished: None,
                     });
                 }
                 messages.push(message);
@@ -184,10 +185,14 @@ impl Agent for OpenAiAgent {
                     );
                 }
             }
-            Err(AgentError(format!(
-                "no final answer after {} model calls",
-                self.max_steps
-            )))
+            // Out of steps: the agent did not finish its task, which fails it (not the harness).
+            Ok(AgentOutput {
+                final_answer: None,
+                unfinished: Some(format!(
+                    "no final answer after {} model calls (max_steps)",
+                    self.max_steps
+                )),
+            })
         })
     }
 }

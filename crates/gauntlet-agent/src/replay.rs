@@ -295,6 +295,7 @@ impl Agent for ReplayAgent {
                         if !crate::conversation::confirm(&env, *step, text).await.0 {
                             return Ok(AgentOutput {
                                 final_answer: rec.answer.clone(),
+                                unfinished: None,
                             });
                         }
                     }
@@ -305,11 +306,9 @@ impl Agent for ReplayAgent {
                     Action::Wait { step, ms } => lock(&env).wait(*step, *ms),
                 }
             }
-            if let Some(why) = &rec.unfinished {
-                return Err(AgentError(why.clone()));
-            }
             Ok(AgentOutput {
                 final_answer: rec.answer.clone(),
+                unfinished: rec.unfinished.clone(),
             })
         })
     }

@@ -165,6 +165,7 @@ impl Agent for ScriptAgent {
                         if !crate::conversation::confirm(&env, step, text).await.0 {
                             return Ok(AgentOutput {
                                 final_answer: Some("Understood, I will not do it.".to_owned()),
+                                unfinished: None,
                             });
                         }
                     } else if let Some(text) = &s.ask {
@@ -176,11 +177,15 @@ impl Agent for ScriptAgent {
                     } else if let Some(text) = &s.answer {
                         return Ok(AgentOutput {
                             final_answer: Some(text.clone()),
+                            unfinished: None,
                         });
                     }
                 }
             }
-            Ok(AgentOutput { final_answer: None })
+            Ok(AgentOutput {
+                final_answer: None,
+                unfinished: None,
+            })
         })
     }
 }

@@ -27,6 +27,8 @@ pub struct Aggregate {
     pub segments: BTreeMap<String, BTreeMap<String, SegmentStats>>,
     /// Cases whose verdict changed across epochs, flakiest first.
     pub flaky_cases: Vec<FlakyCase>,
+    /// An imported benchmark's headline by its own rule, when trials carry its reward.
+    pub benchmark: Option<gauntlet_model::BenchmarkHeadline>,
 }
 
 /// Quantities that get `mean_`, `p50_` and `p95_` metrics (and the `p50()`, `p95()`, `mean()`
@@ -265,7 +267,10 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
         names::metric::TIME_LOST_TO_FAULTS_MS.to_owned(),
         sum_where(names::FAULT_TIME_LOST_MS),
     );
-    let traced = trials.iter().filter(|t| is_trace_id(&t.trace_id)).count();
+    let traced = trials
+        .iter()
+        .filter(|t| gauntlet_model::is_trace_id(&t.trace_id))
+        .count();
     m.insert(names::metric::TRACE_ID_COVERAGE.to_owned(), rate(traced, n));
     let total_cost: f64 = trials.iter().map(|t| t.cost_eur).sum();
     m.insert(
@@ -375,7 +380,44 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
         evaluators,
         segments: segments(trials),
         flaky_cases,
+        benchmark: benchmark_headline(trials),
     }
+}
+
+/// The benchmark's headline from the trials' `benchmark_reward`: rewarded trials, and pass^k
+/// and pass@k over cases by the benchmark's reward (not gauntlet's verdict).
+fn benchmark_headline(trials: &[TrialSummary]) -> Option<gauntlet_model::BenchmarkHeadline> {
+    let mut name = None;
+    let mut order: Vec<&str> = Vec::new();
+    let mut per_case: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let (mut judged, mut rewarded) = (0u64, 0u64);
+    for t in trials {
+        let Some(s) = t.scores.iter().find(|s| s.name == names::BENCHMARK_REWARD) else {
+            continue;
+        };
+        name.get_or_insert_with(|| {
+            s.details["benchmark"]
+                .as_str()
+                .unwrap_or("benchmark")
+                .to_owned()
+        });
+        let reward = u64::from(s.value >= 1.0);
+        judged += 1;
+        rewarded += reward;
+        let e = per_case.entry(t.case_id.as_str()).or_insert_with(|| {
+            order.push(t.case_id.as_str());
+            (0, 0)
+        });
+        e.0 += 1;
+        e.1 += reward;
+    }
+    let per_case: Vec<(u64, u64)> = order.iter().map(|c| per_case[c]).collect();
+    Some(gauntlet_model::BenchmarkHeadline {
+        name: name?,
+        trials: judged,
+        passed: rewarded,
+        pass_k: pass_k_metrics(&per_case),
+    })
 }
 
 fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, SegmentStats>> {
@@ -453,12 +495,4 @@ fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, Segmen
             (kind, values)
         })
         .collect()
-}
-
-/// Whether a string is a valid W3C trace id: 32 lowercase hex digits, not all zero.
-pub(crate) fn is_trace_id(s: &str) -> bool {
-    s.len() == 32
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        && s.bytes().any(|b| b != b'0')
 }

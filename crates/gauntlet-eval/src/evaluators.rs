@@ -10,7 +10,7 @@ use gauntlet_model::names;
 use std::collections::BTreeSet;
 
 use gauntlet_model::matcher::state_expectations;
-use gauntlet_model::path::canonical_json;
+use gauntlet_model::path::{canonical_json, json_eq};
 use gauntlet_model::{
     Case, Dimension, Event, Matcher, ReservedKey, Score, Severity, ToolKind, Trajectory,
 };
@@ -27,6 +27,8 @@ pub struct EvalContext<'a> {
     pub canaries: &'a [String],
     /// The trial's initial state (for `state_unchanged_elsewhere`).
     pub initial_state: Option<&'a Value>,
+    /// The suite's benchmark, whose reward is scored as `benchmark_reward`.
+    pub benchmark: Option<&'a gauntlet_model::BenchmarkSpec>,
 }
 
 /// The built-in evaluators' scores, without the trial's conclusion (`error_attribution`).
@@ -76,9 +78,60 @@ pub(crate) fn builtin_scores(
         .into_iter()
         .flatten(),
     );
+    if let Some(s) = agent_finished(trajectory) {
+        scores.push(s);
+    }
     let task_success = task_success(case, &scores);
     scores.push(task_success);
+    if let Some(b) = cx.benchmark {
+        scores.push(benchmark_reward(b, &scores));
+    }
     scores
+}
+
+/// `agent_finished`: fails a trial whose agent stopped before finishing its task (it ran out
+/// of steps); absent when it finished.
+fn agent_finished(trajectory: &Trajectory) -> Option<Score> {
+    let (i, reason) = trajectory
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match e {
+            Event::Unfinished { reason } => Some((i, reason)),
+            _ => None,
+        })?;
+    let mut s = score(
+        names::AGENT_FINISHED,
+        Dimension::Outcome,
+        Severity::Error,
+        0.0,
+        0.0,
+        false,
+    );
+    s.details = json!({"reason": reason});
+    s.events = vec![i];
+    Some(s)
+}
+
+/// `benchmark_reward`: the benchmark's own reward, 1 when every score of its rule that the
+/// trial has passed. Informational: gauntlet's verdict is its own.
+fn benchmark_reward(b: &gauntlet_model::BenchmarkSpec, scores: &[Score]) -> Score {
+    let failed: Vec<&str> = scores
+        .iter()
+        .filter(|s| b.reward.contains(&s.name) && !s.passed)
+        .map(|s| s.name.as_str())
+        .collect();
+    let reward = f64::from(u8::from(failed.is_empty()));
+    let mut s = score(
+        names::BENCHMARK_REWARD,
+        Dimension::Outcome,
+        Severity::Info,
+        reward,
+        reward,
+        failed.is_empty(),
+    );
+    s.details = json!({"benchmark": b.name, "rule": b.reward, "failed": failed});
+    s
 }
 
 fn score(
@@ -239,22 +292,6 @@ pub(crate) fn matches(matcher: &Matcher, actual: Option<&Value>) -> bool {
 
 fn within(x: f64, min: Option<f64>, max: Option<f64>) -> bool {
     min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
-}
-
-/// JSON equality where `1` equals `1.0` (as Python's `==` in the reference `AgentTrajectory` evaluator).
-fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
-    }
 }
 
 fn texts(v: &Value) -> Vec<String> {
@@ -601,14 +638,22 @@ fn duplicate_side_effects(trajectory: &Trajectory) -> Score {
         if d == 0 { 1.0 } else { 0.0 },
         d == 0,
     );
-    let dups: Vec<&str> = trajectory
+    let dups: Vec<&gauntlet_model::SideEffect> = trajectory
         .side_effects
         .iter()
         .filter(|e| e.count > 1)
-        .map(|e| e.effect.as_str())
         .collect();
     if !dups.is_empty() {
-        s.details = json!({"duplicated": dups});
+        // Which calls applied each duplicated effect, and the events they are.
+        s.details = json!({
+            "duplicated": dups.iter().map(|e| e.effect.as_str()).collect::<Vec<_>>(),
+            "calls": dups.iter().map(|e| json!({"tool": e.tool, "call_ids": e.call_ids})).collect::<Vec<_>>(),
+        });
+        let ids: Vec<&String> = dups.iter().flat_map(|e| &e.call_ids).collect();
+        s.events = tool_call_indexes(trajectory)
+            .filter(|(_, c)| ids.contains(&&c.id))
+            .map(|(i, _)| i)
+            .collect();
     }
     s
 }

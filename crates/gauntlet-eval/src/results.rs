@@ -32,11 +32,14 @@ pub fn build_results(
             header,
             finished_at,
             verdict,
-            metrics: agg
-                .metrics
-                .into_iter()
-                .map(|(k, v)| (k, (!v.is_nan()).then_some(v)))
-                .collect(),
+            metrics: gauntlet_model::Metrics {
+                benchmark: agg.benchmark,
+                values: agg
+                    .metrics
+                    .into_iter()
+                    .map(|(k, v)| (k, (!v.is_nan()).then_some(v)))
+                    .collect(),
+            },
             intervals: agg.intervals,
             evaluators: agg.evaluators,
             segments: agg.segments,

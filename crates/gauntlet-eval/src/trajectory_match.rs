@@ -11,6 +11,7 @@
 //! which can miss a pairing that exists when argument modes are partial. `matching: optimal`
 //! finds a maximum bipartite matching instead; `greedy` is the default, for agentevals parity.
 
+use gauntlet_model::path::json_eq;
 use serde_json::Value;
 
 pub use gauntlet_model::matching::{ArgsMode, ArgsOverride, MatchConfig, MatchMode, Matching};
@@ -106,13 +107,16 @@ fn nested<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
         .filter(|v| !v.is_null())
 }
 
+/// Arguments compared as the reference compares Python dicts: numbers by value (`20 == 20.0`).
 fn args_match(mode: ArgsMode, actual: &Value, reference: &Value) -> bool {
     let contained = |small: &Value, big: &Value| match (small.as_object(), big.as_object()) {
-        (Some(s), Some(b)) => s.iter().all(|(k, v)| b.get(k) == Some(v)),
-        _ => small == big,
+        (Some(s), Some(b)) => s
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| json_eq(v, w))),
+        _ => json_eq(small, big),
     };
     match mode {
-        ArgsMode::Exact => actual == reference,
+        ArgsMode::Exact => json_eq(actual, reference),
         ArgsMode::Ignore => true,
         ArgsMode::Subset => contained(actual, reference),
         ArgsMode::Superset => contained(reference, actual),
@@ -125,7 +129,11 @@ fn calls_match(cfg: &MatchConfig, tool: &str, first: &Value, second: &Value) -> 
     match cfg.overrides.get(tool) {
         Some(ArgsOverride::Mode(m)) => args_match(*m, first, second),
         Some(ArgsOverride::Keys(keys)) => {
-            keys.iter().all(|k| nested(first, k) == nested(second, k))
+            keys.iter()
+                .all(|k| match (nested(first, k), nested(second, k)) {
+                    (Some(a), Some(b)) => json_eq(a, b),
+                    (a, b) => a.is_none() && b.is_none(),
+                })
         }
         None => args_match(cfg.args, first, second),
     }
@@ -281,5 +289,63 @@ pub fn feedback_key(mode: MatchMode) -> &'static str {
         MatchMode::Unordered => "trajectory_unordered_match",
         MatchMode::Subset => "trajectory_subset_match",
         MatchMode::Superset => "trajectory_superset_match",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gauntlet_model::matching::{ArgsMode, ArgsOverride, MatchMode};
+    use serde_json::json;
+
+    use super::*;
+
+    fn messages(args: Value) -> Vec<Message> {
+        messages_from_openai(&json!([
+            {"role": "user", "content": "book it"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "book", "arguments": args.to_string()}}
+            ]}
+        ]))
+        .unwrap()
+    }
+
+    /// Regression: `20` and `20.0` were different arguments, unlike the reference, which
+    /// compares Python values.
+    #[test]
+    fn numbers_compare_by_value_in_every_mode_and_override() {
+        let ints = messages(json!({"seats": 20, "fare": {"eur": 100}}));
+        let floats = messages(json!({"seats": 20.0, "fare": {"eur": 100.0}}));
+        for mode in [
+            MatchMode::Strict,
+            MatchMode::Unordered,
+            MatchMode::Subset,
+            MatchMode::Superset,
+        ] {
+            for args in [ArgsMode::Exact, ArgsMode::Subset, ArgsMode::Superset] {
+                let cfg: MatchConfig = serde_json::from_value(json!({})).unwrap();
+                let cfg = MatchConfig { mode, args, ..cfg };
+                assert_eq!(
+                    trajectory_match(&ints, &floats, &cfg),
+                    Ok(()),
+                    "{mode:?} {args:?}"
+                );
+            }
+            let mut cfg: MatchConfig = serde_json::from_value(json!({})).unwrap();
+            cfg.mode = mode;
+            cfg.overrides
+                .insert("book".into(), ArgsOverride::Keys(vec!["fare.eur".into()]));
+            assert_eq!(
+                trajectory_match(&ints, &floats, &cfg),
+                Ok(()),
+                "{mode:?} keys"
+            );
+            let other = messages(json!({"seats": 21, "fare": {"eur": 100}}));
+            let mut exact: MatchConfig = serde_json::from_value(json!({})).unwrap();
+            exact.mode = mode;
+            assert!(
+                trajectory_match(&ints, &other, &exact).is_err(),
+                "{mode:?}: 20 is not 21"
+            );
+        }
     }
 }

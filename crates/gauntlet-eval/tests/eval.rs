@@ -1019,6 +1019,7 @@ mod leaks {
             tools: &[],
             canaries: world_canaries,
             initial_state: None,
+            benchmark: None,
         };
         gauntlet_eval::evaluate_in(&case(), t, &json!({}), &cx)
             .into_iter()
@@ -1251,4 +1252,299 @@ fn model_call_faults_pass_when_the_agent_waits_and_recovers_or_informs() {
         ..Default::default()
     };
     assert_eq!((t.tokens(), t.cost_eur(), t.user_cost_eur()), (0, 0.0, 1.0));
+}
+
+/// Runs a reference script of `tests/reference/` on `input` (JSON on stdin) and returns its JSON
+/// answer; the test's `ignore` attribute already said whether its packages are there.
+fn run_reference(script: &str, input: &Value) -> Value {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/reference")
+        .join(script);
+    let mut child = Command::new("python3")
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The four `AgentTrajectory` metrics against the reference evaluator itself (pydantic v2, run
+/// as written), on random trajectories: repeated and out-of-order `step_number`s, ints and
+/// floats, booleans (which Python's `==` equates with 1 and 0), repeated calls, empty step lists.
+/// (Generated calls never fail: gauntlet deliberately does not count a retry of a failed call as
+/// a loop, where the reference, knowing no faults, does.)
+mod article_conformance {
+
+    use gauntlet_model::Case;
+    use gauntlet_model::article::AgentTrajectory;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use serde_json::{Value, json};
+
+    fn value(rng: &mut ChaCha8Rng) -> Value {
+        match rng.random_range(0..6u8) {
+            0 => json!(rng.random_range(0..4i64)),
+            1 => json!(rng.random_range(0..4i64) as f64),
+            2 => json!(["a", "b", "c"][rng.random_range(0..3usize)]),
+            3 => json!(rng.random_range(0..2u8) == 1),
+            4 => json!({"n": rng.random_range(0..3i64)}),
+            _ => json!([rng.random_range(0..3i64), "x"]),
+        }
+    }
+
+    fn state(rng: &mut ChaCha8Rng) -> serde_json::Map<String, Value> {
+        (0..rng.random_range(0..4usize))
+            .map(|i| {
+                (
+                    ["max_connections", "status", "mode", "owner"][i].to_owned(),
+                    value(rng),
+                )
+            })
+            .collect()
+    }
+
+    fn problem(rng: &mut ChaCha8Rng) -> Value {
+        let tools = ["read_log", "update_config", "restart", "notify"];
+        let steps: Vec<Value> = (0..rng.random_range(0..7usize))
+            .map(|i| {
+                // Mostly in order; sometimes repeated or going back.
+                let number = match rng.random_range(0..6u8) {
+                    0 => 1,
+                    1 => (i as u32).max(1),
+                    _ => i as u32 + 1,
+                };
+                let calls: Vec<Value> = (0..rng.random_range(0..3usize))
+                    .map(|_| {
+                        let mut args = serde_json::Map::new();
+                        if rng.random_range(0..3u8) > 0 {
+                            let n = rng.random_range(0..3i64);
+                            args.insert(
+                                "n".into(),
+                                if rng.random_range(0..2u8) == 0 {
+                                    json!(n)
+                                } else {
+                                    json!(n as f64)
+                                },
+                            );
+                        }
+                        json!({"tool_name": tools[rng.random_range(0..4usize)], "arguments": args})
+                    })
+                    .collect();
+                json!({"step_number": number, "thought": "t", "tool_calls": calls})
+            })
+            .collect();
+        let expected = state(rng);
+        let final_state = if rng.random_range(0..2u8) == 0 {
+            expected.clone()
+        } else {
+            state(rng)
+        };
+        let expected_tools: Vec<&str> = tools
+            .iter()
+            .copied()
+            .filter(|_| rng.random_range(0..3u8) == 0)
+            .collect();
+        json!({
+            "case": {"task_id": "t", "goal": "g", "expected_final_state": expected,
+                     "expected_tools": expected_tools, "optimal_step_count": rng.random_range(1..5u32)},
+            "trajectory": {"task_id": "t", "goal": "g", "steps": steps, "final_state": final_state}
+        })
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(have_py_pydantic),
+        ignore = "needs pydantic v2 (pip install pydantic)"
+    )]
+    fn the_four_metrics_agree_with_the_reference_on_random_trajectories() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2026);
+        let problems: Vec<Value> = (0..600).map(|_| problem(&mut rng)).collect();
+        let answers = super::run_reference("article_reference.py", &Value::Array(problems.clone()));
+        let answers = answers.as_array().unwrap();
+        let mut checked = 0;
+        for (p, want) in problems.iter().zip(answers) {
+            let case: Case = serde_json::from_value(p["case"].clone()).unwrap();
+            let log: AgentTrajectory = serde_json::from_value(p["trajectory"].clone()).unwrap();
+            let scores = gauntlet_eval::evaluate(
+                &case,
+                &log.to_trajectory(),
+                &Value::Object(log.final_state.clone()),
+            );
+            for w in want.as_array().unwrap() {
+                let name = w["metric_name"].as_str().unwrap();
+                let got = scores
+                    .iter()
+                    .find(|s| s.name == name)
+                    .unwrap_or_else(|| panic!("{name}: {p}"));
+                assert!(
+                    (got.score - w["score"].as_f64().unwrap()).abs() < 1e-4
+                        && got.passed == w["passed"],
+                    "{name}: gauntlet {} {}, reference {} {}\n{p}",
+                    got.score,
+                    got.passed,
+                    w["score"],
+                    w["passed"]
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 600 * 4);
+    }
+}
+
+/// `trajectory_match` against the `agentevals` package itself, on random trajectories in every
+/// mode, argument mode and with key overrides, ints and floats mixed.
+mod agentevals_conformance {
+
+    use gauntlet_eval::trajectory_match::{MatchConfig, messages_from_openai, trajectory_match};
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use serde_json::{Value, json};
+
+    fn call(rng: &mut ChaCha8Rng) -> Value {
+        let n = rng.random_range(0..3i64);
+        let n = if rng.random_range(0..2u8) == 0 {
+            json!(n)
+        } else {
+            json!(n as f64)
+        };
+        let mut args = json!({"n": n});
+        if rng.random_range(0..2u8) == 0 {
+            let k = ["a", "b"][rng.random_range(0..2usize)];
+            args["m"] = json!({ "k": k });
+        }
+        let name = ["get", "set", "del"][rng.random_range(0..3usize)];
+        json!({"function": {"name": name, "arguments": args.to_string()}})
+    }
+
+    fn trajectory(rng: &mut ChaCha8Rng) -> Vec<Value> {
+        let mut messages = vec![json!({"role": "user", "content": "do it"})];
+        for _ in 0..rng.random_range(1..4usize) {
+            let calls: Vec<Value> = (0..rng.random_range(0..3usize))
+                .map(|_| call(rng))
+                .collect();
+            messages.push(json!({"role": "assistant", "content": "", "tool_calls": calls}));
+        }
+        messages.push(json!({"role": "assistant", "content": "done"}));
+        messages
+    }
+
+    /// A reference near the output: the same, with numbers retyped, calls dropped, added or
+    /// moved, or another trajectory altogether.
+    fn near(rng: &mut ChaCha8Rng, outputs: &[Value]) -> Vec<Value> {
+        let mut r: Vec<Value> = outputs.to_vec();
+        match rng.random_range(0..5u8) {
+            0 => {}
+            1 => {
+                // Retype every number: 1 <-> 1.0.
+                for m in &mut r {
+                    if let Some(calls) = m["tool_calls"].as_array_mut() {
+                        for c in calls {
+                            let mut a: Value =
+                                serde_json::from_str(c["function"]["arguments"].as_str().unwrap())
+                                    .unwrap();
+                            if let Some(x) = a["n"].as_f64() {
+                                a["n"] = if a["n"].is_i64() {
+                                    json!(x)
+                                } else {
+                                    json!(x as i64)
+                                };
+                            }
+                            c["function"]["arguments"] = json!(a.to_string());
+                        }
+                    }
+                }
+            }
+            2 => {
+                if let Some(m) = r
+                    .iter_mut()
+                    .find(|m| m["tool_calls"].as_array().is_some_and(|c| !c.is_empty()))
+                {
+                    m["tool_calls"].as_array_mut().unwrap().pop();
+                }
+            }
+            3 => {
+                let extra = call(rng);
+                r.insert(
+                    1,
+                    json!({"role": "assistant", "content": "", "tool_calls": [extra]}),
+                );
+            }
+            _ => return trajectory(rng),
+        }
+        r
+    }
+
+    fn kwargs(rng: &mut ChaCha8Rng) -> Value {
+        let mode = ["strict", "unordered", "subset", "superset"][rng.random_range(0..4usize)];
+        let args = ["exact", "ignore", "subset", "superset"][rng.random_range(0..4usize)];
+        let mut k = json!({"trajectory_match_mode": mode, "tool_args_match_mode": args});
+        match rng.random_range(0..3u8) {
+            0 => {}
+            1 => k["tool_args_match_overrides"] = json!({"set": ["n"], "get": ["m.k"]}),
+            _ => k["tool_args_match_overrides"] = json!({"del": "ignore", "get": "exact"}),
+        }
+        k
+    }
+
+    fn config(k: &Value) -> MatchConfig {
+        let mut v = json!({"mode": k["trajectory_match_mode"], "args": k["tool_args_match_mode"]});
+        if let Some(o) = k.get("tool_args_match_overrides") {
+            v["overrides"] = o.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(have_py_agentevals),
+        ignore = "needs agentevals (pip install agentevals)"
+    )]
+    fn trajectory_match_agrees_with_agentevals_on_random_trajectories() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let problems: Vec<Value> = (0..800)
+            .map(|_| {
+                let outputs = trajectory(&mut rng);
+                let reference = near(&mut rng, &outputs);
+                json!({"outputs": outputs, "reference": reference, "kwargs": kwargs(&mut rng)})
+            })
+            .collect();
+        let want: Vec<bool> = serde_json::from_value(super::run_reference(
+            "agentevals_reference.py",
+            &Value::Array(problems.clone()),
+        ))
+        .unwrap();
+        let mut disagree = Vec::new();
+        for (p, w) in problems.iter().zip(&want) {
+            let outs = messages_from_openai(&p["outputs"]).unwrap();
+            let refs = messages_from_openai(&p["reference"]).unwrap();
+            let got = trajectory_match(&outs, &refs, &config(&p["kwargs"])).is_ok();
+            if got != *w {
+                disagree.push(format!("gauntlet {got}, agentevals {w}: {p}"));
+            }
+        }
+        assert!(
+            disagree.is_empty(),
+            "{} of {} disagree; first: {}",
+            disagree.len(),
+            problems.len(),
+            disagree[0]
+        );
+    }
 }

@@ -275,6 +275,9 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
          epochs: 1\n\
          worlds:\n  - worlds/{world_name}.json\n\
          datasets:\n  - path: cases/{domain}-{split}.jsonl\n    world: {world_name}\n\
+         # tau-bench's reward: the state as the gold actions leave it, the outputs said, and an\n\
+         # episode that ended; its pass^k is reported beside gauntlet's stricter verdicts.\n\
+         benchmark:\n  name: tau-bench\n  reward: [StateVerification, output_assertions, agent_finished]\n\
          {policy}",
         domain = opts.domain,
         split = opts.split,

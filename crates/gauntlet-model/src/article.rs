@@ -75,15 +75,18 @@ pub struct ToolCallLog {
 
 impl AgentTrajectory {
     /// Our trajectory for it: a reasoning event per step, its tool calls, the final answer, and
-    /// one model-call event carrying the totals.
+    /// one model-call event carrying the totals. The `steps` list is authoritative: steps are
+    /// numbered by their place in it, whatever their `step_number` says (see
+    /// [`AgentTrajectory::step_number_warnings`]).
     pub fn to_trajectory(&self) -> Trajectory {
         let mut events = vec![Event::UserMessage {
             text: self.goal.clone(),
         }];
         let mut n = 0;
-        for step in &self.steps {
+        for (position, step) in self.steps.iter().enumerate() {
+            let number = u32::try_from(position + 1).unwrap_or(u32::MAX);
             events.push(Event::Reasoning {
-                step: step.step_number,
+                step: number,
                 text: step.thought.clone(),
             });
             for tc in &step.tool_calls {
@@ -91,7 +94,7 @@ impl AgentTrajectory {
                 let observation = tc.observation.clone().map(Value::String);
                 events.push(Event::ToolCall(Box::new(ToolCall {
                     id: format!("call-{n}"),
-                    step: step.step_number,
+                    step: number,
                     tool: tc.tool_name.clone(),
                     arguments: Value::Object(tc.arguments.clone()),
                     kind: None,
@@ -140,5 +143,71 @@ impl AgentTrajectory {
             final_answer: self.final_answer.clone(),
             side_effects: Vec::new(),
         }
+    }
+
+    /// What is odd about the steps' `step_number`s (repeated, or not in order): they change no
+    /// score, since steps are read in list order, but the log's reader should hear of them.
+    pub fn step_number_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut last = None;
+        for (i, step) in self.steps.iter().enumerate() {
+            if !seen.insert(step.step_number) {
+                warnings.push(format!(
+                    "step {} repeats step_number {}",
+                    i + 1,
+                    step.step_number
+                ));
+            } else if last.is_some_and(|l| step.step_number < l) {
+                warnings.push(format!(
+                    "step {} has step_number {} after {}",
+                    i + 1,
+                    step.step_number,
+                    last.unwrap_or_default()
+                ));
+            }
+            last = Some(step.step_number);
+        }
+        if !warnings.is_empty() {
+            warnings.push("steps are read in list order".to_owned());
+        }
+        warnings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: steps were merged by `step_number`, so two steps sharing one counted as one.
+    #[test]
+    fn steps_are_read_in_list_order_whatever_their_numbers_say() {
+        let log: AgentTrajectory = serde_json::from_value(serde_json::json!({
+            "task_id": "t", "goal": "g",
+            "steps": [
+                {"step_number": 1, "thought": "a", "tool_calls": [{"tool_name": "x", "arguments": {"n": 1}}]},
+                {"step_number": 1, "thought": "b", "tool_calls": [{"tool_name": "y", "arguments": {}}]},
+                {"step_number": 5, "thought": "c"},
+                {"step_number": 3, "thought": "d"}
+            ]
+        }))
+        .unwrap();
+        let t = log.to_trajectory();
+        assert_eq!(t.steps(), 4, "as len(steps) counts them");
+        let steps: Vec<u32> = t.tool_calls().map(|c| c.step).collect();
+        assert_eq!(steps, [1, 2], "each step's calls stay its own");
+        let warnings = log.step_number_warnings();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("step 2 repeats step_number 1")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("step 4 has step_number 3 after 5")),
+            "{warnings:?}"
+        );
     }
 }

@@ -8,6 +8,14 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// Whether `s` is a valid W3C trace id: 32 lowercase hex digits, not all zero.
+pub fn is_trace_id(s: &str) -> bool {
+    s.len() == 32
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && s.bytes().any(|b| b != b'0')
+}
+
 /// Bytes as lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod article;
+pub mod benchmark;
 pub mod case;
 pub mod compare;
 pub mod context;
@@ -24,9 +25,11 @@ pub mod stored_state;
 pub mod trajectory;
 pub mod world;
 
+pub use benchmark::{BenchmarkHeadline, BenchmarkSpec, Metrics};
 pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
 };
+pub use digest::is_trace_id;
 pub use error::{Classified, ErrorKind};
 pub use events::RunEvent;
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};

@@ -9,6 +9,10 @@ pub const STATE_VERIFICATION: &str = "StateVerification";
 pub const OUTPUT_ASSERTIONS: &str = "output_assertions";
 /// The case's primary metric passed, or else every outcome score passed.
 pub const TASK_SUCCESS: &str = "task_success";
+/// The agent finished its task rather than running out of steps (only where it did not).
+pub const AGENT_FINISHED: &str = "agent_finished";
+/// An imported benchmark's own reward for the trial, by the benchmark's rule (informational).
+pub const BENCHMARK_REWARD: &str = "benchmark_reward";
 
 // Trajectory.
 /// Share of required tools called at least once.

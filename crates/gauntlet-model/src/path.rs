@@ -77,6 +77,31 @@ pub fn canonical_json(v: &Value) -> String {
     out
 }
 
+/// Equality of parsed JSON as Python's `==` sees it (the reference evaluators compare parsed
+/// JSON in Python): numbers by value (`20 == 20.0`), booleans as the numbers 1 and 0
+/// (`True == 1`), arrays in order, objects by their keys whatever the order.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    let as_number = |v: &Value| match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        _ => None,
+    };
+    match (a, b) {
+        (Value::Number(_) | Value::Bool(_), Value::Number(_) | Value::Bool(_)) => {
+            as_number(a) == as_number(b)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -395,7 +395,8 @@ pub struct RunResults {
     /// `passed` when every gate held, `failed` otherwise.
     pub verdict: Verdict,
     /// Run-level metrics by name (what gates read); `null` where undefined (a rate of no trials).
-    pub metrics: BTreeMap<String, Option<f64>>,
+    /// A suite imported from a benchmark also has the benchmark's own headline, `benchmark`.
+    pub metrics: crate::benchmark::Metrics,
     /// Confidence intervals of metrics, by metric name (Wilson for rates, bootstrap for means).
     pub intervals: BTreeMap<String, Interval>,
     /// Per-evaluator aggregates by evaluator name.

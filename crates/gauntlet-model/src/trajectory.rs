@@ -133,6 +133,12 @@ pub enum Event {
         /// The text (truncated to a bounded size).
         text: String,
     },
+    /// The agent stopped before finishing its task (it ran out of steps): the agent's failure,
+    /// judged by `agent_finished`.
+    Unfinished {
+        /// Why.
+        reason: String,
+    },
     /// The agent's final answer.
     FinalAnswer {
         /// The answer text.
@@ -224,7 +230,7 @@ pub struct SideEffect {
     /// The idempotency key, when the agent sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
-    /// What the operation is: the idempotency key, or the canonical arguments.
+    /// What the operation is: the tool and its canonical arguments (whatever the key).
     pub effect: String,
     /// How many times the effect was applied; more than one is a duplicate side effect.
     pub count: u32,

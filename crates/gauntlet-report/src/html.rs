@@ -246,6 +246,11 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             v.title = "agent stderr".into();
             v.body = text.clone();
         }
+        Event::Unfinished { reason } => {
+            v.kind = "stderr";
+            v.title = "agent did not finish".into();
+            v.body = reason.clone();
+        }
         Event::FinalAnswer { text } => {
             v.kind = "answer";
             v.title = "final answer".into();
@@ -489,6 +494,13 @@ pub fn render_html(
     comparison: Option<&gauntlet_model::compare::Comparison>,
 ) -> Result<String, ReportError> {
     let mut env = minijinja::Environment::new();
+    // Figures as people read them (0.988, not 0.9880000000000001); the JSON keeps full precision.
+    env.add_filter("num", |v: minijinja::Value| -> String {
+        match f64::try_from(v.clone()) {
+            Ok(x) => fmt(x),
+            Err(_) => v.to_string(),
+        }
+    });
     env.add_template("report.html", TEMPLATE)
         .map_err(|e| ReportError(e.to_string()))?;
     let script_hash =

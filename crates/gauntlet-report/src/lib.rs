@@ -16,4 +16,7 @@ pub use compare::render_comparison;
 pub use html::{ReportError, render_html};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use terminal::{SummaryOptions, TerminalReporter, render_summary};
+pub use terminal::{SummaryOptions, TerminalReporter, benchmark_line, render_summary};
+
+/// pass^k is shown for k up to this in one-line headlines.
+const MAX_SHOWN_K: u32 = 8;

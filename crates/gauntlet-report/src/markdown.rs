@@ -65,6 +65,9 @@ pub fn render_markdown(results: &RunResults) -> String {
         escape(&h.agent),
         h.seed
     );
+    if let Some(line) = crate::terminal::benchmark_line(results, fmt) {
+        let _ = writeln!(out, "{}\n", escape(&line));
+    }
     if !results.gates.is_empty() {
         let _ = writeln!(out, "| gate | result | values |\n|---|---|---|");
         for g in &results.gates {

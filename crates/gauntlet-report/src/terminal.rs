@@ -34,6 +34,25 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
+/// The imported benchmark's headline by its own rule, in one line, beside gauntlet's verdicts.
+pub fn benchmark_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<String> {
+    let b = results.metrics.benchmark.as_ref()?;
+    let hats: Vec<String> = (1..=super::MAX_SHOWN_K)
+        .filter_map(|k| {
+            b.pass_k
+                .get(&format!("pass_hat_{k}"))
+                .map(|v| format!("{k}:{}", fmt(*v)))
+        })
+        .collect();
+    Some(format!(
+        "{} by its own rule: {}/{} rewarded  pass^k {}  (gauntlet's verdicts here are its own, stricter checks)",
+        b.name,
+        b.passed,
+        b.trials,
+        hats.join(" ")
+    ))
+}
+
 /// Renders the summary of a run.
 pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
     let mut out = String::new();
@@ -121,6 +140,9 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         fmt_num(m(names::metric::TASK_SUCCESS_RATE)),
         ci("task_success_rate"),
     );
+    if let Some(line) = benchmark_line(results, fmt_num) {
+        let _ = writeln!(out, "{line}");
+    }
     if h.epochs > 1 {
         let ks: Vec<u32> = (1..=h.epochs)
             .filter(|k| results.metrics.contains_key(&format!("pass_at_{k}")))

@@ -36,6 +36,8 @@ pub struct TrialEvidence<'a> {
     pub final_state: &'a Value,
     /// The world's declaration (its tools and canaries), when known.
     pub world: Option<&'a WorldSpec>,
+    /// The suite's benchmark, whose reward is scored beside gauntlet's verdicts.
+    pub benchmark: Option<&'a gauntlet_model::BenchmarkSpec>,
     /// Whether the harness failed the trial (the agent could not be run to its end by no fault
     /// of its own): the trial is an error whatever its scores.
     pub harness_failed: bool,
@@ -58,6 +60,7 @@ pub async fn evaluate_trial(t: &TrialEvidence<'_>, custom: &CustomEvaluators) ->
         tools: t.world.map_or(&[], |w| &w.tools),
         canaries: t.world.map_or(&[], |w| &w.canaries),
         initial_state: t.initial_state,
+        benchmark: t.benchmark,
     };
     let builtin = evaluate_builtin(&TrialInput {
         case: t.case,

@@ -296,7 +296,8 @@ pub fn single_trial(suite: &Suite, lc: &LoadedCase) -> TrialPlan {
             rules: case_rules(lc),
             seed: 0,
         },
-        trace_id: String::new(),
+        // Deterministic, as a run's: one id per suite and case.
+        trace_id: trace_id(&format!("serve:{}", suite.config.name), &lc.case.case_id, 0),
     }
 }
 

@@ -48,6 +48,8 @@ pub struct RunPlan {
     pub custom: Arc<CustomEvaluators>,
     /// Where users with an LLM persona get their words (none: such cases err).
     pub persona: Option<PersonaModels>,
+    /// The suite's benchmark, whose reward each trial is scored with.
+    pub benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
 }
 
 /// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish.
@@ -65,6 +67,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     for (index, trial) in plan.trials.into_iter().enumerate() {
         let custom = Arc::clone(&plan.custom);
         let persona = plan.persona.clone();
+        let benchmark = plan.benchmark.clone();
         let semaphore = Arc::clone(&semaphore);
         let agent = Arc::clone(&agent);
         let tx = tx.clone();
@@ -80,7 +83,11 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
             });
             let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
-            let record = match tokio::spawn(run_one(trial, agent, timeout, custom, persona)).await {
+            let record = match tokio::spawn(run_one(
+                trial, agent, timeout, custom, persona, benchmark,
+            ))
+            .await
+            {
                 Ok(r) => r,
                 Err(_) => error_record(&spare, "the trial panicked".to_owned()),
             };
@@ -129,6 +136,7 @@ async fn run_one(
     timeout: Duration,
     custom: Arc<CustomEvaluators>,
     persona: Option<PersonaModels>,
+    benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
 ) -> TrialRecord {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
@@ -162,10 +170,11 @@ async fn run_one(
             .await
             .map_err(|e| format!("agent failed: {e}"))
     };
-    let (final_answer, error) = match tokio::time::timeout(timeout, run_agent).await {
-        Ok(Ok(out)) => (out.final_answer, None),
-        Ok(Err(e)) => (None, Some(e)),
+    let (final_answer, unfinished, error) = match tokio::time::timeout(timeout, run_agent).await {
+        Ok(Ok(out)) => (out.final_answer, out.unfinished, None),
+        Ok(Err(e)) => (None, None, Some(e)),
         Err(_) => (
+            None,
             None,
             Some(format!(
                 "agent exceeded the trial time limit of {timeout:?}"
@@ -174,6 +183,10 @@ async fn run_one(
     };
     let (trajectory, final_state, harness_failure) = {
         let mut env = gauntlet_agent::lock(&env);
+        // An agent out of steps failed its task; the trajectory says so, for every judge.
+        if let Some(reason) = unfinished {
+            env.record_event(gauntlet_model::Event::Unfinished { reason });
+        }
         let (trajectory, final_state) = env.finish(final_answer);
         (trajectory, final_state, env.harness_failure())
     };
@@ -188,6 +201,7 @@ async fn run_one(
             initial_state: Some(&trial.initial_state),
             final_state: &final_state,
             world: Some(trial.world.spec()),
+            benchmark: benchmark.as_deref(),
             harness_failed: error.is_some(),
         },
         &custom,

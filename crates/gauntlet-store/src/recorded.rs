@@ -35,6 +35,8 @@ pub struct ImportedTrial {
     pub duration_ms: f64,
     /// Why the harness failed the trial, when the log says it did (our records' `error`).
     pub error: Option<String>,
+    /// What is odd about the log but changes no score (repeated or unordered step numbers).
+    pub warnings: Vec<String>,
     /// 1-based line (JSON Lines) or item number (other layouts) in the source, for messages.
     pub line: usize,
 }
@@ -64,11 +66,13 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
                 initial_state: r.initial_state,
                 duration_ms: r.duration_ms,
                 error: r.error,
+                warnings: Vec::new(),
                 line: 0,
             }),
             Format::Article => {
                 serde_json::from_str::<AgentTrajectory>(text).map(|a| ImportedTrial {
                     trajectory: a.to_trajectory(),
+                    warnings: a.step_number_warnings(),
                     case_id: a.task_id,
                     epoch: 0,
                     trace_id: None,

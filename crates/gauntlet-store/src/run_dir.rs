@@ -467,7 +467,7 @@ mod tests {
             header: header(),
             finished_at: "2026-12-01T10:00:09Z".into(),
             verdict: Verdict::Passed,
-            metrics: BTreeMap::new(),
+            metrics: Default::default(),
             intervals: BTreeMap::new(),
             evaluators: BTreeMap::new(),
             segments: BTreeMap::new(),

@@ -62,6 +62,10 @@ pub struct SuiteConfig {
     /// (gauntlet's own when absent).
     #[serde(default)]
     pub user_prompt: Option<String>,
+    /// The benchmark the suite was imported from, whose own reward and headline are reported
+    /// beside gauntlet's verdicts (`gauntlet import` writes it).
+    #[serde(default)]
+    pub benchmark: Option<gauntlet_model::BenchmarkSpec>,
 }
 
 /// The LLM gateway's configuration.

@@ -694,6 +694,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         user_model: None,
         user_prompt: None,
         max_steps: None,
+        benchmark: None,
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);
     if problems.is_empty() {

@@ -387,15 +387,16 @@ impl Simulator {
         }
     }
 
+    /// Logs an applied write. The effect is the operation itself (the tool and its arguments),
+    /// whatever idempotency key the call carried: a retry under the same key is answered
+    /// without applying it again and never gets here, while a blind retry, or one under a new
+    /// key, applies the same effect twice, which is a duplicate side effect.
     fn log_side_effect(&mut self, call: &ToolCall) {
-        let effect = match &call.idempotency_key {
-            Some(key) => format!("{}#{key}", call.tool),
-            None => format!(
-                "{}{}",
-                call.tool,
-                gauntlet_model::path::canonical_json(&call.arguments)
-            ),
-        };
+        let effect = format!(
+            "{}{}",
+            call.tool,
+            gauntlet_model::path::canonical_json(&call.arguments)
+        );
         match self.side_effects.iter_mut().find(|s| s.effect == effect) {
             Some(s) => {
                 s.count += 1;

@@ -101,6 +101,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         concurrency: args.concurrency.max(1),
         trial_timeout: Duration::from_secs_f64(args.trial_timeout),
         custom: Arc::new(custom_evaluators(&suite)?),
+        benchmark: suite.config.benchmark.clone().map(Arc::new),
         persona: persona_models(args.user_model.clone(), &suite, gateway.as_ref(), &cases)?,
     };
     let progress = crate::progress::Progress::new(talk);

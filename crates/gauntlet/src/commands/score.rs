@@ -29,6 +29,11 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     let mut problems = Vec::new();
+    let mut derived = Vec::new();
+    let source = args
+        .trajectories
+        .file_name()
+        .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
     let mut records = Vec::new();
     for item in items {
         let t = match item {
@@ -45,6 +50,11 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             ));
             continue;
         };
+        if !args.quiet && !args.json {
+            for w in &t.warnings {
+                eprintln!("warning: {file}:{}: {w}", t.line);
+            }
+        }
         let case = &loaded.case;
         let evaluation = runtime.block_on(evaluate_trial(
             &TrialEvidence {
@@ -56,6 +66,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
                 final_state: &t.final_state,
                 world: Some(suite.world_of(loaded).world.spec()),
                 // A trial the harness failed stays the harness's failure.
+                benchmark: suite.config.benchmark.as_ref(),
                 harness_failed: t.error.is_some(),
             },
             &custom,
@@ -69,7 +80,14 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             (t.initial_state, t.final_state)
         };
         records.push(TrialRecord {
-            trace_id: t.trace_id.unwrap_or_default(),
+            trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
+                Some(id) => id,
+                None => {
+                    derived.push(format!("{}#{}", t.case_id, t.epoch));
+                    // Deterministic: the same file scores to the same ids.
+                    gauntlet_runner::trace_id(&format!("{source}:{}", t.line), &t.case_id, t.epoch)
+                }
+            },
             case_id: t.case_id,
             epoch: t.epoch,
             seed: 0,
@@ -131,6 +149,19 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         );
         w.finish(&results)
             .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+    }
+    if !derived.is_empty() && !args.quiet && !args.json {
+        let shown: Vec<&str> = derived.iter().take(5).map(String::as_str).collect();
+        eprintln!(
+            "note: {} trajectories had no valid trace id and got a deterministic one (from the file name, line, case and epoch): {}{}",
+            derived.len(),
+            shown.join(", "),
+            if derived.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        );
     }
     let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
     let (results, gate_errors) = build_results(

@@ -161,3 +161,69 @@ fn an_unknown_fault_profile_is_an_input_error() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("flaky-network"), "{}", o.stderr);
 }
+
+/// Regression: exactly-once was judged by idempotency key, so a blind retry after a keyed call,
+/// or a retry under a new key, applied the write twice with `duplicate_side_effects` at 0.
+#[test]
+fn a_write_applied_twice_is_a_duplicate_whatever_keys_its_calls_carried() {
+    let (_tmp, suite) = example();
+    let file = suite.join("cases/faults/07-lost-response.yaml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    let close = |key: Option<&str>| {
+        let key = key
+            .map(|k| format!("\n      idempotency_key: {k}"))
+            .unwrap_or_default();
+        format!("    - tool: close_incident\n      args: {{incident_id: INC-004217}}{key}\n")
+    };
+    for (name, first, second) in [
+        ("keyed-then-blind", Some("k1"), None),
+        ("two-keys", Some("k1"), Some("k2")),
+        ("blind-twice", None, None),
+        ("same-key", Some("k1"), Some("k1")),
+    ] {
+        text.push_str(&format!(
+            "  {name}:\n    - tool: get_incident\n      args: {{incident_id: INC-004217}}\n    - confirm: Close INC-004217?\n{}    - wait_ms: 500\n{}    - answer: INC-004217 is closed.\n",
+            close(first),
+            close(second)
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    for (name, duplicated) in [
+        ("keyed-then-blind", true),
+        ("two-keys", true),
+        ("blind-twice", true),
+        ("same-key", false),
+    ] {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--filter",
+            "fault-lost-response",
+            "--agent",
+            &format!("script:{name}"),
+            "--json",
+        ]);
+        let r: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|_| panic!("{}", o.stderr));
+        let score = r["trials"][0]["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "duplicate_side_effects")
+            .unwrap()
+            .clone();
+        if duplicated {
+            assert!(score["value"].as_f64().unwrap() >= 1.0, "{name}: {score}");
+            let calls = &score["details"]["calls"][0]["call_ids"];
+            assert_eq!(calls.as_array().map(Vec::len), Some(2), "{name}: {score}");
+            assert_eq!(score["events"].as_array().map(Vec::len), Some(2), "{name}");
+            assert!(
+                failed_gates(&r).contains(&"no duplicate side effects".to_owned()),
+                "{name}"
+            );
+            assert_eq!(o.code, 1, "{name}");
+        } else {
+            assert_eq!(score["value"], 0.0, "{name}: {score}");
+            assert!(!failed_gates(&r).contains(&"no duplicate side effects".to_owned()));
+        }
+    }
+}

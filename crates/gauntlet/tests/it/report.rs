@@ -202,3 +202,37 @@ fn the_html_report_shows_the_comparison_against_a_baseline() {
     assert_eq!(r["console_errors"], serde_json::json!([]), "{r}");
     assert!(r["charts"].as_u64().unwrap() >= 5, "{r}");
 }
+
+#[test]
+fn figures_read_as_people_read_them_in_every_report_and_json_keeps_full_precision() {
+    let (_tmp, suite) = example();
+    let out_dir = suite.join("out");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:skip-confirmation",
+        "--out",
+        s(&out_dir),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    let score = results["rubric"]["score"].as_f64().unwrap();
+    assert!(
+        format!("{score}").len() > 6,
+        "the JSON keeps full precision: {score}"
+    );
+    let shown = format!("weighted score {score:.3}");
+    for format in ["html", "md", "terminal"] {
+        let o = run(&["report", s(&out_dir), "--format", format]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(o.stdout.contains(&shown), "{format}: no `{shown}`");
+        assert!(
+            !o.stdout.contains(&format!("{score}")),
+            "{format} shows {score}"
+        );
+    }
+}

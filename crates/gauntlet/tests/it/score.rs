@@ -12,15 +12,33 @@ fn score_gives_the_articles_values_on_its_example() {
         "--json",
     ]);
     let results: Value = serde_json::from_str(&o.stdout).unwrap();
-    // The article's log carries no trace id, so the lesson rubric's observability gate fails.
-    assert_eq!(o.code, 1, "{}", o.stderr);
+    // The log carries no trace id: the trial gets a deterministic one, so the rubric's
+    // observability gate holds and the scored sample passes its gates.
+    assert_eq!(o.code, 0, "{}", o.stderr);
     let obs = results["rubric"]["dimensions"]
         .as_array()
         .unwrap()
         .iter()
         .find(|d| d["name"] == "Observability")
         .unwrap();
-    assert_eq!(obs["passed"], false);
+    assert_eq!(obs["passed"], true);
+    let id = results["trials"][0]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) && id != "0".repeat(32),
+        "{id}"
+    );
+    let again = run(&[
+        "score",
+        s(&repo().join("examples/trajectories/article-sample.json")),
+        "--cases",
+        s(&repo().join("examples/incident-desk")),
+        "--json",
+    ]);
+    let again: Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(again["trials"][0]["trace_id"], id.as_str(), "deterministic");
     assert!(
         results["gates"]
             .as_array()

@@ -136,6 +136,58 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
     );
     let ones = trials.iter().filter(|t| t["reward"] == 1.0).count();
     assert_eq!(ones, 84);
+    // The benchmark's own headline, by its own rule, as tau-bench's log gives it; the episodes
+    // its step limit cut off are failures of the agent, not errors of the harness.
+    let results: Value = serde_json::from_str(
+        &std::fs::read_to_string(run_dir(&replay).join("results.json")).unwrap(),
+    )
+    .unwrap();
+    let headline = &results["metrics"]["benchmark"];
+    assert_eq!(headline["name"], "tau-bench");
+    assert_eq!(
+        (headline["passed"].as_u64(), headline["trials"].as_u64()),
+        (Some(84), Some(200))
+    );
+    for (k, want) in [(1, 0.420), (2, 0.273), (3, 0.220), (4, 0.200)] {
+        let got = headline[format!("pass_hat_{k}")].as_f64().unwrap();
+        assert!(
+            (got - want).abs() < 5e-4,
+            "pass^{k} {got}, tau-bench {want}"
+        );
+    }
+    assert_eq!(results["metrics"]["errors"], 0.0);
+    let live = results["trials"].as_array().unwrap();
+    for t in trials {
+        let stored = live
+            .iter()
+            .find(|l| l["case_id"] == t["case_id"] && l["epoch"] == t["trial"])
+            .unwrap();
+        let reward = stored["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "benchmark_reward")
+            .unwrap();
+        assert_eq!(
+            reward["value"].as_f64(),
+            t["logged_reward"].as_f64(),
+            "{} {}",
+            t["case_id"],
+            t["trial"]
+        );
+    }
+    let cut_off = live
+        .iter()
+        .filter(|l| {
+            l["scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["name"] == "agent_finished")
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(cut_off.len(), 5);
+    assert!(cut_off.iter().all(|l| l["status"] == "failed"));
     let calls = report["calls"].as_u64().unwrap();
     let differences = report["differences"].as_array().unwrap();
     eprintln!(

@@ -81,8 +81,11 @@ def main():
         task = int(r["case_id"].rsplit("-", 1)[1])
         final = expand(run_dir, r["final_state"], bases)
         passed = {s["name"]: s["passed"] for s in r["scores"]}
-        # A trial that did not finish (status error) scores 0, as in tau-bench.
-        reward = float(r["status"] != "error" and passed.get("StateVerification", False)
+        # An episode the step limit cut off (an `unfinished` event) scores 0, as in tau-bench;
+        # so does a trial the harness failed.
+        unfinished = any(e.get("type") == "unfinished" for e in r["trajectory"]["events"])
+        reward = float(r["status"] != "error" and not unfinished
+                       and passed.get("StateVerification", False)
                        and passed.get("output_assertions", True))
         trials.append({
             "case_id": r["case_id"],
