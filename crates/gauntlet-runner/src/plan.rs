@@ -21,6 +21,9 @@ use crate::evaluate::CustomEvaluators;
 use crate::ids::{trace_id, trial_seed};
 use crate::run::TrialPlan;
 
+/// The most trials a run may plan: refused up front, before anything is allocated for them.
+pub const MAX_TRIALS: u64 = 10_000_000;
+
 /// The agent a run plays when neither the options nor the suite name one.
 pub const DEFAULT_AGENT: &str = "script:reference";
 
@@ -46,6 +49,18 @@ pub enum PlanError {
     /// A run id with characters that do not belong in a folder name.
     #[error("--run-id `{0}`: use letters, digits, `.`, `_` and `-` only")]
     BadRunId(String),
+    /// A plan too large to be meant (and to fit in memory).
+    #[error(
+        "the plan has {trials} trials ({cases} cases x {epochs} epochs), more than the {MAX_TRIALS} a run may have: lower --epochs or --filter the cases"
+    )]
+    TooManyTrials {
+        /// Trials planned.
+        trials: u64,
+        /// Cases.
+        cases: usize,
+        /// Epochs.
+        epochs: u32,
+    },
     /// The suite changed since the resumed run started.
     #[error("cannot resume the run: the {0} changed since it started; start a new run")]
     ChangedSinceStart(String),
@@ -199,6 +214,14 @@ impl Settings {
             return Err(PlanError::NoCaseMatches(
                 self.filter.clone().unwrap_or_default(),
             ));
+        }
+        let trials = cases.len() as u64 * u64::from(self.epochs);
+        if trials > MAX_TRIALS {
+            return Err(PlanError::TooManyTrials {
+                trials,
+                cases: cases.len(),
+                epochs: self.epochs,
+            });
         }
         Ok(cases)
     }

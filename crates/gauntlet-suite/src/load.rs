@@ -160,6 +160,15 @@ impl Suite {
                 "`user_prompt` needs `{persona}` where each case's persona goes",
             ));
         }
+        if config.epochs == Some(0) {
+            let (line, col) = config_spans.locate("/epochs");
+            problems.push(Diagnostic::at(
+                &config_file,
+                line,
+                col,
+                "`epochs` must be at least 1",
+            ));
+        }
 
         if !problems.is_empty() {
             problems.sort();

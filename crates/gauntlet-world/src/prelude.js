@@ -4,9 +4,12 @@
 (function () {
   "use strict";
   const G = globalThis;
-  const raw = JSON.parse(G.__state_json);
+  // The harness's own JSON functions, taken before the world's script can replace them.
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const raw = parse(G.__state_json);
   delete G.__state_json;
-  const info = JSON.parse(G.__info_json);
+  const info = parse(G.__info_json);
   delete G.__info_json;
   // The clock and Math.random are gone already (sandbox.js); ctx.now and ctx.random() stand in.
   let seed = info.seed >>> 0;
@@ -27,7 +30,7 @@
   function touch(coll, key, value) {
     const id = coll + "\u0000" + key;
     if (!touched.has(id)) {
-      const before = !tracking ? UNTRACKED : value === undefined ? undefined : JSON.stringify(value);
+      const before = !tracking ? UNTRACKED : value === undefined ? undefined : stringify(value);
       touched.set(id, { coll: coll, key: key, before: before });
     }
   }
@@ -87,7 +90,7 @@
       const target = t.coll === "" ? raw : raw[t.coll];
       if (!target || t.before === UNTRACKED) continue;
       if (t.before === undefined) delete target[t.key];
-      else target[t.key] = JSON.parse(t.before);
+      else target[t.key] = parse(t.before);
     }
     collections.clear();
   }
@@ -99,7 +102,7 @@
     let out;
     try {
       if (typeof handler !== "function") throw new ToolError(500, "the world's script defines no handler `" + name + "`");
-      const result = handler(JSON.parse(argsJson), ctx);
+      const result = handler(parse(argsJson), ctx);
       out = { ok: result === undefined ? null : result };
     } catch (e) {
       restore();
@@ -112,15 +115,15 @@
       accesses.push([t.coll, t.key]);
       if (out.err || t.before === UNTRACKED) continue;
       const target = t.coll === "" ? raw : raw[t.coll];
-      const now = target && t.key in target ? JSON.stringify(target[t.key]) : undefined;
+      const now = target && t.key in target ? stringify(target[t.key]) : undefined;
       if (now !== t.before) changes.push([t.coll, t.key, t.before === undefined ? null : t.before, now === undefined ? null : now]);
     }
     out.changes = changes;
     out.accesses = accesses;
     out.effects = effects;
-    return JSON.stringify(out);
+    return stringify(out);
   };
-  G.__gauntlet_state = function () { return JSON.stringify(raw); };
+  G.__gauntlet_state = function () { return stringify(raw); };
   G.__gauntlet_tenant = function (coll, key, field) {
     const c = coll === "" ? raw : raw[coll];
     const r = c && c[key];

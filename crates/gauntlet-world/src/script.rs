@@ -25,6 +25,9 @@ const SANDBOX: &str = include_str!("sandbox.js");
 
 /// Per-call time limit.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// Time limit of loading a world's script with its state (top-level code included).
+pub const LOAD_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Memory limit of a trial's script runtime.
 pub const MEMORY_LIMIT: usize = 512 << 20;
 
@@ -82,7 +85,12 @@ impl ScriptEngine {
             "user": context.user, "tenant": context.tenant, "roles": context.roles,
             "scopes": context.scopes, "seed": seed & 0xffff_ffff, "now": now,
         });
-        ctx.with(|ctx| -> Result<(), String> {
+        // Every entry into the sandbox is bounded, loading included (a top-level loop).
+        deadline.store(
+            (origin.elapsed() + LOAD_TIME_LIMIT).as_micros() as u64,
+            Ordering::Relaxed,
+        );
+        let loaded = ctx.with(|ctx| -> Result<(), String> {
             let globals = ctx.globals();
             globals
                 .set("__state_json", state.to_string())
@@ -93,6 +101,14 @@ impl ScriptEngine {
             eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
             eval_file(&ctx, "gauntlet-prelude.js", PRELUDE)?;
             eval_file(&ctx, file, source)
+        });
+        deadline.store(u64::MAX, Ordering::Relaxed);
+        loaded.map_err(|e| {
+            if e.contains("interrupted") {
+                format!("{file}: loading the world script exceeded its time limit of {LOAD_TIME_LIMIT:?}")
+            } else {
+                e
+            }
         })?;
         Ok(ScriptEngine {
             _runtime: runtime,
@@ -178,24 +194,41 @@ impl ScriptEngine {
         (result, fx)
     }
 
-    /// The tenant of a record (`field` of `state[coll][key]`), if it has one.
+    /// Runs `f` with the per-call time limit armed: a world that loops (a `toJSON` or getter
+    /// that never returns) is interrupted instead of hanging the run.
+    fn bounded<T>(&self, f: impl FnOnce() -> T) -> T {
+        let limit = self.origin.elapsed() + CALL_TIME_LIMIT;
+        self.deadline
+            .store(limit.as_micros() as u64, Ordering::Relaxed);
+        let out = f();
+        self.deadline.store(u64::MAX, Ordering::Relaxed);
+        out
+    }
+
+    /// The tenant of a record (`field` of `state[coll][key]`), if it has one (none when the
+    /// lookup fails or runs out of time).
     pub fn tenant_of(&self, coll: &str, key: &str, field: &str) -> Option<String> {
-        self.context.with(|ctx| {
-            let f: Result<Function, _> = ctx.globals().get("__gauntlet_tenant");
-            f.and_then(|f| f.call::<_, String>((coll, key, field)))
-                .ok()
-                .filter(|t| !t.is_empty())
+        self.bounded(|| {
+            self.context.with(|ctx| {
+                let f: Result<Function, _> = ctx.globals().get("__gauntlet_tenant");
+                f.and_then(|f| f.call::<_, String>((coll, key, field)))
+                    .ok()
+                    .filter(|t| !t.is_empty())
+            })
         })
     }
 
-    /// The current state.
+    /// The current state; `null` when the world cannot write it out in time (a looping
+    /// `toJSON` or getter), which fails the trial's state checks rather than hanging the run.
     pub fn state(&self) -> Value {
-        self.context.with(|ctx| {
-            let f: Result<Function, _> = ctx.globals().get("__gauntlet_state");
-            f.and_then(|f| f.call::<_, String>(()))
-                .ok()
-                .and_then(|s| serde_json::from_str(&s).ok())
-                .unwrap_or(Value::Null)
+        self.bounded(|| {
+            self.context.with(|ctx| {
+                let f: Result<Function, _> = ctx.globals().get("__gauntlet_state");
+                f.and_then(|f| f.call::<_, String>(()))
+                    .ok()
+                    .and_then(|s| serde_json::from_str(&s).ok())
+                    .unwrap_or(Value::Null)
+            })
         })
     }
 }

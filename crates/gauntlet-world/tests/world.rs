@@ -490,3 +490,68 @@ fn declarative_reads_of_another_tenant_are_recorded_too() {
         "the filtered list touched only the own tenant; the get touched the other"
     );
 }
+
+/// Regression: loading a world, writing out its final state and tenant lookups ran without the
+/// per-call time limit, so a hostile world script hung `run` and `check` forever.
+mod hostile_worlds {
+    use std::time::{Duration, Instant};
+
+    use gauntlet_model::Context;
+    use gauntlet_world::{CALL_TIME_LIMIT, LOAD_TIME_LIMIT, ScriptEngine};
+    use serde_json::json;
+
+    fn load(source: &str) -> Result<ScriptEngine, String> {
+        ScriptEngine::new(
+            "hostile.js",
+            source,
+            &json!({"records": {"r1": {"tenant": "acme"}}}),
+            &Context::default(),
+            1,
+            "2026-12-01T00:00:00",
+        )
+    }
+
+    #[test]
+    fn a_top_level_loop_fails_the_load_within_its_limit() {
+        let started = Instant::now();
+        let e = load("while (true) {}")
+            .err()
+            .expect("a looping script must not load");
+        assert!(e.contains("exceeded its time limit"), "{e}");
+        assert!(started.elapsed() < LOAD_TIME_LIMIT + Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_looping_to_json_or_getter_or_stringify_cannot_hang_the_final_state() {
+        for hostile in [
+            // A value whose serialisation never ends.
+            "function poison(args, ctx) { ctx.state.records.r1.x = {toJSON() { while (true) {} }}; return 1; }",
+            "function poison(args, ctx) { Object.defineProperty(ctx.state.records.r1, 'y', {enumerable: true, get() { while (true) {} }}); return 1; }",
+            // JSON.stringify replaced, by a handler or at the top level.
+            "function poison(args, ctx) { JSON.stringify = function () { while (true) {} }; return 1; }",
+            "JSON.stringify = function () { while (true) {} }; function poison(args, ctx) { return 1; }",
+        ] {
+            let mut engine = load(hostile).unwrap_or_else(|e| panic!("{hostile}: {e}"));
+            let _ = engine.call("poison", &json!({}), false);
+            let started = Instant::now();
+            let _ = engine.state();
+            let _ = engine.tenant_of("records", "r1", "tenant");
+            assert!(
+                started.elapsed() < 2 * CALL_TIME_LIMIT + Duration::from_secs(2),
+                "{hostile}: took {:?}",
+                started.elapsed()
+            );
+        }
+    }
+
+    #[test]
+    fn a_replaced_stringify_does_not_change_what_the_harness_reads() {
+        let mut engine = load(
+            "function poison(args, ctx) { JSON.stringify = function () { return '{\"forged\":true}'; }; ctx.state.records.r1.done = true; return 1; }",
+        )
+        .unwrap();
+        let _ = engine.call("poison", &json!({}), false);
+        assert_eq!(engine.state()["records"]["r1"]["done"], true);
+        assert!(engine.state().get("forged").is_none());
+    }
+}

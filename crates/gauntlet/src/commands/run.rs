@@ -19,6 +19,11 @@ use crate::results::now;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.suite)?;
+    if args.concurrency == 0 {
+        return Err(ExpectedError::input(
+            "--concurrency must be at least 1 (trials at once)",
+        ));
+    }
     if !(args.trial_timeout > 0.0 && args.trial_timeout.is_finite()) {
         return Err(ExpectedError::input(
             "--trial-timeout must be a positive number of seconds",
@@ -98,7 +103,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         header: header.clone(),
         already_done: total - trials.len(),
         trials,
-        concurrency: args.concurrency.max(1),
+        concurrency: args.concurrency,
         trial_timeout: Duration::from_secs_f64(args.trial_timeout),
         custom: Arc::new(custom_evaluators(&suite)?),
         benchmark: suite.config.benchmark.clone().map(Arc::new),

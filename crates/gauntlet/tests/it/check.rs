@@ -166,3 +166,16 @@ fn check_refuses_model_faults_that_cannot_happen_to_a_model_call() {
         o.stderr
     );
 }
+
+/// Regression: `epochs: 0` passed `check` and failed only when the run started.
+#[test]
+fn zero_epochs_in_the_suite_is_located_by_check() {
+    let (o, _suite, _tmp) = broken("gauntlet.yaml", "epochs: 1", "epochs: 0");
+    assert_located(
+        &o.stderr,
+        "gauntlet.yaml",
+        10,
+        1,
+        "`epochs` must be at least 1",
+    );
+}

@@ -138,3 +138,24 @@ fn help_reads_well() {
         insta::assert_snapshot!(name, o.stdout);
     }
 }
+
+/// Regression: `--concurrency 0` was taken as 1 and an absurd `--epochs` allocated gigabytes
+/// before anything ran; both are refused up front, saying what to change.
+#[test]
+fn absurd_run_options_are_refused_before_anything_runs() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--concurrency", "0"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("--concurrency must be at least 1"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["run", s(&suite), "--epochs", "4000000000"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("lower --epochs"), "{}", o.stderr);
+    assert!(
+        !suite.join(".gauntlet/runs").exists(),
+        "nothing was written"
+    );
+}
