@@ -126,3 +126,48 @@ pub fn conclude(
     ));
     status
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A production trace has no case: what needs one is reported, never passed.
+    #[test]
+    fn without_a_case_only_trajectory_evaluators_run_and_the_rest_say_what_they_lack() {
+        let trajectory: Trajectory = serde_json::from_value(json!({"events": [
+            {"type": "tool_call", "id": "call-1", "step": 1, "tool": "close", "arguments": {"id": 1}, "kind": "write", "result": {}},
+            {"type": "tool_call", "id": "call-2", "step": 2, "tool": "close", "arguments": {"id": 1}, "kind": "write", "result": {}}
+        ]}))
+        .unwrap();
+        let out = evaluate_builtin(&TrialInput {
+            case: None,
+            trajectory: &trajectory,
+            final_state: &json!({}),
+            cx: EvalContext::default(),
+        });
+        let names: Vec<&str> = out.scores.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&names::LOOP_DETECTION), "{names:?}");
+        for (name, _) in NEEDS {
+            assert!(!names.contains(name), "{name} judged without a case");
+            assert!(
+                out.not_applicable.iter().any(|n| n.evaluator == *name),
+                "{name} not reported"
+            );
+        }
+        assert_eq!(
+            out.not_applicable
+                .iter()
+                .find(|n| n.evaluator == names::STATE_VERIFICATION)
+                .map(|n| n.needs),
+            Some(Needs::ExpectedState)
+        );
+        // The loop still fails the trial: a trace is judged, not waved through.
+        let mut scores = out.scores;
+        assert_eq!(
+            conclude(&mut scores, &trajectory, false),
+            TrialStatus::Failed
+        );
+    }
+}
