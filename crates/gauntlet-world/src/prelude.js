@@ -103,10 +103,13 @@
     try {
       if (typeof handler !== "function") throw new ToolError(500, "the world's script defines no handler `" + name + "`");
       const result = handler(parse(argsJson), ctx);
+      // An async handler's promise would serialise as {} and lose what it does after awaiting.
+      if (result && typeof result.then === "function") throw new Error("handler `" + name + "` returned a promise: world handlers must be synchronous");
       out = { ok: result === undefined ? null : result };
     } catch (e) {
       restore();
-      if (e instanceof ToolError) out = { err: { status: e.status, message: String(e.message) } };
+      if (e instanceof ToolError && Number.isInteger(e.status) && e.status >= 100 && e.status <= 599) out = { err: { status: e.status, message: String(e.message) } };
+      else if (e instanceof ToolError) out = { err: { status: 500, message: "handler `" + name + "` raised status " + String(e.status) + ", which is not an HTTP status (100-599): " + String(e.message) } };
       else out = { err: { status: 500, message: "handler error: " + String(e && e.message || e) + (e && e.stack ? " at " + String(e.stack).trim().split("\n")[0].trim() : "") } };
     }
     const changes = [];

@@ -555,3 +555,58 @@ mod hostile_worlds {
         assert!(engine.state().get("forged").is_none());
     }
 }
+
+/// Regression: handlers could read a clock (`performance.now()`), depend on the garbage
+/// collector (`WeakRef`, `FinalizationRegistry`), lose their writes by being async, and raise
+/// statuses that are not HTTP statuses (70000 was stored as 4464).
+mod sandbox_promises {
+    use gauntlet_model::Context;
+    use gauntlet_world::ScriptEngine;
+    use serde_json::json;
+
+    fn engine(source: &str) -> ScriptEngine {
+        ScriptEngine::new(
+            "w.js",
+            source,
+            &json!({"t": {}}),
+            &Context::default(),
+            1,
+            "2026-12-01T00:00:00",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn no_clock_or_gc_timing_is_reachable() {
+        let mut e = engine(
+            "function probe(args, ctx) { return [typeof performance, typeof WeakRef, typeof FinalizationRegistry, typeof globalThis.performance]; }",
+        );
+        let (out, _) = e.call("probe", &json!({}), true);
+        assert_eq!(
+            out.unwrap(),
+            json!(["undefined", "undefined", "undefined", "undefined"])
+        );
+    }
+
+    #[test]
+    fn an_async_handler_and_a_status_out_of_range_are_refused_clearly() {
+        let mut e = engine(
+            "async function later(args, ctx) { ctx.state.t.x = 1; return 1; }\nfunction odd(args, ctx) { throw ctx.error(70000, 'no'); }",
+        );
+        let (out, _) = e.call("later", &json!({}), false);
+        let err = out.unwrap_err();
+        assert!(
+            err.message.contains("returned a promise"),
+            "{}",
+            err.message
+        );
+        let (out, _) = e.call("odd", &json!({}), true);
+        let err = out.unwrap_err();
+        assert_eq!(err.status, 500);
+        assert!(
+            err.message.contains("70000") && err.message.contains("not an HTTP status"),
+            "{}",
+            err.message
+        );
+    }
+}
