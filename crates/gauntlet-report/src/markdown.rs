@@ -23,7 +23,12 @@ pub fn escape(text: &str) -> String {
             _ => out.push(c),
         }
     }
-    out
+    // GitHub turns bare URLs, `www.` names and e-mail addresses into live links even in escaped
+    // text: a zero-width space breaks each, so agent and tool text never becomes a link.
+    out.replace("://", ":\u{200B}//")
+        .replace("www.", "www\u{200B}.")
+        .replace("WWW.", "WWW\u{200B}.")
+        .replace('@', "@\u{200B}")
 }
 
 /// Renders the Markdown summary.
