@@ -13,6 +13,9 @@ use crate::results::now;
 use gauntlet_eval::build_results;
 use gauntlet_runner::{TrialEvidence, evaluate_trial};
 
+/// How many problems `score` reports before it stops reading the file.
+const MAX_PROBLEMS: usize = 50;
+
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.cases)?;
     let by_id: HashMap<&str, &gauntlet_suite::LoadedCase> = suite
@@ -36,6 +39,13 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
     let mut records = Vec::new();
     for item in items {
+        // A file of bad items is summarised, not echoed line by line (nor read to its end).
+        if problems.len() >= MAX_PROBLEMS {
+            problems.push(format!(
+                "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
+            ));
+            break;
+        }
         let t = match item {
             Ok(t) => t,
             Err(e) => {

@@ -317,3 +317,27 @@ function clock(input) { return { scores: [{ name: "t", score: Date.now(), passed
         o.stderr
     );
 }
+
+/// Regression: a file of invalid items was read to its end and every problem printed (6.5
+/// million lines for 50 MB); now `score` stops after a bounded number and says so.
+#[test]
+fn a_file_of_bad_items_is_summarised_not_echoed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("bad.jsonl");
+    let line = r#"{"case_id": 1}"#;
+    std::fs::write(&file, format!("{line}\n").repeat(10_000)).unwrap();
+    let o = run(&[
+        "score",
+        s(&file),
+        "--cases",
+        s(&repo().join("examples/incident-desk")),
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let errors = o.stderr.lines().filter(|l| l.starts_with("error:")).count();
+    assert!(errors <= 51, "{errors} error lines");
+    assert!(
+        o.stderr.contains("stopped after 50 problems"),
+        "{}",
+        o.stderr
+    );
+}
