@@ -85,6 +85,30 @@ async fn read_capped(mut r: impl tokio::io::AsyncRead + Unpin, cap: usize) -> (V
     (out, over)
 }
 
+/// Reads `r` to its end, keeping the last `cap` bytes: an agent may write as much as it likes on
+/// stderr (it is drained, so it never blocks or dies of a closed pipe); the end is what explains
+/// a failure.
+async fn read_tail(mut r: impl tokio::io::AsyncRead + Unpin, cap: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                // Trim in batches, not per read: the buffer stays under twice the cap.
+                if out.len() > 2 * cap {
+                    out.drain(..out.len() - cap);
+                }
+            }
+        }
+    }
+    if out.len() > cap {
+        out.drain(..out.len() - cap);
+    }
+    out
+}
+
 /// The final answer in an agent's stdout: `{"final_answer": ...}` or the trimmed text.
 pub fn final_answer(stdout: &str) -> Option<String> {
     let t = stdout.trim();
@@ -216,9 +240,9 @@ impl CommandAgent {
             .stderr
             .take()
             .ok_or_else(|| AgentError("no stderr pipe".into()))?;
-        let ((out, flooded), (err, _)) = tokio::join!(
+        let ((out, flooded), err) = tokio::join!(
             read_capped(stdout, MAX_STDOUT),
-            read_capped(stderr, MAX_STDERR)
+            read_tail(stderr, MAX_STDERR)
         );
         let err_text = String::from_utf8_lossy(&err).into_owned();
         lock(env).log_stderr(&err_text);

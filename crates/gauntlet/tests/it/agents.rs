@@ -857,3 +857,60 @@ fn an_openai_messages_log_replays_in_the_world() {
         "the log recorded only the status, today's world returns the whole incident"
     );
 }
+
+/// Regression: an agent that wrote more than 64 KiB on stderr was killed by the closed pipe
+/// although it answered correctly, and the first 64 KiB were kept instead of the last.
+#[test]
+fn a_chatty_agent_is_drained_and_its_last_words_are_kept() {
+    let (tmp, suite) = example();
+    let script = tmp.path().join("agent.sh");
+    std::fs::write(
+        &script,
+        "head -c 400000 /dev/zero | tr '\\0' 'x' >&2; echo >&2; echo 'the end of the log' >&2; echo 'nothing to do'\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        &format!("cmd:sh {}", s(&script)),
+        "--filter",
+        "lookup-status",
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    let trial = &r["trials"][0];
+    assert_ne!(trial["status"], "error", "{trial}");
+    let out = suite.join(".gauntlet/runs");
+    let run_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let record: Value = serde_json::from_str(
+        std::fs::read_to_string(run_dir.join("trials.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let stderr = record["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "agent_stderr")
+        .and_then(|e| e["text"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(
+        stderr.trim_end().ends_with("the end of the log"),
+        "kept the end"
+    );
+    assert!(
+        stderr.len() <= 64 << 10,
+        "kept at most 64 KiB: {}",
+        stderr.len()
+    );
+}
