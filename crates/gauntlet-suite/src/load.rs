@@ -517,6 +517,22 @@ fn check_cases(
                 }
             }
         }
+        // `output_regex` patterns are checked here, not first when an answer fails to match.
+        if let Some(value) = case.expected_outcome.get("output_regex") {
+            let patterns: Vec<&str> = match value {
+                Value::String(s) => vec![s.as_str()],
+                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            for re in patterns {
+                if let Err(err) = regex_check(re) {
+                    problems.push(lc.diagnostic(
+                        "/expected_outcome/output_regex",
+                        format!("invalid regular expression `{re}`: {err}"),
+                    ));
+                }
+            }
+        }
         match state_expectations(&case.expected_final_state, &case.expected_outcome) {
             Ok(expectations) => {
                 for e in expectations {

@@ -179,3 +179,20 @@ fn zero_epochs_in_the_suite_is_located_by_check() {
         "`epochs` must be at least 1",
     );
 }
+
+/// Regression: an invalid `output_regex` passed `check` and then failed every agent's trial.
+#[test]
+fn an_invalid_output_regex_is_located_by_check() {
+    let (o, _suite, _tmp) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "  output_contains: open",
+        "  output_contains: open\n  output_regex: \"(unclosed\"",
+    );
+    assert_located(
+        &o.stderr,
+        "02-lookup-status.yaml",
+        7,
+        3,
+        "invalid regular expression `(unclosed`",
+    );
+}
