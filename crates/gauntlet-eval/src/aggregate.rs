@@ -313,24 +313,18 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
     }
 
     // Per case, in first-seen order: trials and passes, for pass@k, pass^k and flakiness.
-    let mut per_case: Vec<(String, u64, u64)> = Vec::new();
-    for t in trials {
-        let pass = u64::from(t.status == TrialStatus::Passed);
-        match per_case.iter_mut().find(|(id, _, _)| *id == t.case_id) {
-            Some(e) => {
-                e.1 += 1;
-                e.2 += pass;
-            }
-            None => per_case.push((t.case_id.clone(), 1, pass)),
-        }
-    }
+    let per_case = per_case(
+        trials
+            .iter()
+            .map(|t| (t.case_id.as_str(), t.status == TrialStatus::Passed)),
+    );
     let counts: Vec<(u64, u64)> = per_case.iter().map(|(_, n, c)| (*n, *c)).collect();
     m.extend(pass_k_metrics(&counts));
     let mut flaky_cases: Vec<FlakyCase> = per_case
         .iter()
         .filter(|(_, n, c)| *c > 0 && c < n)
         .map(|(id, n, c)| FlakyCase {
-            case_id: id.clone(),
+            case_id: (*id).to_owned(),
             passed: *c as u32,
             trials: *n as u32,
         })
@@ -387,37 +381,45 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
 /// The benchmark's headline from the trials' `benchmark_reward`: rewarded trials, and pass^k
 /// and pass@k over cases by the benchmark's reward (not gauntlet's verdict).
 fn benchmark_headline(trials: &[TrialSummary]) -> Option<gauntlet_model::BenchmarkHeadline> {
-    let mut name = None;
-    let mut order: Vec<&str> = Vec::new();
-    let mut per_case: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    let (mut judged, mut rewarded) = (0u64, 0u64);
-    for t in trials {
-        let Some(s) = t.scores.iter().find(|s| s.name == names::BENCHMARK_REWARD) else {
-            continue;
-        };
-        name.get_or_insert_with(|| {
-            s.details["benchmark"]
-                .as_str()
-                .unwrap_or("benchmark")
-                .to_owned()
-        });
-        let reward = u64::from(s.value >= 1.0);
-        judged += 1;
-        rewarded += reward;
-        let e = per_case.entry(t.case_id.as_str()).or_insert_with(|| {
-            order.push(t.case_id.as_str());
-            (0, 0)
-        });
-        e.0 += 1;
-        e.1 += reward;
-    }
-    let per_case: Vec<(u64, u64)> = order.iter().map(|c| per_case[c]).collect();
+    let rewards: Vec<(&str, &Score)> = trials
+        .iter()
+        .filter_map(|t| {
+            let s = t
+                .scores
+                .iter()
+                .find(|s| s.name == names::BENCHMARK_REWARD)?;
+            Some((t.case_id.as_str(), s))
+        })
+        .collect();
+    let name = rewards.first()?.1.details["benchmark"]
+        .as_str()
+        .unwrap_or("benchmark")
+        .to_owned();
+    let counts: Vec<(u64, u64)> = per_case(rewards.iter().map(|(case, s)| (*case, s.value >= 1.0)))
+        .into_iter()
+        .map(|(_, n, c)| (n, c))
+        .collect();
     Some(gauntlet_model::BenchmarkHeadline {
-        name: name?,
-        trials: judged,
-        passed: rewarded,
-        pass_k: pass_k_metrics(&per_case),
+        name,
+        trials: rewards.len() as u64,
+        passed: counts.iter().map(|(_, c)| c).sum(),
+        pass_k: pass_k_metrics(&counts),
     })
+}
+
+/// Trials and successes per case, in first-seen order.
+fn per_case<'a>(outcomes: impl Iterator<Item = (&'a str, bool)>) -> Vec<(&'a str, u64, u64)> {
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out: Vec<(&str, u64, u64)> = Vec::new();
+    for (case, passed) in outcomes {
+        let i = *at.entry(case).or_insert_with(|| {
+            out.push((case, 0, 0));
+            out.len() - 1
+        });
+        out[i].1 += 1;
+        out[i].2 += u64::from(passed);
+    }
+    out
 }
 
 fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, SegmentStats>> {

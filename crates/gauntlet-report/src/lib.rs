@@ -17,6 +17,3 @@ pub use html::{ReportError, render_html};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use terminal::{SummaryOptions, TerminalReporter, benchmark_line, render_summary};
-
-/// pass^k is shown for k up to this in one-line headlines.
-const MAX_SHOWN_K: u32 = 8;

@@ -34,10 +34,13 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
+/// pass^k is shown for k up to this in the one-line benchmark headline.
+const MAX_SHOWN_K: u32 = 8;
+
 /// The imported benchmark's headline by its own rule, in one line, beside gauntlet's verdicts.
 pub fn benchmark_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<String> {
     let b = results.metrics.benchmark.as_ref()?;
-    let hats: Vec<String> = (1..=super::MAX_SHOWN_K)
+    let hats: Vec<String> = (1..=MAX_SHOWN_K)
         .filter_map(|k| {
             b.pass_k
                 .get(&format!("pass_hat_{k}"))

@@ -263,11 +263,7 @@ impl Settings {
             } else {
                 Arc::new(suite.initial_state(lc))
             };
-            let context = lc
-                .case
-                .context
-                .clone()
-                .unwrap_or_else(|| world.world.spec().default_context.clone());
+            let context = context_of(suite, lc);
             let rules: Vec<FaultRule> = case_rules(lc)
                 .into_iter()
                 .chain(self.profile_rules.iter().cloned())
@@ -308,11 +304,7 @@ pub fn single_trial(suite: &Suite, lc: &LoadedCase) -> TrialPlan {
         case: Arc::new(lc.case.clone()),
         world: Arc::clone(&world.world),
         initial_state: Arc::new(suite.initial_state(lc)),
-        context: lc
-            .case
-            .context
-            .clone()
-            .unwrap_or_else(|| world.world.spec().default_context.clone()),
+        context: context_of(suite, lc),
         epoch: 0,
         seed: 0,
         faults: FaultPlan {
@@ -322,6 +314,14 @@ pub fn single_trial(suite: &Suite, lc: &LoadedCase) -> TrialPlan {
         // Deterministic, as a run's: one id per suite and case.
         trace_id: trace_id(&format!("serve:{}", suite.config.name), &lc.case.case_id, 0),
     }
+}
+
+/// Who the agent acts for in a case: its own context, else its world's default.
+fn context_of(suite: &Suite, lc: &LoadedCase) -> gauntlet_model::Context {
+    lc.case
+        .context
+        .clone()
+        .unwrap_or_else(|| suite.world_of(lc).world.spec().default_context.clone())
 }
 
 /// A case's own fault rules.

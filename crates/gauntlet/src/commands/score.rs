@@ -142,6 +142,15 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         filter: None,
         shard: None,
     };
+    // Judged once: the stored result and the printed one are the same.
+    let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
+    let (results, gate_errors) = build_results(
+        header.clone(),
+        now(),
+        summaries,
+        &suite.gates,
+        suite.rubric.as_ref(),
+    );
     if let Some(out) = &args.out {
         let mut w = RunWriter::create(out, &header)
             .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
@@ -149,14 +158,6 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             w.append(r)
                 .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?;
         }
-        let summaries = records.iter().map(TrialSummary::of).collect();
-        let (results, _) = build_results(
-            header.clone(),
-            now(),
-            summaries,
-            &suite.gates,
-            suite.rubric.as_ref(),
-        );
         w.finish(&results)
             .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
     }
@@ -173,14 +174,6 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             }
         );
     }
-    let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
-    let (results, gate_errors) = build_results(
-        header,
-        now(),
-        summaries,
-        &suite.gates,
-        suite.rubric.as_ref(),
-    );
     print_results(&results, args.json, args.quiet);
     if !problems.is_empty() {
         return Err(ExpectedError::inputs(problems));

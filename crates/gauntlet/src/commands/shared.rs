@@ -62,22 +62,21 @@ pub fn verdict_code(results: &RunResults, gate_errors: Vec<String>) -> Result<i3
 /// Hands the finished run to the terminal reporter (or prints its JSON, or nothing), as the
 /// last event of the run's stream; the results, back.
 pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResults {
+    if json {
+        print_results(&results, true, false);
+        return results;
+    }
     let event = RunEvent::RunFinished {
         results: Box::new(results),
         at: crate::results::now(),
     };
-    let RunEvent::RunFinished { results, .. } = &event else {
-        unreachable!("built above")
-    };
-    if json {
-        print_results(results, true, false);
-    } else if !quiet && let Some(text) = TerminalReporter::new(summary_options()).report(&event) {
+    if !quiet && let Some(text) = TerminalReporter::new(summary_options()).report(&event) {
         anstream::print!("{text}");
     }
-    let RunEvent::RunFinished { results, .. } = event else {
-        unreachable!("built above")
-    };
-    *results
+    match event {
+        RunEvent::RunFinished { results, .. } => *results,
+        _ => unreachable!("built above"),
+    }
 }
 
 /// Lists a stored run in its suite's index. The index only makes past runs listable: a failure
