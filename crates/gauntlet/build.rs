@@ -11,5 +11,6 @@ fn main() {
             python_has("playwright") && (on_path("chromium") || on_path("chromium-browser")),
         ),
         ("have_tau_bench", peers().join("tau-bench").is_dir()),
+        ("have_tau2_bench", peers().join("tau2-bench").is_dir()),
     ]);
 }

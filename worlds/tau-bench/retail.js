@@ -130,6 +130,14 @@ function get_product_details(a, ctx) {
   return products[a.product_id];
 }
 
+// tau2-bench's retail adds this read: an item (a product variant) by its id.
+function get_item_details(a, ctx) {
+  for (const p of Object.values(ctx.state.products)) {
+    if (a.item_id in p.variants) return p.variants[a.item_id];
+  }
+  throw fail(ctx, "item not found");
+}
+
 function get_user_details(a, ctx) {
   const users = ctx.state.users;
   if (!(a.user_id in users)) throw fail(ctx, "user not found");

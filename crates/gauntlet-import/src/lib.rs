@@ -1,12 +1,19 @@
 //! Importing peer benchmarks as gauntlet suites.
 //!
-//! Today: tau-bench's airline domain ([`tau_bench`]). An importer reads the peer's data as it is
+//! Today: tau-bench's airline and retail domains ([`tau_bench`]) and tau2-bench's mock and
+//! retail domains ([`tau2`]). An importer reads the peer's data as it is
 //! published, runs its gold actions in gauntlet's own re-implementation of the domain, and writes
 //! a suite folder (config, world, state, cases) that `gauntlet run` takes as it is.
 
+pub mod tau2;
 pub mod tau_bench;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gauntlet_model::Context;
+use gauntlet_world::{FaultPlan, Simulator, World};
+use serde_json::Value;
 
 /// Why an import failed; every variant names the file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -63,4 +70,57 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), ImportError> {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     std::fs::write(path, text).map_err(io)
+}
+
+pub(crate) fn invalid(path: &Path, message: &str) -> ImportError {
+    ImportError::Invalid {
+        path: path.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// The state after calling the tools in order from `initial`, and the calls the world refused
+/// (tool, error).
+pub fn replay<'a>(
+    world: &Arc<World>,
+    initial: &Value,
+    calls: impl IntoIterator<Item = (&'a str, &'a Value)>,
+) -> (Value, Vec<(String, String)>) {
+    let mut sim = Simulator::new(
+        world.clone(),
+        initial.clone(),
+        Context::default(),
+        FaultPlan::default(),
+    );
+    let mut refused = Vec::new();
+    for (i, (tool, args)) in calls.into_iter().enumerate() {
+        if let Err(e) = sim.call_tool(i as u32 + 1, tool, args.clone(), None) {
+            refused.push((tool.to_owned(), e.message));
+        }
+    }
+    (sim.finish(None).1, refused)
+}
+
+/// Compiles an imported domain's world with its shipped script; errors name `path`, the file the
+/// world was made from.
+pub(crate) fn compile_world(
+    path: &Path,
+    world_json: &Value,
+    script_file: String,
+    script: &str,
+) -> Result<Arc<World>, ImportError> {
+    let spec: gauntlet_model::WorldSpec = serde_json::from_value(world_json.clone())
+        .map_err(|e| invalid(path, &format!("cannot make a world of these tools: {e}")))?;
+    let world = World::compile_with(
+        spec,
+        Some(gauntlet_world::ScriptSource {
+            file: script_file,
+            source: script.to_owned(),
+        }),
+    )
+    .map_err(|errors| {
+        let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        invalid(path, &all.join("; "))
+    })?;
+    Ok(Arc::new(world))
 }

@@ -21,11 +21,11 @@
 
 use std::path::{Path, PathBuf};
 
-use gauntlet_model::{Context, ToolKind, WorldSpec};
-use gauntlet_world::{FaultPlan, ScriptSource, Simulator, World};
+use gauntlet_model::ToolKind;
+use gauntlet_world::World;
 use serde_json::{Map, Value, json};
 
-use crate::{ImportError, read_json, write};
+use crate::{ImportError, compile_world, invalid, read_json, write};
 
 /// A tau-bench domain that gauntlet re-implements.
 #[derive(Debug)]
@@ -178,32 +178,15 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
         "script": format!("{}.js", opts.domain),
         "tools": tools,
     });
-    let world_spec: WorldSpec = serde_json::from_value(world_json.clone()).map_err(|e| {
-        invalid(
-            &tools_path,
-            &format!("cannot make a world of these tools: {e}"),
-        )
-    })?;
-    let world = World::compile_with(
-        world_spec,
-        Some(ScriptSource {
-            file: format!("{}.js", opts.domain),
-            source: spec.script.to_owned(),
-        }),
-    )
-    .map_err(|errors| {
-        invalid(
-            &tools_path,
-            &errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    })?;
+    let world = compile_world(
+        &tools_path,
+        &world_json,
+        format!("{}.js", opts.domain),
+        spec.script,
+    )?;
     Ok(Domain {
         spec,
-        world: std::sync::Arc::new(world),
+        world,
         world_json,
         initial: Value::Object(state),
         tasks: tasks.clone(),
@@ -310,13 +293,6 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     Ok(summary)
 }
 
-fn invalid(path: &Path, message: &str) -> ImportError {
-    ImportError::Invalid {
-        path: path.to_owned(),
-        message: message.to_owned(),
-    }
-}
-
 /// Tool specs from OpenAI function definitions (`[{type: function, function: {...}}]`).
 fn tools_from_openai(
     path: &Path,
@@ -354,20 +330,13 @@ pub fn run_gold(
     initial: &Value,
     actions: &[Value],
 ) -> (Value, Vec<(String, String)>) {
-    let mut sim = Simulator::new(
-        world.clone(),
-        initial.clone(),
-        Context::default(),
-        FaultPlan::default(),
-    );
-    let mut refused = Vec::new();
-    for (i, a) in actions.iter().enumerate() {
-        let tool = a["name"].as_str().unwrap_or_default();
-        if let Err(e) = sim.call_tool(i as u32 + 1, tool, a["kwargs"].clone(), None) {
-            refused.push((tool.to_owned(), e.message));
-        }
-    }
-    (sim.finish(None).1, refused)
+    crate::replay(
+        world,
+        initial,
+        actions
+            .iter()
+            .map(|a| (a["name"].as_str().unwrap_or_default(), &a["kwargs"])),
+    )
 }
 
 /// One task as a case (JSON), with the gold actions the world refused.

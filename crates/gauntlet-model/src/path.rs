@@ -81,22 +81,35 @@ pub fn canonical_json(v: &Value) -> String {
 /// JSON in Python): numbers by value (`20 == 20.0`), booleans as the numbers 1 and 0
 /// (`True == 1`), arrays in order, objects by their keys whatever the order.
 pub fn json_eq(a: &Value, b: &Value) -> bool {
+    eq_with(a, b, true)
+}
+
+/// The same value: numbers by value (`46 == 46.0`, which a script world's round trip through
+/// JavaScript turns one into the other), everything else as written (`true != 1`).
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    eq_with(a, b, false)
+}
+
+fn eq_with(a: &Value, b: &Value, bools_are_numbers: bool) -> bool {
     let as_number = |v: &Value| match v {
         Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::Bool(b) if bools_are_numbers => Some(f64::from(u8::from(*b))),
         _ => None,
     };
     match (a, b) {
         (Value::Number(_) | Value::Bool(_), Value::Number(_) | Value::Bool(_)) => {
-            as_number(a) == as_number(b)
+            as_number(a).is_some_and(|x| as_number(b) == Some(x)) || a == b
         }
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(a, b)| eq_with(a, b, bools_are_numbers))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| eq_with(v, w, bools_are_numbers)))
         }
         _ => a == b,
     }
@@ -106,6 +119,15 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn same_value_compares_numbers_by_value_but_not_booleans() {
+        assert!(same_value(&json!({"p": [46.0]}), &json!({"p": [46]})));
+        assert!(!same_value(&json!(true), &json!(1)));
+        assert!(json_eq(&json!(true), &json!(1)));
+        assert!(same_value(&json!(false), &json!(false)));
+        assert!(!same_value(&json!(0.5), &json!(1)));
+    }
 
     #[test]
     fn flat_keys_win_over_dotted_paths() {

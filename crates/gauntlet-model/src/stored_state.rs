@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::path::{escape_segment, pointer_segments};
+use crate::path::{escape_segment, pointer_segments, same_value};
 
 /// States whose JSON is longer than this are stored once per run folder.
 pub const INLINE_STATE_LIMIT: usize = 64 * 1024;
@@ -22,7 +22,7 @@ pub fn stored_ref(v: &Value) -> Option<(&str, Option<&Map<String, Value>>)> {
 }
 
 /// The changes that turn `before` into `after`, per top-level entry and, inside objects of
-/// objects, per record.
+/// objects, per record. Numbers compare by value: `46.0` and `46` are no change.
 pub fn changes(before: &Value, after: &Value) -> Map<String, Value> {
     let mut out = Map::new();
     let empty = Map::new();
@@ -31,10 +31,10 @@ pub fn changes(before: &Value, after: &Value) -> Map<String, Value> {
     for (k, bv) in b {
         let p = format!("/{}", escape_segment(k));
         match (a.get(k), bv) {
-            (Some(av), _) if av == bv => {}
+            (Some(av), _) if same_value(av, bv) => {}
             (Some(Value::Object(ar)), Value::Object(br)) => {
                 for (id, rec) in br {
-                    if ar.get(id) != Some(rec) {
+                    if !ar.get(id).is_some_and(|r| same_value(r, rec)) {
                         out.insert(format!("{p}/{}", escape_segment(id)), rec.clone());
                     }
                 }

@@ -146,32 +146,47 @@ pub enum Command {
     },
     /// Write a suite from a peer benchmark's published data.
     ///
-    /// Example: gauntlet import tau-bench ../tau-bench --domain airline --out suites/airline
+    /// Examples:
+    ///   gauntlet import tau-bench ../tau-bench --domain airline --out suites/airline
+    ///   gauntlet import tau2-bench ../tau2-bench --domain mock --out suites/tau2-mock
+    ///   gauntlet import tau2-bench ../tau2-bench --domain retail --tau-bench-data ../tau-bench \
+    ///       --out suites/tau2-retail
     ///
-    /// DATA_DIR is laid out like the tau-bench repository, with the task lists exported as JSON
-    /// under derived/ (see docs/reference.md, "Importing tau-bench"). One case per task
-    /// (`airline-test-0`, ...): the instruction as input, the gold actions as reference
+    /// tau-bench: DATA_DIR is laid out like the tau-bench repository, with the task lists
+    /// exported as JSON under derived/ (see docs/reference.md, "Importing tau-bench"). One case
+    /// per task (`airline-test-0`, ...): the instruction as input, the gold actions as reference
     /// trajectory, tau-bench's reward rule as expected outcome.
+    ///
+    /// tau2-bench: DATA_DIR is laid out like the tau2-bench repository
+    /// (data/tau2/domains/DOMAIN/{tasks.json,db.json,...}). One case per task (`mock-update_task_1`,
+    /// `retail-0`, ...), tau2's reward basis as expectations; the import replays every task's
+    /// gold actions and reports each environment assertion they do not meet.
     Import {
         /// The benchmark.
         #[arg(value_enum)]
         benchmark: crate::commands::import::Benchmark,
         /// The benchmark's data folder.
         data_dir: PathBuf,
-        /// The domain to import: airline or retail.
-        #[arg(long, default_value = "airline")]
-        domain: String,
-        /// The task split.
-        #[arg(long, default_value = "test")]
-        split: String,
-        /// A users table to use instead of the data folder's (tau-bench's historical logs were
-        /// made with the one at commit 7362a17).
+        /// The domain: airline or retail (tau-bench, default airline); mock or retail (tau2-bench).
+        #[arg(long)]
+        domain: Option<String>,
+        /// The task split: tau-bench's derived task list (default test); a split of tau2's
+        /// split_tasks.json (base, train, test; default every task).
+        #[arg(long)]
+        split: Option<String>,
+        /// tau-bench only: a users table to use instead of the data folder's (tau-bench's
+        /// historical logs were made with the one at commit 7362a17).
         #[arg(long)]
         users: Option<PathBuf>,
+        /// tau2-bench retail only: tau-bench's repository (or its retail data folder), to build
+        /// tau2's retail database when DATA_DIR has no db.json (tau2's equals tau-bench's
+        /// tables with a user_id per user).
+        #[arg(long)]
+        tau_bench_data: Option<PathBuf>,
         /// The suite folder to write (created; existing files are overwritten).
         #[arg(long)]
         out: PathBuf,
-        /// Play each task's user as tau-bench does: an LLM persona holds the instruction and
+        /// Play each task's user as the benchmark does: an LLM persona holds the instruction and
         /// opens the conversation (`user.persona`, no `user_input`). Running such a suite needs
         /// a model: --user-model and --gateway-upstream (or --replay-cassette).
         #[arg(long)]

@@ -1,6 +1,8 @@
 //! `gauntlet import BENCHMARK DATA_DIR --out SUITE_DIR`: a suite from a peer benchmark's data.
 
-use gauntlet_import::{ImportError, tau_bench};
+use std::path::PathBuf;
+
+use gauntlet_import::{ImportError, tau_bench, tau2};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 
@@ -9,19 +11,82 @@ use crate::exit::{ExpectedError, GATES_PASSED};
 pub enum Benchmark {
     /// tau-bench (Sierra Research): airline and retail domains.
     TauBench,
+    /// tau2-bench (Sierra Research): mock and retail domains.
+    #[value(name = "tau2-bench")]
+    Tau2Bench,
 }
 
-pub fn import(benchmark: Benchmark, opts: tau_bench::Options) -> Result<i32, ExpectedError> {
-    let Benchmark::TauBench = benchmark;
-    let summary = tau_bench::import(&opts).map_err(|e| match e {
-        ImportError::Io { .. } if !opts.data_dir.exists() => ExpectedError::input(format!(
-            "{}: no such folder (it should hold tau-bench's data: tau_bench/envs/{}/data and \
-             derived/*.json)",
-            opts.data_dir.display(),
-            opts.domain
-        )),
-        e => ExpectedError::input(e.to_string()),
-    })?;
+/// The command line's import request, for either benchmark.
+pub struct Request {
+    pub data_dir: PathBuf,
+    pub domain: Option<String>,
+    pub split: Option<String>,
+    pub users: Option<PathBuf>,
+    pub tau_bench_data: Option<PathBuf>,
+    pub out: PathBuf,
+    pub persona: bool,
+}
+
+pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> {
+    if !req.data_dir.is_dir() {
+        let layout = match benchmark {
+            Benchmark::TauBench => {
+                "tau-bench's data: tau_bench/envs/DOMAIN/data and derived/*.json"
+            }
+            Benchmark::Tau2Bench => {
+                "tau2-bench's data: data/tau2/domains/DOMAIN/tasks.json, db.json"
+            }
+        };
+        return Err(ExpectedError::input(format!(
+            "{}: no such folder (it should hold {layout})",
+            req.data_dir.display()
+        )));
+    }
+    match benchmark {
+        Benchmark::TauBench => {
+            if req.tau_bench_data.is_some() {
+                return Err(ExpectedError::input(
+                    "--tau-bench-data is for `import tau2-bench`; tau-bench's own data is DATA_DIR",
+                ));
+            }
+            tau_bench_import(tau_bench::Options {
+                data_dir: req.data_dir,
+                domain: req.domain.unwrap_or_else(|| "airline".into()),
+                split: req.split.unwrap_or_else(|| "test".into()),
+                users: req.users,
+                out: req.out,
+                persona: req.persona,
+            })
+        }
+        Benchmark::Tau2Bench => {
+            if req.users.is_some() {
+                return Err(ExpectedError::input(
+                    "--users is for `import tau-bench`; tau2's users are in its db.json",
+                ));
+            }
+            let Some(domain) = req.domain else {
+                return Err(ExpectedError::input(
+                    "`import tau2-bench` needs --domain mock or --domain retail",
+                ));
+            };
+            tau2_import(tau2::Options {
+                data_dir: req.data_dir,
+                domain,
+                split: req.split,
+                tau_bench_data: req.tau_bench_data,
+                out: req.out,
+                persona: req.persona,
+            })
+        }
+    }
+}
+
+fn failed(e: ImportError) -> ExpectedError {
+    ExpectedError::input(e.to_string())
+}
+
+fn tau_bench_import(opts: tau_bench::Options) -> Result<i32, ExpectedError> {
+    let summary = tau_bench::import(&opts).map_err(failed)?;
     eprintln!(
         "wrote {} cases ({} with outputs) to {}",
         summary.cases,
@@ -38,9 +103,46 @@ pub fn import(benchmark: Benchmark, opts: tau_bench::Options) -> Result<i32, Exp
             opts.domain
         ),
     }
+    run_it(&opts.out);
+    Ok(GATES_PASSED)
+}
+
+fn tau2_import(opts: tau2::Options) -> Result<i32, ExpectedError> {
+    let summary = tau2::import(&opts).map_err(failed)?;
+    eprintln!(
+        "wrote {} cases to {} ({} with a message history, given to the agent as text)",
+        summary.cases,
+        opts.out.display(),
+        summary.with_history
+    );
+    eprintln!(
+        "  gold actions meet {} of {} environment assertions",
+        summary.env_assertions - summary.unmet_env_assertions.len(),
+        summary.env_assertions
+    );
+    for u in &summary.unmet_env_assertions {
+        eprintln!("  note: the gold actions do not meet an assertion: {u}");
+    }
+    for r in &summary.refused_gold_actions {
+        eprintln!("  note: the world refuses a gold action: {r}");
+    }
+    if summary.nl_assertion_cases > 0 {
+        eprintln!(
+            "  note: {} cases have NL_ASSERTION in their reward basis: that needs an LLM judge; \
+             the assertions are in each case's description and are not scored",
+            summary.nl_assertion_cases
+        );
+    }
+    if let Some(p) = &summary.policy {
+        eprintln!("  policy: {} is the agents' system_prompt", p.display());
+    }
+    run_it(&opts.out);
+    Ok(GATES_PASSED)
+}
+
+fn run_it(out: &std::path::Path) {
     eprintln!(
         "run it:  gauntlet run {} --agent replay:FILE --epochs N   (or any agent)",
-        opts.out.display()
+        out.display()
     );
-    Ok(GATES_PASSED)
 }

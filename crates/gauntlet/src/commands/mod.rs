@@ -45,15 +45,17 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             domain,
             split,
             users,
+            tau_bench_data,
             out,
             persona,
         } => import::import(
             benchmark,
-            gauntlet_import::tau_bench::Options {
+            import::Request {
                 data_dir,
                 domain,
                 split,
                 users,
+                tau_bench_data,
                 out,
                 persona,
             },

@@ -11,4 +11,5 @@ mod report;
 mod resume;
 mod run;
 mod score;
+mod tau2_bench;
 mod tau_bench;
