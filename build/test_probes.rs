@@ -24,6 +24,16 @@ fn on_path(program: &str) -> bool {
     })
 }
 
+/// Whether bubblewrap can make a sandbox here (it may be installed yet refused namespaces).
+#[allow(dead_code)]
+fn bwrap_works() -> bool {
+    Command::new("bwrap")
+        .args(["--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"])
+        .args(["--dev", "/dev", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// The shared peer data folder (`../shared/peers` beside the checkout).
 #[allow(dead_code)]
 fn peers() -> PathBuf {

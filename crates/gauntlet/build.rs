@@ -12,5 +12,6 @@ fn main() {
         ),
         ("have_tau_bench", peers().join("tau-bench").is_dir()),
         ("have_tau2_bench", peers().join("tau2-bench").is_dir()),
+        ("have_bwrap", bwrap_works()),
     ]);
 }

@@ -6,11 +6,16 @@
 //! world's tools over MCP (streamable HTTP on loopback, bearer token), and answers on stdout:
 //! plain text, or a JSON object with `final_answer`. Its environment is scrubbed: only `PATH`,
 //! `HOME`, `LANG`, `LC_ALL`, `TMPDIR` and `TERM` pass, so no API key of the harness reaches it.
-//! It runs in its own process group, killed whole when the trial's time is up; a crash, a hang or
-//! output past [`MAX_STDOUT`] fails that trial with a readable reason.
+//! It runs in a bubblewrap sandbox where one can be made ([`crate::sandbox`]): it sees no other
+//! process, so neither the harness's environment nor another trial's token. It runs in its own
+//! process group, killed whole when the trial's time is up or gauntlet is stopped
+//! ([`kill_all_agents`]); a crash, a hang or output past [`MAX_STDOUT`] fails that trial with a
+//! readable reason.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,6 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
 use crate::environment::{SharedEnv, lock};
 use crate::mcp::{new_token, serve_http};
+use crate::sandbox::Sandbox;
 
 /// Stdout beyond this many bytes fails the trial ("floods stdout").
 pub const MAX_STDOUT: usize = 1 << 20;
@@ -30,36 +36,72 @@ pub const PASSED_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "
 pub struct CommandAgent {
     command: String,
     dir: PathBuf,
-    gateway: Option<std::sync::Arc<crate::gateway::Gateway>>,
+    gateway: Option<Arc<crate::gateway::Gateway>>,
+    sandbox: Arc<Sandbox>,
 }
 
 impl CommandAgent {
-    /// An agent running `command` in `dir`; with a gateway, it also gets `OPENAI_BASE_URL` and a
-    /// per-trial `OPENAI_API_KEY` that only the gateway accepts.
+    /// An agent running `command` in `dir`, in `sandbox`; with a gateway, it also gets
+    /// `OPENAI_BASE_URL` and a per-trial `OPENAI_API_KEY` that only the gateway accepts.
     pub fn new(
         command: &str,
         dir: PathBuf,
-        gateway: Option<std::sync::Arc<crate::gateway::Gateway>>,
+        gateway: Option<Arc<crate::gateway::Gateway>>,
+        sandbox: Arc<Sandbox>,
     ) -> Self {
         CommandAgent {
             command: command.to_owned(),
             dir,
             gateway,
+            sandbox,
         }
     }
 }
 
+/// The process groups of the agents running now.
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) with a negative pid signals a process group we created; it has no
+    // memory-safety preconditions.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Kills every running agent's process group (gauntlet is being stopped); returns how many.
+pub fn kill_all_agents() -> usize {
+    let groups = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    for &pgid in groups.iter() {
+        kill_group(pgid);
+    }
+    groups.len()
+}
+
 /// Kills the agent's whole process group when dropped (the trial ended, timed out or failed).
-struct GroupGuard(Option<u32>);
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn new(pid: Option<u32>) -> Self {
+        let pgid = pid.and_then(|p| i32::try_from(p).ok());
+        if let Some(g) = pgid {
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(g);
+        }
+        GroupGuard(pgid)
+    }
+}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            // SAFETY: kill(2) with a negative pid signals the process group we created; it has
-            // no memory-safety preconditions.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGKILL);
-            }
+        if let Some(pgid) = self.0 {
+            kill_group(pgid);
+            LIVE_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&pgid);
         }
     }
 }
@@ -195,15 +237,20 @@ impl CommandAgent {
         token: &str,
         gateway: Option<&crate::gateway::TrialGateway>,
     ) -> Result<AgentOutput, AgentError> {
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(&self.command)
-            .current_dir(&self.dir)
-            .env_clear();
+        // The trial's own scratch folder: the one place a sandboxed agent may write.
+        let scratch = tempfile::Builder::new()
+            .prefix("gauntlet-agent-")
+            .tempdir()
+            .map_err(|e| AgentError(format!("cannot make the agent's scratch folder: {e}")))?;
+        let mut cmd = self.sandbox.shell(&self.command, &self.dir, scratch.path());
         for k in PASSED_ENV {
             if let Some(v) = std::env::var_os(k) {
                 cmd.env(k, v);
             }
+        }
+        cmd.env("GAUNTLET_SCRATCH", scratch.path());
+        if self.sandbox.isolated() {
+            cmd.env("TMPDIR", scratch.path());
         }
         cmd.env("GAUNTLET_CASE_ID", &input.case_id)
             .env("GAUNTLET_USER_INPUT", &input.user_input)
@@ -223,7 +270,7 @@ impl CommandAgent {
         let mut child = cmd
             .spawn()
             .map_err(|e| AgentError(format!("cannot start `{}`: {e}", self.command)))?;
-        let _group = GroupGuard(child.id());
+        let _group = GroupGuard::new(child.id());
         let stdin_body = json!({
             "case_id": input.case_id, "user_input": input.user_input, "epoch": input.epoch,
             "seed": input.seed, "mcp": {"url": url, "token": token},

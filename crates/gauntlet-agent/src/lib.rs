@@ -16,17 +16,19 @@ mod net;
 mod openai;
 mod recorder;
 mod replay;
+pub mod sandbox;
 mod script;
 pub mod user;
 
 pub use agent::{
     Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
 };
-pub use command::{CommandAgent, final_answer};
+pub use command::{CommandAgent, final_answer, kill_all_agents};
 pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock, recorder};
 pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
 pub use recorder::ModelCallRecorder;
 pub use replay::ReplayAgent;
+pub use sandbox::{Isolation, Sandbox};
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
 pub use user::{PersonaModels, SimulatedUser};

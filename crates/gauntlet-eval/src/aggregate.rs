@@ -1,18 +1,19 @@
 //! Run metrics: what gates read, computed from trial summaries alone.
 //!
 //! Rates count harness errors as failures (a trial that could not run did not succeed) and get
-//! Wilson intervals; means get seeded percentile-bootstrap intervals; percentiles use statrs'
-//! order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
+//! Wilson intervals; means get seeded percentile-bootstrap intervals that resample cases (epochs
+//! of a case move together; normal cluster-robust intervals past a thousand cases, see
+//! [`crate::stats::cluster_mean`]); percentiles use statrs' order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
 
 use gauntlet_model::names;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use gauntlet_model::{
     EvaluatorStats, FlakyCase, Interval, Score, SegmentStats, Severity, TrialStatus, TrialSummary,
 };
 use statrs::statistics::{Data, OrderStatistics};
 
-use crate::stats::{CONFIDENCE, RESAMPLES, bootstrap_mean, pass_at_k, pass_hat_k, wilson};
+use crate::stats::{CONFIDENCE, RESAMPLES, cluster_mean, pass_at_k, pass_hat_k, wilson};
 
 /// Metrics of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -285,6 +286,15 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
             total_cost / successes as f64
         },
     );
+    // Each trial's case, as an index in first-seen order: means are resampled by case.
+    let mut case_index: HashMap<&str, usize> = HashMap::new();
+    let cluster_of: Vec<usize> = trials
+        .iter()
+        .map(|t| {
+            let next = case_index.len();
+            *case_index.entry(t.case_id.as_str()).or_insert(next)
+        })
+        .collect();
     for (i, d) in DISTRIBUTIONS.iter().enumerate() {
         let values: Vec<f64> = trials
             .iter()
@@ -300,9 +310,19 @@ pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
             (f64::NAN, f64::NAN, f64::NAN)
         } else {
             let mean = values.iter().sum::<f64>() / values.len() as f64;
+            let mut clusters = vec![(0.0, 0.0); case_index.len()];
+            for (v, &c) in values.iter().zip(&cluster_of) {
+                clusters[c].0 += v;
+                clusters[c].1 += 1.0;
+            }
             intervals.insert(
                 format!("mean_{d}"),
-                bootstrap_mean(&values, RESAMPLES, seed.wrapping_add(i as u64), CONFIDENCE),
+                cluster_mean(
+                    &clusters,
+                    RESAMPLES,
+                    seed.wrapping_add(i as u64),
+                    CONFIDENCE,
+                ),
             );
             let mut data = Data::new(values);
             (mean, data.percentile(50), data.percentile(95))

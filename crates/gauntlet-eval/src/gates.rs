@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use gauntlet_model::GateOutcome;
+use gauntlet_model::{GateOutcome, Interval};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -94,6 +94,14 @@ pub enum GateError {
         /// ` (did you mean ...?)` or empty.
         hint: String,
     },
+    /// The expression cannot give a pass or fail on any run (a type error, not a boolean).
+    #[error("{message}")]
+    Type {
+        /// The expression.
+        expr: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// A gate ready to decide runs.
@@ -112,8 +120,39 @@ impl std::fmt::Debug for CompiledGate {
 }
 
 impl CompiledGate {
-    /// Parses the expression and checks every name it reads.
+    /// Parses a gate (a boolean expression), checks every name it reads, and decides it on a
+    /// made-up run so that a type error is found now, not after every trial ran.
     pub fn compile(spec: &GateSpec) -> Result<CompiledGate, GateError> {
+        let gate = Self::parse(spec)?;
+        let probe = gate.probe();
+        if let Some(probe) = probe
+            && let Some(message) = gate.decide(&probe).1
+        {
+            return Err(GateError::Type {
+                expr: spec.expr().to_owned(),
+                message,
+            });
+        }
+        Ok(gate)
+    }
+
+    /// Parses a numeric expression (a rubric dimension's value), checks every name it reads,
+    /// and that it gives a number on a made-up run.
+    pub fn compile_value(spec: &GateSpec) -> Result<CompiledGate, GateError> {
+        let gate = Self::parse(spec)?;
+        if let Some(probe) = gate.probe()
+            && gate.number(&probe).is_none()
+        {
+            return Err(GateError::Type {
+                expr: spec.expr().to_owned(),
+                message: format!("`{}` does not give a number", spec.expr()),
+            });
+        }
+        Ok(gate)
+    }
+
+    /// Parses the expression and checks every name it reads.
+    fn parse(spec: &GateSpec) -> Result<CompiledGate, GateError> {
         let expr = spec.expr();
         let with_intervals = interval_metrics();
         for cap in FUNCTION_CALL.captures_iter(expr) {
@@ -178,6 +217,34 @@ impl CompiledGate {
             program,
             variables,
         })
+    }
+
+    /// A made-up run where every metric and interval is a number, to find a type error
+    /// (`task_success_rate >= "high"`) when the suite is loaded. None for expressions reading
+    /// `evaluators` or `segments`: those depend on the run's own and are decided with it.
+    fn probe(&self) -> Option<Aggregate> {
+        if self
+            .variables
+            .iter()
+            .any(|v| v == "evaluators" || v == "segments")
+        {
+            return None;
+        }
+        let mut probe = Aggregate::default();
+        for (name, _) in metric_names() {
+            probe.metrics.insert(name, 0.5);
+        }
+        for name in interval_metrics() {
+            probe.intervals.insert(
+                name,
+                Interval {
+                    lower: 0.25,
+                    upper: 0.75,
+                    method: gauntlet_model::IntervalMethod::Wilson,
+                },
+            );
+        }
+        Some(probe)
     }
 
     /// The expression's value as a number, if it evaluates to one.

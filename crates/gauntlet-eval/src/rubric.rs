@@ -19,7 +19,9 @@ impl CompiledRubric {
         let mut values = Vec::new();
         let mut gates = Vec::new();
         for d in &def.dimensions {
-            values.push(CompiledGate::compile(&GateSpec::Expr(d.value.clone()))?);
+            values.push(CompiledGate::compile_value(&GateSpec::Expr(
+                d.value.clone(),
+            ))?);
             gates.push(
                 d.gate
                     .as_ref()

@@ -59,6 +59,49 @@ pub fn bootstrap_mean(values: &[f64], resamples: usize, seed: u64, confidence: f
     })
 }
 
+/// Above this many cases a mean's interval is the normal one with the cluster-robust standard
+/// error rather than a bootstrap: the bootstrap's cost grows with the cases, the normal
+/// approximation is then as good, and scoring a huge file stays at parse speed.
+pub const MAX_BOOTSTRAP_CLUSTERS: usize = 1000;
+
+/// Interval of the mean of trial values grouped by case, from each case's `(sum, count)`: the
+/// honest unit when epochs repeat a case is the case, so the cases are resampled (a percentile
+/// bootstrap of `Σ sums / Σ counts`, [`RESAMPLES`] seeded draws of the cases), which costs the
+/// same whatever the number of trials; past [`MAX_BOOTSTRAP_CLUSTERS`] cases, the normal
+/// interval with the cluster-robust (CR1) standard error. With one trial per case the bootstrap
+/// is [`bootstrap_mean`]'s, draw for draw.
+pub fn cluster_mean(
+    clusters: &[(f64, f64)],
+    resamples: usize,
+    seed: u64,
+    confidence: f64,
+) -> Interval {
+    let g = clusters.len();
+    if g > MAX_BOOTSTRAP_CLUSTERS {
+        let (sum, n) = clusters
+            .iter()
+            .fold((0.0, 0.0), |(s, n), (cs, cn)| (s + cs, n + cn));
+        let mean = sum / n;
+        let spread: f64 = clusters
+            .iter()
+            .map(|(cs, cn)| (cs - mean * cn).powi(2))
+            .sum();
+        let se = (g as f64 / (g as f64 - 1.0) * spread).sqrt() / n;
+        let half = z_for(confidence) * se;
+        return Interval {
+            lower: mean - half,
+            upper: mean + half,
+            method: IntervalMethod::Normal,
+        };
+    }
+    bootstrap(g, resamples, seed, confidence, |idx| {
+        let (sum, n) = idx.iter().fold((0.0, 0.0), |(s, n), &i| {
+            (s + clusters[i].0, n + clusters[i].1)
+        });
+        sum / n
+    })
+}
+
 /// Percentile bootstrap interval of the mean paired difference `b[i] - a[i]`.
 pub fn paired_bootstrap_diff(
     a: &[f64],
@@ -207,6 +250,39 @@ mod tests {
             bootstrap_mean(&v, 500, 7, 0.95),
             bootstrap_mean(&v, 500, 8, 0.95)
         );
+    }
+
+    #[test]
+    fn a_case_bootstrap_with_one_trial_per_case_is_the_plain_bootstrap() {
+        let v: Vec<f64> = (0..200).map(|i| f64::from((i * 37) % 11)).collect();
+        let clusters: Vec<(f64, f64)> = v.iter().map(|&x| (x, 1.0)).collect();
+        assert_eq!(
+            cluster_mean(&clusters, 500, 9, 0.95),
+            bootstrap_mean(&v, 500, 9, 0.95)
+        );
+    }
+
+    #[test]
+    fn many_cases_of_one_trial_give_the_normal_interval_of_the_mean() {
+        use statrs::statistics::Statistics;
+        let v: Vec<f64> = (0..5000).map(|i| f64::from((i * 7919) % 101)).collect();
+        let clusters: Vec<(f64, f64)> = v.iter().map(|&x| (x, 1.0)).collect();
+        let i = cluster_mean(&clusters, RESAMPLES, 1, 0.95);
+        assert_eq!(i.method, IntervalMethod::Normal);
+        // CR1 with single-trial clusters is the textbook standard error s / sqrt(n).
+        let mean = v.iter().mean();
+        let half = z_for(0.95) * v.iter().std_dev() / (v.len() as f64).sqrt();
+        assert!((i.lower - (mean - half)).abs() < 1e-9, "{i:?}");
+        assert!((i.upper - (mean + half)).abs() < 1e-9, "{i:?}");
+    }
+
+    #[test]
+    fn a_case_repeated_many_times_counts_as_one_case() {
+        // Two cases, one always 0 and one always 1, over many epochs: resampling trials would
+        // give a tight interval around 0.5; resampling cases spans 0 to 1.
+        let clusters = [(0.0, 500.0), (500.0, 500.0)];
+        let i = cluster_mean(&clusters, RESAMPLES, 3, 0.95);
+        assert_eq!((i.lower, i.upper), (0.0, 1.0));
     }
 
     #[test]

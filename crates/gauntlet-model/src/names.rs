@@ -13,6 +13,9 @@ pub const TASK_SUCCESS: &str = "task_success";
 pub const AGENT_FINISHED: &str = "agent_finished";
 /// An imported benchmark's own reward for the trial, by the benchmark's rule (informational).
 pub const BENCHMARK_REWARD: &str = "benchmark_reward";
+/// The scores whose details run metrics read: the benchmark's name, and tool precision and
+/// recall per segment.
+pub const DETAILS_AGGREGATED: [&str; 2] = [BENCHMARK_REWARD, TOOL_SELECTION_ACCURACY];
 
 // Trajectory.
 /// Share of required tools called at least once.

@@ -215,14 +215,53 @@ fn is_zero(x: &f64) -> bool {
 impl TrialSummary {
     /// Summarises a full record.
     pub fn of(record: &TrialRecord) -> Self {
+        let mut summary = Self::measures(record);
+        summary.case_id = record.case_id.clone();
+        summary.trace_id = record.trace_id.clone();
+        summary.error = record.error.clone();
+        summary.tags = record.tags.clone();
+        summary.difficulty = record.difficulty.clone();
+        summary.final_state = record.final_state.clone();
+        summary.scores = record.scores.clone();
+        summary
+    }
+
+    /// Summarises a record it no longer needs, moving its parts instead of copying them.
+    pub fn of_owned(record: TrialRecord) -> Self {
+        let mut summary = Self::measures(&record);
+        summary.case_id = record.case_id;
+        summary.trace_id = record.trace_id;
+        summary.error = record.error;
+        summary.tags = record.tags;
+        summary.difficulty = record.difficulty;
+        summary.final_state = record.final_state;
+        summary.scores = record.scores;
+        summary
+    }
+
+    /// Drops what only a stored run's readers need (the final state, the scores' details and
+    /// event indexes), keeping what metrics, gates and the terminal summary read (the details
+    /// of [`crate::names::DETAILS_AGGREGATED`]).
+    pub fn lighten(&mut self) {
+        self.final_state = Value::Null;
+        for s in &mut self.scores {
+            if !crate::names::DETAILS_AGGREGATED.contains(&s.name.as_str()) {
+                s.details = Value::Null;
+            }
+            s.events = Vec::new();
+        }
+    }
+
+    /// What the trajectory measures (tools, faults, counts, cost), the rest left empty.
+    fn measures(record: &TrialRecord) -> Self {
         TrialSummary {
-            case_id: record.case_id.clone(),
+            case_id: String::new(),
             epoch: record.epoch,
-            trace_id: record.trace_id.clone(),
+            trace_id: String::new(),
             status: record.status,
-            error: record.error.clone(),
-            tags: record.tags.clone(),
-            difficulty: record.difficulty.clone(),
+            error: None,
+            tags: Vec::new(),
+            difficulty: None,
             tools: {
                 let mut t: Vec<String> = record
                     .trajectory
@@ -254,8 +293,8 @@ impl TrialSummary {
             cost_eur: record.trajectory.cost_eur(),
             user_cost_eur: record.trajectory.user_cost_eur(),
             duration_ms: record.duration_ms,
-            final_state: record.final_state.clone(),
-            scores: record.scores.clone(),
+            final_state: Value::Null,
+            scores: Vec::new(),
         }
     }
 }
@@ -280,6 +319,9 @@ pub enum IntervalMethod {
     Wilson,
     /// Percentile bootstrap of the mean (seeded; see the statistics reference).
     Bootstrap,
+    /// Normal interval of the mean with the cluster-robust standard error (cases as clusters),
+    /// used past a thousand cases.
+    Normal,
 }
 
 /// A case whose verdict changed across epochs.

@@ -149,3 +149,18 @@ pub enum HandlerOp {
     /// The result the agent sees (a template); by default the last read value or the written value.
     Return(Value),
 }
+
+impl HandlerOp {
+    /// The op's path template, when it has one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            HandlerOp::Require { path, .. }
+            | HandlerOp::List { path, .. }
+            | HandlerOp::Set { path, .. }
+            | HandlerOp::Merge { path, .. }
+            | HandlerOp::Append { path, .. } => Some(path),
+            HandlerOp::Get(path) | HandlerOp::Delete(path) => Some(path),
+            HandlerOp::Return(_) => None,
+        }
+    }
+}

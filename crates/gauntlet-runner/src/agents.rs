@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, GatewayError, Mode};
 use gauntlet_agent::{
-    Agent, AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, PersonaModels, ReplayAgent,
-    ScriptAgent, SimulatedUser, parse_agent_spec,
+    Agent, AgentSpec, CommandAgent, HttpAgent, Isolation, OpenAiAgent, PersonaModels, ReplayAgent,
+    Sandbox, ScriptAgent, SimulatedUser, parse_agent_spec,
 };
 use gauntlet_suite::{LoadedCase, Suite};
 
@@ -20,17 +20,22 @@ pub struct ChosenAgent<'s> {
     pub cases: Vec<&'s LoadedCase>,
     /// What the user should know (cases left out, and why).
     pub notes: Vec<String>,
+    /// What the user must know (agents running unisolated).
+    pub warnings: Vec<String>,
 }
 
-/// Builds the agent `spec` names for `cases`; command agents run in `workdir`.
+/// Builds the agent `spec` names for `cases`; command agents run in `workdir`, isolated as
+/// `isolation` says.
 pub fn choose_agent<'s>(
     spec: &str,
     mut cases: Vec<&'s LoadedCase>,
     suite: &Suite,
     gateway: Option<&Arc<Gateway>>,
     workdir: std::path::PathBuf,
+    isolation: Isolation,
 ) -> Result<ChosenAgent<'s>, PlanError> {
     let mut notes = Vec::new();
+    let mut warnings = Vec::new();
     let agent: Arc<dyn Agent> = match parse_agent_spec(spec).map_err(PlanError::Agent)? {
         AgentSpec::Script(name) => {
             let script =
@@ -56,7 +61,14 @@ pub fn choose_agent<'s>(
             Arc::new(script)
         }
         AgentSpec::Command(command) => {
-            Arc::new(CommandAgent::new(&command, workdir, gateway.cloned()))
+            let (sandbox, warning) = Sandbox::detect(isolation).map_err(PlanError::Agent)?;
+            warnings.extend(warning);
+            Arc::new(CommandAgent::new(
+                &command,
+                workdir,
+                gateway.cloned(),
+                Arc::new(sandbox),
+            ))
         }
         AgentSpec::Replay(file) => {
             let replay = ReplayAgent::load(&file).map_err(PlanError::Agent)?;
@@ -95,6 +107,7 @@ pub fn choose_agent<'s>(
         agent,
         cases,
         notes,
+        warnings,
     })
 }
 

@@ -72,6 +72,16 @@ impl RunWriter {
     /// A last line cut short by the stop is removed, so nothing half-written stays; a record
     /// written twice is kept once.
     pub fn resume(dir: &Path) -> Result<(RunWriter, RunHeader, Vec<TrialSummary>), StoreError> {
+        Self::resume_with(dir, false)
+    }
+
+    /// [`RunWriter::resume`]; with `set_aside`, a complete line that is not a record (a disk
+    /// error, a hand edit) is moved to `trials.corrupt.jsonl`, nothing lost, and its trial runs
+    /// again, instead of refusing the run.
+    pub fn resume_with(
+        dir: &Path,
+        set_aside: bool,
+    ) -> Result<(RunWriter, RunHeader, Vec<TrialSummary>), StoreError> {
         if dir.join("results.json").exists() {
             return Err(StoreError::Finished(dir.to_owned()));
         }
@@ -81,6 +91,7 @@ impl RunWriter {
         let mut summaries: Vec<TrialSummary> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let (mut kept, mut last) = (0u64, b'\n');
+        let mut corrupt: Vec<usize> = Vec::new();
         if let Some(file) = match File::open(&path) {
             Ok(f) => Some(f),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -103,11 +114,17 @@ impl RunWriter {
                         }
                         // The stop cut the last record short: drop it, the trial runs again.
                         Err(_) if !complete => break,
+                        Err(_) if set_aside => corrupt.push(i),
                         Err(e) => {
                             return Err(StoreError::Format {
                                 path: path.clone(),
                                 line: i,
-                                message: e.to_string(),
+                                message: format!(
+                                    "{e}; this line is not a trial record. `gauntlet run SUITE \
+                                     --resume {} --set-aside-corrupt` moves such lines to \
+                                     trials.corrupt.jsonl and runs their trials again",
+                                    dir.display()
+                                ),
                             });
                         }
                     }
@@ -115,6 +132,9 @@ impl RunWriter {
                 kept += line.len() as u64;
                 last = *line.last().unwrap_or(&b'\n');
             }
+        }
+        if !corrupt.is_empty() {
+            kept = set_lines_aside(&path, &dir.join("trials.corrupt.jsonl"), &corrupt, kept)?;
         }
         let mut file = OpenOptions::new()
             .create(true)
@@ -251,12 +271,47 @@ impl RunWriter {
         Ok(())
     }
 
-    /// Writes `results.json` atomically; the run is complete.
+    /// Writes `results.json` atomically; the run is complete. The header is written again
+    /// from the results when it changed (a scored file's epoch count is known at its end).
     pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
         let path = self.dir.join("trials.jsonl");
         self.trials.flush().map_err(io(&path))?;
+        if read_header(&self.dir).ok().as_ref() != Some(&results.header) {
+            write_atomic(&self.dir.join("run.json"), &results.header)?;
+        }
         write_atomic(&self.dir.join("results.json"), results)
     }
+}
+
+/// Moves the 1-based `lines` of the first `kept` bytes of `path` to the end of `aside`, and
+/// rewrites `path` with the others (atomically); the new length of what is kept.
+fn set_lines_aside(
+    path: &Path,
+    aside: &Path,
+    lines: &[usize],
+    kept: u64,
+) -> Result<u64, StoreError> {
+    let text = std::fs::read(path).map_err(io(path))?;
+    let text = &text[..usize::try_from(kept).unwrap_or(text.len()).min(text.len())];
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    for (i, line) in text.split_inclusive(|b| *b == b'\n').enumerate() {
+        if lines.contains(&(i + 1)) {
+            bad.extend_from_slice(line);
+        } else {
+            good.extend_from_slice(line);
+        }
+    }
+    let mut out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(aside)
+        .map_err(io(aside))?;
+    out.write_all(&bad).map_err(io(aside))?;
+    out.sync_all().map_err(io(aside))?;
+    let tmp = path.with_extension("jsonl.tmp");
+    std::fs::write(&tmp, &good).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    Ok(good.len() as u64)
 }
 
 /// Refuses a document of another run format version, saying what to do about it. A document

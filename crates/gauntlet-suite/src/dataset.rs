@@ -35,9 +35,32 @@ impl LoadedCase {
 
 const CASE_EXTENSIONS: [&str; 4] = ["yaml", "yml", "json", "jsonl"];
 
-/// Every case file under a path, sorted, recursively for folders.
+/// Every case file under a path, sorted, recursively for folders. A folder named like a case
+/// file and a symlink that leads back into a folder already read are problems, named once.
 fn case_files(path: &Path, out: &mut Vec<PathBuf>, problems: &mut Vec<Diagnostic>) {
+    case_files_in(path, out, problems, &mut std::collections::HashSet::new());
+}
+
+fn case_files_in(
+    path: &Path,
+    out: &mut Vec<PathBuf>,
+    problems: &mut Vec<Diagnostic>,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) {
     if path.is_dir() {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        if !seen.insert(real.clone()) {
+            problems.push(Diagnostic::at(
+                path,
+                0,
+                0,
+                format!(
+                    "a symlink loop: this folder is {}, already read; remove the link",
+                    real.display()
+                ),
+            ));
+            return;
+        }
         let mut entries: Vec<PathBuf> = match std::fs::read_dir(path) {
             Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
             Err(e) => {
@@ -53,12 +76,17 @@ fn case_files(path: &Path, out: &mut Vec<PathBuf>, problems: &mut Vec<Diagnostic
         entries.sort();
         for p in entries {
             if p.is_dir() {
-                case_files(&p, out, problems);
-            } else if p
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| CASE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-            {
+                if has_case_extension(&p) {
+                    problems.push(Diagnostic::at(
+                        &p,
+                        0,
+                        0,
+                        "is a folder named like a case file; rename it (or remove it)",
+                    ));
+                    continue;
+                }
+                case_files_in(&p, out, problems, seen);
+            } else if has_case_extension(&p) {
                 out.push(p);
             }
         }
@@ -67,6 +95,12 @@ fn case_files(path: &Path, out: &mut Vec<PathBuf>, problems: &mut Vec<Diagnostic
     } else {
         problems.push(Diagnostic::at(path, 0, 0, "no such file or folder"));
     }
+}
+
+fn has_case_extension(p: &Path) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| CASE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// Whether a document's top-level node is a sequence.

@@ -147,6 +147,20 @@ impl ToolHandler for DeclarativeHandler {
     }
 }
 
+/// The `{name}`s a template uses, in order.
+pub(crate) fn placeholders(template: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        out.push(&rest[open + 1..open + close]);
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
 /// `name` when the template is exactly `"{name}"`.
 fn whole_placeholder(template: &Value) -> Option<&str> {
     let s = template.as_str()?;

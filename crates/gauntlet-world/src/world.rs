@@ -102,6 +102,7 @@ impl World {
                     message: format!("tool `{}` has no handler: give it declarative ops, or a `script:` defining function {}", tool.name, tool.name),
                 });
             }
+            errors.extend(check_handler_paths(i, tool));
             let handler: Box<dyn ToolHandler> =
                 Box::new(DeclarativeHandler::new(tool.handler.clone()));
             tools.insert(
@@ -175,4 +176,55 @@ impl World {
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {
         self.tools.get(name)
     }
+}
+
+/// Mistakes in a declarative handler's paths that would fail every call: a `{placeholder}` that
+/// names no parameter of the tool (every call would answer 400 "missing argument"), and a JSON
+/// Pointer with an escape other than `~0` or `~1`.
+fn check_handler_paths(i: usize, tool: &ToolSpec) -> Vec<WorldError> {
+    let declared = tool
+        .parameters
+        .get("properties")
+        .and_then(|p| p.as_object());
+    let mut errors = Vec::new();
+    for (j, op) in tool.handler.iter().enumerate() {
+        let Some(path) = op.path() else { continue };
+        let field = format!("/tools/{i}/handler/{j}");
+        for name in crate::declarative::placeholders(path) {
+            let known = name == "context.user"
+                || name == "context.tenant"
+                || declared.is_none_or(|props| props.contains_key(name));
+            if !known {
+                let mut names: Vec<&str> = declared
+                    .into_iter()
+                    .flat_map(|p| p.keys().map(String::as_str))
+                    .collect();
+                names.extend(["context.user", "context.tenant"]);
+                errors.push(WorldError {
+                    field: field.clone(),
+                    message: format!(
+                        "path `{path}` uses `{{{name}}}`, which is not a parameter of tool `{}` \
+                         (known: {}); every call would fail with \"missing argument\"",
+                        tool.name,
+                        names.join(", ")
+                    ),
+                });
+            }
+        }
+        if path.starts_with('/') {
+            let bad = path
+                .match_indices('~')
+                .any(|(at, _)| !matches!(path.as_bytes().get(at + 1), Some(b'0' | b'1')));
+            if bad {
+                errors.push(WorldError {
+                    field,
+                    message: format!(
+                        "path `{path}` is not a valid JSON Pointer: `~` must be followed by 0 \
+                         (for ~) or 1 (for /)"
+                    ),
+                });
+            }
+        }
+    }
+    errors
 }

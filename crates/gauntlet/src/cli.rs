@@ -261,6 +261,10 @@ pub struct RunArgs {
     /// results. Refused if the suite changed since the run started.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record", "shard", "run_id"])]
     pub resume: Option<PathBuf>,
+    /// With --resume: move lines of trials.jsonl that are not trial records to
+    /// trials.corrupt.jsonl (nothing is lost) and run their trials again.
+    #[arg(long, requires = "resume")]
+    pub set_aside_corrupt: bool,
     /// Run one part of the run, I of N (such as 2/4): the trials whose position in the plan
     /// leaves I-1 when divided by N. The parts of one run (same suite, agent, seed, epochs)
     /// make the whole with `gauntlet merge`; a part exits 0 and leaves the verdict to it.
@@ -279,6 +283,33 @@ pub struct RunArgs {
     /// Print results.json on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// How command agents are isolated: `auto` runs each in a bubblewrap sandbox (own PID and
+    /// user namespaces, the host read-only, a private /tmp) when bubblewrap works here, and
+    /// warns loudly when it does not; `bubblewrap` refuses to run without it; `none` runs agents
+    /// as plain processes (they can then read gauntlet's environment), with a warning.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub isolation: IsolationArg,
+}
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IsolationArg {
+    /// bubblewrap where it works, else unisolated with a warning.
+    Auto,
+    /// bubblewrap or nothing.
+    Bubblewrap,
+    /// Unisolated, with a warning.
+    None,
+}
+
+impl From<IsolationArg> for gauntlet_agent::Isolation {
+    fn from(a: IsolationArg) -> Self {
+        match a {
+            IsolationArg::Auto => gauntlet_agent::Isolation::Auto,
+            IsolationArg::Bubblewrap => gauntlet_agent::Isolation::Bubblewrap,
+            IsolationArg::None => gauntlet_agent::Isolation::None,
+        }
+    }
 }
 
 /// Arguments of `gauntlet score`.

@@ -9,6 +9,11 @@ mod results;
 
 use clap::Parser;
 
+/// mimalloc: scoring and running allocate many short-lived JSON values, where glibc's malloc
+/// spent about a third of `score`'s time (benches/peers/score.sh).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = cli::Cli::parse();
     let code = match commands::dispatch(cli) {

@@ -112,14 +112,20 @@ def redundant_loops(trajectory):
                        passed=duplicates == 0)
 
 
-out = []
-for item in json.load(sys.stdin):
-    case = TestCase(**item["case"])
-    t = AgentTrajectory(**item["trajectory"])
-    out.append([m.model_dump() for m in (
+def evaluate(case, t):
+    """The four metrics of one trajectory, in the article's order."""
+    return (
         state_match(case.expected_final_state, t.final_state),
         tool_precision_recall(case.expected_tools, t),
         step_efficiency(case.optimal_step_count, t),
         redundant_loops(t),
-    )])
-json.dump(out, sys.stdout)
+    )
+
+
+if __name__ == "__main__":
+    out = []
+    for item in json.load(sys.stdin):
+        case = TestCase(**item["case"])
+        t = AgentTrajectory(**item["trajectory"])
+        out.append([m.model_dump() for m in evaluate(case, t)])
+    json.dump(out, sys.stdout)

@@ -38,7 +38,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?;
     let resumed = match &args.resume {
         Some(dir) => Some(
-            RunWriter::resume(dir)
+            RunWriter::resume_with(dir, args.set_aside_corrupt)
                 .map_err(|e| ExpectedError::input(format!("cannot resume the run: {e}")))?,
         ),
         None => None,
@@ -53,7 +53,18 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         agent,
         cases,
         notes,
-    } = choose_agent(&settings.agent, cases, &suite, gateway.as_ref(), workdir)?;
+        warnings,
+    } = choose_agent(
+        &settings.agent,
+        cases,
+        &suite,
+        gateway.as_ref(),
+        workdir,
+        args.isolation.into(),
+    )?;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
     if talk {
         for note in notes {
             eprintln!("note: {note}");
@@ -109,6 +120,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         benchmark: suite.config.benchmark.clone().map(Arc::new),
         persona: persona_models(args.user_model.clone(), &suite, gateway.as_ref(), &cases)?,
     };
+    runtime.spawn(stop_on_signal(out.clone()));
     let progress = crate::progress::Progress::new(talk);
     let mut write_error = None;
     // Two consumers of the event stream: the store, then the progress bar (a record is
@@ -166,6 +178,30 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         return Ok(crate::exit::GATES_PASSED);
     }
     verdict_code(&results, gate_errors)
+}
+
+/// On SIGINT or SIGTERM: kills every running agent (they sit in process groups of their own,
+/// which a terminal's Ctrl-C does not reach), says how to resume, and exits 130 or 143. The
+/// trials already finished are stored; the run resumes from them.
+async fn stop_on_signal(out: std::path::PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
+    let code = tokio::select! {
+        _ = int.recv() => 130,
+        _ = term.recv() => 143,
+    };
+    let killed = gauntlet_agent::kill_all_agents();
+    eprintln!(
+        "\nstopped: {killed} running agent(s) killed; finished trials are stored. \
+         Resume with: gauntlet run --resume {}",
+        out.display()
+    );
+    std::process::exit(code);
 }
 
 /// A run id that sorts by time: `20261130T071403Z-1a2b3c`.

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialSummary};
-use gauntlet_store::{RunWriter, read_trajectories};
+use gauntlet_store::{ImportedTrial, RunWriter, read_trajectories};
 
 use crate::cli::ScoreArgs;
 use crate::commands::shared::{load_suite, print_results, verdict_code};
@@ -15,6 +15,57 @@ use gauntlet_runner::{TrialEvidence, evaluate_trial};
 
 /// How many problems `score` reports before it stops reading the file.
 const MAX_PROBLEMS: usize = 50;
+/// Trajectories read before a batch is scored across the cores.
+const BATCH: usize = 512;
+/// Threads that score a batch, at most.
+const MAX_WORKERS: usize = 8;
+
+/// Scores a batch on up to `workers` threads, each with its own single-threaded runtime; the
+/// evaluations come back in the batch's order.
+fn score_batch(
+    batch: &[(ImportedTrial, &gauntlet_suite::LoadedCase)],
+    suite: &gauntlet_suite::Suite,
+    custom: &gauntlet_runner::CustomEvaluators,
+    workers: usize,
+) -> Vec<gauntlet_runner::Evaluation> {
+    let chunk = batch.len().div_ceil(workers.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = batch
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("a single-threaded runtime starts");
+                    part.iter()
+                        .map(|(t, loaded)| {
+                            runtime.block_on(evaluate_trial(
+                                &TrialEvidence {
+                                    case_id: &t.case_id,
+                                    case: Some(&loaded.case),
+                                    epoch: t.epoch,
+                                    trajectory: &t.trajectory,
+                                    initial_state: Some(&t.initial_state),
+                                    final_state: &t.final_state,
+                                    world: Some(suite.world_of(loaded).world.spec()),
+                                    benchmark: suite.config.benchmark.as_ref(),
+                                    // A trial the harness failed stays the harness's failure.
+                                    harness_failed: t.error.is_some(),
+                                },
+                                custom,
+                            ))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a scoring thread does not panic"))
+            .collect()
+    })
+}
 
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.cases)?;
@@ -27,105 +78,15 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
     let file = args.trajectories.display().to_string();
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     let mut problems = Vec::new();
     let mut derived = Vec::new();
     let source = args
         .trajectories
         .file_name()
         .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
-    let mut records = Vec::new();
-    for item in items {
-        // A file of bad items is summarised, not echoed line by line (nor read to its end).
-        if problems.len() >= MAX_PROBLEMS {
-            problems.push(format!(
-                "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
-            ));
-            break;
-        }
-        let t = match item {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(e.to_string());
-                continue;
-            }
-        };
-        let Some(loaded) = by_id.get(t.case_id.as_str()) else {
-            problems.push(format!(
-                "{file}:{}:1: no case `{}` in suite `{}`",
-                t.line, t.case_id, suite.config.name
-            ));
-            continue;
-        };
-        if !args.quiet && !args.json {
-            for w in &t.warnings {
-                eprintln!("warning: {file}:{}: {w}", t.line);
-            }
-        }
-        let case = &loaded.case;
-        let evaluation = runtime.block_on(evaluate_trial(
-            &TrialEvidence {
-                case_id: &t.case_id,
-                case: Some(case),
-                epoch: t.epoch,
-                trajectory: &t.trajectory,
-                initial_state: Some(&t.initial_state),
-                final_state: &t.final_state,
-                world: Some(suite.world_of(loaded).world.spec()),
-                // A trial the harness failed stays the harness's failure.
-                benchmark: suite.config.benchmark.as_ref(),
-                harness_failed: t.error.is_some(),
-            },
-            &custom,
-        ));
-        // Many trials of a large world are kept by what changed, not whole.
-        let large = serde_json::to_vec(&t.initial_state)
-            .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
-        let (initial_state, final_state) = if large {
-            gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
-        } else {
-            (t.initial_state, t.final_state)
-        };
-        records.push(TrialRecord {
-            trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
-                Some(id) => id,
-                None => {
-                    derived.push(format!("{}#{}", t.case_id, t.epoch));
-                    // Deterministic: the same file scores to the same ids.
-                    gauntlet_runner::trace_id(&format!("{source}:{}", t.line), &t.case_id, t.epoch)
-                }
-            },
-            case_id: t.case_id,
-            epoch: t.epoch,
-            seed: 0,
-            status: evaluation.status,
-            error: t.error,
-            tags: case.tags.clone(),
-            difficulty: case.difficulty.clone(),
-            initial_state,
-            final_state,
-            trajectory: t.trajectory,
-            scores: evaluation.scores,
-            duration_ms: t.duration_ms,
-            started_at: None,
-            not_applicable: evaluation.not_applicable,
-        });
-    }
-    // Report in the suite's case order, as a live run does, whatever order the log has.
-    let order: HashMap<&str, usize> = suite
-        .cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.case.case_id.as_str(), i))
-        .collect();
-    records.sort_by_key(|r| (order.get(r.case_id.as_str()).copied(), r.epoch));
-    if records.is_empty() && problems.is_empty() {
-        problems.push(format!("{file}: no trajectories found"));
-    }
-    let header = RunHeader {
+    // Records are written as they are scored and only their summaries are kept, so memory does
+    // not grow with the file; the header's epoch count is settled when the file is read.
+    let mut header = RunHeader {
         format_version: FORMAT_VERSION,
         run_id: format!(
             "score-{}",
@@ -134,7 +95,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         suite: suite.config.name.clone(),
         agent: format!("offline:{file}"),
         seed: 0,
-        epochs: records.iter().map(|r| r.epoch + 1).max().unwrap_or(1),
+        epochs: 1,
         started_at: now(),
         versions: gauntlet_runner::plan::versions(&suite, String::new()),
         fault_profile: None,
@@ -142,22 +103,132 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         filter: None,
         shard: None,
     };
+    let mut writer = match &args.out {
+        Some(out) => Some(RunWriter::create(out, &header).map_err(|e| {
+            ExpectedError::harness(format!("failed to create the run folder: {e}"))
+        })?),
+        None => None,
+    };
+    let mut summaries = Vec::new();
+    let mut items = items.into_iter();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
+    let mut stop = false;
+    while !stop {
+        // A batch is read (and checked) in file order, scored on every core, then written
+        // and summarised in file order again.
+        let mut batch: Vec<(ImportedTrial, &gauntlet_suite::LoadedCase)> = Vec::new();
+        while batch.len() < BATCH {
+            // A file of bad items is summarised, not echoed line by line (nor read to its end).
+            if problems.len() >= MAX_PROBLEMS {
+                problems.push(format!(
+                    "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
+                ));
+                stop = true;
+                break;
+            }
+            let Some(item) = items.next() else {
+                stop = true;
+                break;
+            };
+            let t = match item {
+                Ok(t) => t,
+                Err(e) => {
+                    problems.push(e.to_string());
+                    continue;
+                }
+            };
+            let Some(loaded) = by_id.get(t.case_id.as_str()) else {
+                problems.push(format!(
+                    "{file}:{}:1: no case `{}` in suite `{}`",
+                    t.line, t.case_id, suite.config.name
+                ));
+                continue;
+            };
+            if !args.quiet && !args.json {
+                for w in &t.warnings {
+                    eprintln!("warning: {file}:{}: {w}", t.line);
+                }
+            }
+            batch.push((t, loaded));
+        }
+        let evaluations = score_batch(&batch, &suite, &custom, workers);
+        for ((t, loaded), evaluation) in batch.into_iter().zip(evaluations) {
+            let case = &loaded.case;
+            // Many trials of a large world are kept by what changed, not whole.
+            let large = serde_json::to_vec(&t.initial_state)
+                .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
+            let (initial_state, final_state) = if large {
+                gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
+            } else {
+                (t.initial_state, t.final_state)
+            };
+            let record = TrialRecord {
+                trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
+                    Some(id) => id,
+                    None => {
+                        derived.push(format!("{}#{}", t.case_id, t.epoch));
+                        // Deterministic: the same file scores to the same ids.
+                        gauntlet_runner::trace_id(
+                            &format!("{source}:{}", t.line),
+                            &t.case_id,
+                            t.epoch,
+                        )
+                    }
+                },
+                case_id: t.case_id,
+                epoch: t.epoch,
+                seed: 0,
+                status: evaluation.status,
+                error: t.error,
+                tags: case.tags.clone(),
+                difficulty: case.difficulty.clone(),
+                initial_state,
+                final_state,
+                trajectory: t.trajectory,
+                scores: evaluation.scores,
+                duration_ms: t.duration_ms,
+                started_at: None,
+                not_applicable: evaluation.not_applicable,
+            };
+            header.epochs = header.epochs.max(record.epoch + 1);
+            let stored = match &mut writer {
+                Some(w) => w.append(&record).map_err(|e| {
+                    ExpectedError::harness(format!("failed to record a trial: {e}"))
+                })?,
+                None => None,
+            };
+            let mut summary = TrialSummary::of_owned(record);
+            // A large final state is summarised as stored: its reference and changes.
+            if let Some(stored) = stored {
+                summary.final_state = stored;
+            }
+            if writer.is_none() && !args.json {
+                // Nothing is stored or printed whole: keep what the verdict and summary read.
+                summary.lighten();
+            }
+            summaries.push(summary);
+        }
+    }
+    // Report in the suite's case order, as a live run does, whatever order the log has.
+    let order: HashMap<&str, usize> = suite
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.case.case_id.as_str(), i))
+        .collect();
+    summaries.sort_by_key(|r| (order.get(r.case_id.as_str()).copied(), r.epoch));
+    if summaries.is_empty() && problems.is_empty() {
+        problems.push(format!("{file}: no trajectories found"));
+    }
     // Judged once: the stored result and the printed one are the same.
-    let summaries: Vec<TrialSummary> = records.iter().map(TrialSummary::of).collect();
     let (results, gate_errors) = build_results(
-        header.clone(),
+        header,
         now(),
         summaries,
         &suite.gates,
         suite.rubric.as_ref(),
     );
-    if let Some(out) = &args.out {
-        let mut w = RunWriter::create(out, &header)
-            .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
-        for r in &records {
-            w.append(r)
-                .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?;
-        }
+    if let Some(w) = writer {
         w.finish(&results)
             .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
     }

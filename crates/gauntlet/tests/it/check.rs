@@ -196,3 +196,67 @@ fn an_invalid_output_regex_is_located_by_check() {
         "invalid regular expression `(unclosed`",
     );
 }
+
+/// Regression: a handler path naming an argument the tool does not declare made every call
+/// answer 400, blamed on the agent; a malformed JSON Pointer escape did the same. Both are
+/// found by `check` (and `run`) at the handler's line, before anything runs.
+#[test]
+fn a_handler_placeholder_missing_from_the_schema_is_located() {
+    let (o, _, _t) = broken(
+        "worlds/incident-desk.yaml",
+        r#"- append: {path: "/incidents/{incident_id}/notes""#,
+        r#"- append: {path: "/incidents/{incident}/notes""#,
+    );
+    assert!(o.stderr.contains("incident-desk.yaml:116:"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("uses `{incident}`, which is not a parameter of tool `add_note`"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_malformed_pointer_escape_in_a_handler_is_located() {
+    let (o, _, _t) = broken(
+        "worlds/incident-desk.yaml",
+        r#"- append: {path: "/incidents/{incident_id}/notes""#,
+        r#"- append: {path: "/incidents/{incident_id}/no~2tes""#,
+    );
+    assert!(o.stderr.contains("incident-desk.yaml:116:"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("not a valid JSON Pointer"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Regression: a gate with a type error was reported (exit 2) only after every trial ran.
+#[test]
+fn a_gate_with_a_type_error_is_located_before_any_trial() {
+    let (o, _, _t) = broken(
+        "gauntlet.yaml",
+        "expr: task_success_rate >= 0.85",
+        "expr: task_success_rate >= \"high\"",
+    );
+    assert!(o.stderr.contains("gauntlet.yaml:"), "{}", o.stderr);
+    assert!(o.stderr.contains("could not be evaluated"), "{}", o.stderr);
+}
+
+/// Regression: an empty folder named `x.yaml` among the cases was passed silently, and a
+/// symlink loop gave a thousand "used twice" errors without naming the loop.
+#[test]
+fn a_folder_named_like_a_case_file_and_a_symlink_loop_are_named() {
+    let (_tmp, suite) = example();
+    std::fs::create_dir(suite.join("cases/desk/x.yaml")).unwrap();
+    std::os::unix::fs::symlink(suite.join("cases/desk"), suite.join("cases/desk/again")).unwrap();
+    let c = run(&["check", s(&suite)]);
+    assert_eq!(c.code, 2, "{}", c.stderr);
+    assert!(
+        c.stderr.contains("x.yaml") && c.stderr.contains("is a folder named like a case file"),
+        "{}",
+        c.stderr
+    );
+    assert!(c.stderr.contains("a symlink loop"), "{}", c.stderr);
+    assert!(c.stderr.lines().count() < 10, "{}", c.stderr);
+}

@@ -7,6 +7,7 @@ mod common;
 mod export;
 mod faults;
 mod gates;
+mod isolation;
 mod report;
 mod resume;
 mod run;

@@ -272,3 +272,70 @@ fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("their seed differ"), "{}", o.stderr);
 }
+
+/// Regression: a corrupt line in the middle of trials.jsonl made a run impossible to resume.
+/// `--resume` still refuses it by default, naming the line and the way forward;
+/// `--set-aside-corrupt` keeps the line in trials.corrupt.jsonl and runs that trial again.
+#[test]
+fn a_corrupt_middle_line_is_set_aside_and_its_trial_runs_again() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    let o = run(&["run", s(&suite), "--out", s(&out), "--quiet"]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let total = std::fs::read_to_string(out.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    // The run stopped before it finished, and a record in the middle went bad.
+    std::fs::remove_file(out.join("results.json")).unwrap();
+    let trials = out.join("trials.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&trials)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let lost: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    lines[2] = "{\"case_id\": \"garbled".to_owned();
+    std::fs::write(&trials, lines.join("\n") + "\n").unwrap();
+
+    let refused = run(&["run", s(&suite), "--resume", s(&out), "--quiet"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("trials.jsonl:3"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("--set-aside-corrupt"),
+        "{}",
+        refused.stderr
+    );
+
+    let resumed = run(&[
+        "run",
+        s(&suite),
+        "--resume",
+        s(&out),
+        "--set-aside-corrupt",
+        "--quiet",
+    ]);
+    assert!(resumed.code <= 1, "{}", resumed.stderr);
+    assert!(out.join("results.json").exists());
+    let aside = std::fs::read_to_string(out.join("trials.corrupt.jsonl")).unwrap();
+    assert_eq!(aside, "{\"case_id\": \"garbled\n");
+    let records = read_trials(&out);
+    assert_eq!(records.len(), total);
+    let mut keys: Vec<(String, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().unwrap().to_owned(),
+                r["epoch"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total, "every trial once");
+    assert!(keys.contains(&(lost["case_id"].as_str().unwrap().to_owned(), 0)));
+}

@@ -341,3 +341,103 @@ fn a_file_of_bad_items_is_summarised_not_echoed() {
         o.stderr
     );
 }
+
+/// `score` scores in batches across threads and, when it neither stores nor prints the whole
+/// results, keeps only light summaries: it prints the same summary as a stored scoring of the
+/// same file, and the trials come out in one order, epochs ascending per case, whatever the
+/// file's order.
+#[test]
+fn batched_light_scoring_judges_as_a_stored_scoring_does() {
+    let (tmp, suite) = example();
+    let live = tmp.path().join("live");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:naive",
+        "--epochs",
+        "3",
+        "--out",
+        s(&live),
+        "--quiet",
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    // More trials than one batch, in reverse order.
+    let lines: Vec<String> = std::fs::read_to_string(live.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut many = Vec::new();
+    for round in 0..40 {
+        for l in lines.iter().rev() {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["epoch"] = serde_json::json!(v["epoch"].as_u64().unwrap() + 3 * round);
+            many.push(v.to_string());
+        }
+    }
+    let file = tmp.path().join("many.jsonl");
+    std::fs::write(&file, many.join("\n") + "\n").unwrap();
+    let light = run(&["score", s(&file), "--cases", s(&suite)]);
+    let stored_dir = tmp.path().join("stored");
+    let stored = run(&[
+        "score",
+        s(&file),
+        "--cases",
+        s(&suite),
+        "--out",
+        s(&stored_dir),
+    ]);
+    assert_eq!(light.code, stored.code, "{}", light.stderr);
+    assert!(
+        light.stdout.contains(&format!("trials {}", many.len())),
+        "{}",
+        light.stdout
+    );
+    // The same summary, but for the run id in its first line (it holds the time).
+    let body = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert!(
+        light.stdout.starts_with("suite incident-desk"),
+        "{}",
+        light.stdout
+    );
+    assert_eq!(body(&light.stdout), body(&stored.stdout));
+
+    let whole = run(&["score", s(&file), "--cases", s(&suite), "--json"]);
+    let a: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
+    let b: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stored_dir.join("results.json")).unwrap())
+            .unwrap();
+    for key in [
+        "verdict",
+        "metrics",
+        "intervals",
+        "evaluators",
+        "segments",
+        "gates",
+        "rubric",
+    ] {
+        assert_eq!(a[key], b[key], "{key}");
+    }
+    let order = |v: &serde_json::Value| -> Vec<(String, u64)> {
+        v["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["epoch"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let trials = order(&a);
+    assert_eq!(trials.len(), many.len());
+    assert_eq!(trials, order(&b));
+    for pair in trials.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            assert!(pair[0].1 < pair[1].1, "{pair:?}");
+        }
+    }
+}
