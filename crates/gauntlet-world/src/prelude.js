@@ -94,7 +94,10 @@
     }
     collections.clear();
   }
-  G.__gauntlet_call = function (name, argsJson, readOnly) {
+  // The harness's entry points: fixed, so that a script cannot replace them and forge what the
+  // harness reads (a tool's result, the final state, a record's tenant).
+  const fixed = (name, f) => Object.defineProperty(G, name, { value: f, writable: false, configurable: false, enumerable: false });
+  fixed("__gauntlet_call", function (name, argsJson, readOnly) {
     tracking = !readOnly;
     touched = new Map();
     effects = [];
@@ -125,11 +128,11 @@
     out.accesses = accesses;
     out.effects = effects;
     return stringify(out);
-  };
-  G.__gauntlet_state = function () { return stringify(raw); };
-  G.__gauntlet_tenant = function (coll, key, field) {
+  });
+  fixed("__gauntlet_state", function () { return stringify(raw); });
+  fixed("__gauntlet_tenant", function (coll, key, field) {
     const c = coll === "" ? raw : raw[coll];
     const r = c && c[key];
     return r && typeof r === "object" && r[field] !== undefined ? String(r[field]) : "";
-  };
+  });
 })();

@@ -554,6 +554,36 @@ mod hostile_worlds {
         assert_eq!(engine.state()["records"]["r1"]["done"], true);
         assert!(engine.state().get("forged").is_none());
     }
+
+    /// Regression: the harness's entry points were plain globals, so a script could replace
+    /// them and fake the final state, a tool's result or a record's tenant.
+    #[test]
+    fn a_script_cannot_replace_the_harness_entry_points() {
+        for hostile in [
+            // At the top level, plainly and through defineProperty; then from a handler.
+            "__gauntlet_state = function () { return '{\"forged\":true}'; };\n__gauntlet_tenant = function () { return 'forged'; };\nfunction poison(args, ctx) { ctx.state.records.r1.done = true; return 1; }",
+            "try { Object.defineProperty(globalThis, '__gauntlet_state', {value: function () { return '{\"forged\":true}'; }}); } catch (e) {}\nfunction poison(args, ctx) { ctx.state.records.r1.done = true; return 1; }",
+            "function poison(args, ctx) { globalThis.__gauntlet_call = function () { return '{\"ok\":\"forged\"}'; }; delete globalThis.__gauntlet_state; ctx.state.records.r1.done = true; return 1; }",
+        ] {
+            let mut engine = load(hostile).unwrap_or_else(|e| panic!("{hostile}: {e}"));
+            let (first, _) = engine.call("poison", &json!({}), false);
+            let (second, _) = engine.call("poison", &json!({}), false);
+            assert_eq!(first.unwrap(), json!(1), "{hostile}");
+            assert_eq!(
+                second.unwrap(),
+                json!(1),
+                "{hostile}: a later call's result is real"
+            );
+            let state = engine.state();
+            assert_eq!(state["records"]["r1"]["done"], true, "{hostile}");
+            assert!(state.get("forged").is_none(), "{hostile}");
+            assert_eq!(
+                engine.tenant_of("records", "r1", "tenant").as_deref(),
+                Some("acme"),
+                "{hostile}"
+            );
+        }
+    }
 }
 
 /// Regression: handlers could read a clock (`performance.now()`), depend on the garbage
