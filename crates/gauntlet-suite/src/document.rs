@@ -44,7 +44,9 @@ pub fn parse<T: DeserializeOwned>(
             let (line, col) = e
                 .location()
                 .map_or((0, 0), |l| (l.line() as usize, l.column() as usize));
-            Diagnostic::at(file, line + line_offset, col, yaml_message(&e))
+            let message = wrong_type(text, line, col, &yaml_message(&e))
+                .unwrap_or_else(|| plain(yaml_message(&e)));
+            Diagnostic::at(file, line + line_offset, col, message)
         })?
     };
     let mut spans = SpanIndex::build(text);
@@ -52,6 +54,52 @@ pub fn parse<T: DeserializeOwned>(
         spans.shift_lines(line_offset);
     }
     Ok(Document { value, spans })
+}
+
+/// A parser's terse "invalid u32" at a value, said as a person would: the field, what it
+/// takes, and what it got (`max_tool_calls` must be a whole number of 0 or more, not `two`).
+fn wrong_type(text: &str, line: usize, col: usize, message: &str) -> Option<String> {
+    let wanted = match message.strip_prefix("invalid ")? {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number of 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "bool" | "boolean" => "true or false",
+        _ => return None,
+    };
+    let spans = SpanIndex::build(text);
+    let pointer = spans.pointer_at(line, col)?;
+    let field = pointer
+        .rsplit('/')
+        .next()
+        .unwrap_or(pointer)
+        .replace("~1", "/")
+        .replace("~0", "~");
+    let got = text
+        .lines()
+        .nth(line.checked_sub(1)?)
+        .and_then(|l| l.get(col.saturating_sub(1)..))
+        .map(|v| {
+            v.split(" #")
+                .next()
+                .unwrap_or(v)
+                .trim()
+                .trim_end_matches(',')
+        })
+        .filter(|v| !v.is_empty())?;
+    let place = if pointer.matches('/').count() > 1 {
+        format!(" (at {pointer})")
+    } else {
+        String::new()
+    };
+    Some(format!("`{field}`{place} must be {wanted}, not `{got}`"))
+}
+
+/// A parser message without advice meant for programmers (the parser library's options).
+fn plain(message: String) -> String {
+    match message.split_once(", set DuplicateKeyPolicy") {
+        Some((m, _)) => format!("{m} (the key appears twice; keep one)"),
+        None => message,
+    }
 }
 
 /// serde-saphyr's message without its source snippet and position (we print those ourselves).

@@ -65,6 +65,16 @@ impl SpanIndex {
         SpanIndex { positions }
     }
 
+    /// The pointer whose key or value starts last on `line` at or before `col`: what a parser
+    /// error at that position is about.
+    pub fn pointer_at(&self, line: usize, col: usize) -> Option<&str> {
+        self.positions
+            .iter()
+            .filter(|(p, (l, c))| *l == line && *c <= col && !p.is_empty())
+            .max_by_key(|(p, (_, c))| (*c, p.len()))
+            .map(|(p, _)| p.as_str())
+    }
+
     /// The position of the value at a pointer, or of its nearest indexed ancestor.
     pub fn locate(&self, pointer: &str) -> (usize, usize) {
         let mut p = pointer;

@@ -260,3 +260,29 @@ fn a_folder_named_like_a_case_file_and_a_symlink_loop_are_named() {
     assert!(c.stderr.contains("a symlink loop"), "{}", c.stderr);
     assert!(c.stderr.lines().count() < 10, "{}", c.stderr);
 }
+
+/// Regression: wrong types were reported as `invalid u32` and a duplicate key with advice about
+/// the YAML library's options; both now say the field and what to do.
+#[test]
+fn wrong_types_and_duplicate_keys_are_said_plainly() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "max_tool_calls: 2",
+        "max_tool_calls: two",
+    );
+    assert_located(
+        &o.stderr,
+        "02-lookup-status.yaml",
+        10,
+        19,
+        "`max_tool_calls` (at /trajectory_constraints/max_tool_calls) must be a whole number of 0 or more, not `two`",
+    );
+    let (o, _, _t) = broken("gauntlet.yaml", "epochs: 1\n", "epochs: 1\nepochs: 2\n");
+    assert!(
+        o.stderr
+            .contains("duplicate mapping key: epochs (the key appears twice; keep one)"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("DuplicateKeyPolicy"), "{}", o.stderr);
+}
