@@ -226,6 +226,11 @@ impl Environment for SimulatedEnvironment {
         if let Some(text) = &final_answer {
             sim.record(Event::FinalAnswer { text: text.clone() });
         }
-        sim.finish(final_answer)
+        let (trajectory, state) = sim.finish_checked(final_answer);
+        let state = state.unwrap_or_else(|why| {
+            self.failure.get_or_insert(why);
+            Value::Null
+        });
+        (trajectory, state)
     }
 }

@@ -20,6 +20,8 @@ use rquickjs::{CatchResultExt, Function};
 use serde_json::Value;
 
 const PRELUDE: &str = include_str!("prelude.js");
+/// How deeply a world's state may nest (serde_json's recursion limit).
+pub const MAX_STATE_DEPTH: usize = 128;
 /// What every sandbox takes away (the clock, unseeded randomness), before any other script.
 const SANDBOX: &str = include_str!("sandbox.js");
 
@@ -221,14 +223,31 @@ impl ScriptEngine {
     /// The current state; `null` when the world cannot write it out in time (a looping
     /// `toJSON` or getter), which fails the trial's state checks rather than hanging the run.
     pub fn state(&self) -> Value {
-        self.bounded(|| {
+        self.read_state().unwrap_or(Value::Null)
+    }
+
+    /// The current state, or why it cannot be read back (a value that does not serialise in
+    /// time, a state nested deeper than [`MAX_STATE_DEPTH`]).
+    pub fn read_state(&self) -> Result<Value, String> {
+        let text = self.bounded(|| {
             self.context.with(|ctx| {
                 let f: Result<Function, _> = ctx.globals().get("__gauntlet_state");
-                f.and_then(|f| f.call::<_, String>(()))
-                    .ok()
-                    .and_then(|s| serde_json::from_str(&s).ok())
-                    .unwrap_or(Value::Null)
+                f.and_then(|f| f.call::<_, String>(())).ok()
             })
+        });
+        let Some(text) = text else {
+            return Err(
+                "the world's state does not serialise as JSON (a value that throws or \
+                        loops in toJSON or a getter, or a cycle)"
+                    .to_owned(),
+            );
+        };
+        serde_json::from_str(&text).map_err(|e| {
+            if e.to_string().contains("recursion limit") {
+                format!("the world's state is nested more than {MAX_STATE_DEPTH} levels deep")
+            } else {
+                format!("the world's state is not valid JSON: {e}")
+            }
         })
     }
 }

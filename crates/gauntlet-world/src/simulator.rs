@@ -414,9 +414,19 @@ impl Simulator {
 
     /// Ends the trial: its trajectory and final state.
     pub fn finish(self, final_answer: Option<String>) -> (Trajectory, Value) {
+        let (trajectory, state) = self.finish_checked(final_answer);
+        (trajectory, state.unwrap_or(Value::Null))
+    }
+
+    /// Ends the trial: its trajectory, and its final state or why the world's script cannot
+    /// give it back (the trial then fails as the world's, not the agent's).
+    pub fn finish_checked(
+        self,
+        final_answer: Option<String>,
+    ) -> (Trajectory, Result<Value, String>) {
         let state = match &self.script {
-            Some(Ok(engine)) => engine.state(),
-            _ => self.state,
+            Some(Ok(engine)) => engine.read_state(),
+            _ => Ok(self.state),
         };
         (
             Trajectory {

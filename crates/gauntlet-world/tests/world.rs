@@ -555,6 +555,27 @@ mod hostile_worlds {
         assert!(engine.state().get("forged").is_none());
     }
 
+    /// Regression: a state nested 200 deep was written out as `final_state: null`, silently;
+    /// one that cannot serialise likewise. Both now say why the state cannot be read back.
+    #[test]
+    fn a_state_that_cannot_be_read_back_says_why() {
+        let mut deep = load(
+            "function nest(args, ctx) { let o = {}; const top = o; for (let i = 0; i < 200; i++) { o.x = {}; o = o.x; } ctx.state.records.r1.deep = top; return 1; }",
+        )
+        .unwrap();
+        let _ = deep.call("nest", &json!({}), false);
+        let e = deep.read_state().unwrap_err();
+        assert!(e.contains("nested more than 128 levels deep"), "{e}");
+
+        let mut throwing = load(
+            "function poison(args, ctx) { ctx.state.records.r1.x = {toJSON() { throw new Error('no'); }}; return 1; }",
+        )
+        .unwrap();
+        let _ = throwing.call("poison", &json!({}), false);
+        let e = throwing.read_state().unwrap_err();
+        assert!(e.contains("does not serialise as JSON"), "{e}");
+    }
+
     /// Regression: the harness's entry points were plain globals, so a script could replace
     /// them and fake the final state, a tool's result or a record's tenant.
     #[test]

@@ -159,3 +159,47 @@ fn absurd_run_options_are_refused_before_anything_runs() {
         "nothing was written"
     );
 }
+
+/// Regression: a world script whose state could not be read back (nested 200 deep) gave
+/// `final_state: null` silently, and its trial was judged as the agent's. Now the trial is an
+/// error that says why, and the run goes on.
+#[test]
+fn a_world_state_that_cannot_be_read_back_fails_its_trial_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path();
+    let write = |name: &str, text: &str| {
+        let p = suite.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "gauntlet.yaml",
+        "name: deep\nagent: script:reference\nworlds: [worlds/w.yaml]\ndatasets:\n  - path: cases\n    world: w\n",
+    );
+    write(
+        "worlds/w.yaml",
+        "name: w\nscript: w.js\nstate: {t: {}}\ntools:\n  - name: nest\n    kind: write\n    parameters: {type: object}\n",
+    );
+    write(
+        "worlds/w.js",
+        "function nest(args, ctx) { let o = {}; const top = o; for (let i = 0; i < 200; i++) { o.x = {}; o = o.x; } ctx.state.t.deep = top; return 'ok'; }\n",
+    );
+    write(
+        "cases/c.yaml",
+        "case_id: deep-state\nuser_input: nest it\nexpected_outcome: {t.deep: {$present: true}}\nreference_trajectory:\n  - tool: nest\n    args: {}\n  - answer: done\n",
+    );
+    let out = suite.join("run");
+    // No gates: the verdict is the trial's alone to show.
+    let o = run(&["run", s(suite), "--out", s(&out), "--quiet"]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let trials = read_trials(&out);
+    assert_eq!(trials[0]["status"], "error");
+    assert!(
+        trials[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("nested more than 128 levels deep"),
+        "{}",
+        trials[0]
+    );
+}
