@@ -33,18 +33,21 @@ pub struct RunRow {
     pub dir: String,
 }
 
+/// One row per run: what `gauntlet runs` lists. Trial records and scores stay in the run folders
+/// (their `trials.jsonl` and `results.json`), not in the index, so it grows by a row per run.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, suite TEXT NOT NULL, agent TEXT NOT NULL, seed INTEGER NOT NULL,
   started_at TEXT NOT NULL, finished_at TEXT NOT NULL, verdict TEXT NOT NULL,
   trials INTEGER NOT NULL, passed INTEGER NOT NULL, dir TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS trials (
-  run_id TEXT NOT NULL, case_id TEXT NOT NULL, epoch INTEGER NOT NULL, status TEXT NOT NULL,
-  trace_id TEXT NOT NULL, PRIMARY KEY (run_id, case_id, epoch));
-CREATE TABLE IF NOT EXISTS scores (
-  run_id TEXT NOT NULL, case_id TEXT NOT NULL, epoch INTEGER NOT NULL, name TEXT NOT NULL,
-  value REAL NOT NULL, score REAL NOT NULL, passed INTEGER NOT NULL,
-  PRIMARY KEY (run_id, case_id, epoch, name));
+";
+
+/// Earlier indexes also copied every trial and score (364 MB after 118k trials), which nothing
+/// read: dropped, and the file compacted, the first time such an index is opened.
+const DROP_PER_TRIAL_TABLES: &str = "
+DROP TABLE IF EXISTS trials;
+DROP TABLE IF EXISTS scores;
+VACUUM;
 ";
 
 fn db(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -66,7 +69,43 @@ impl Index {
         }
         let conn = Connection::open(path).map_err(db(path))?;
         conn.execute_batch(SCHEMA).map_err(db(path))?;
+        let old: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('trials', 'scores')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(db(path))?;
+        if old > 0 {
+            conn.execute_batch(DROP_PER_TRIAL_TABLES)
+                .map_err(db(path))?;
+        }
         Ok(Index { conn })
+    }
+
+    /// Forgets the runs whose folder no longer exists (deleted by hand); how many.
+    pub fn prune(&mut self) -> Result<usize, StoreError> {
+        let p = Path::new("index");
+        let gone: Vec<String> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT run_id, dir FROM runs")
+                .map_err(db(p))?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                .map_err(db(p))?;
+            rows.filter_map(Result::ok)
+                .filter(|(_, dir)| !Path::new(dir).join("run.json").exists())
+                .map(|(id, _)| id)
+                .collect()
+        };
+        let tx = self.conn.transaction().map_err(db(p))?;
+        for id in &gone {
+            tx.execute("DELETE FROM runs WHERE run_id = ?1", params![id])
+                .map_err(db(p))?;
+        }
+        tx.commit().map_err(db(p))?;
+        Ok(gone.len())
     }
 
     /// Records a finished run (replacing an earlier record of the same run id).
@@ -91,34 +130,14 @@ impl Index {
                 format!("{:?}", results.verdict).to_lowercase(),
                 results.trials.len() as i64,
                 passed as i64,
-                dir.display().to_string(),
+                // Absolute, so that `runs` and `--prune` find it from any working directory.
+                std::fs::canonicalize(dir)
+                    .unwrap_or_else(|_| dir.to_owned())
+                    .display()
+                    .to_string(),
             ],
         )
         .map_err(db(p))?;
-        {
-            let mut trial = tx
-                .prepare("INSERT OR REPLACE INTO trials VALUES (?1, ?2, ?3, ?4, ?5)")
-                .map_err(db(p))?;
-            let mut score = tx
-                .prepare("INSERT OR REPLACE INTO scores VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-                .map_err(db(p))?;
-            for t in &results.trials {
-                let status = serde_json::to_value(t.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                trial
-                    .execute(params![h.run_id, t.case_id, t.epoch, status, t.trace_id])
-                    .map_err(db(p))?;
-                for s in &t.scores {
-                    score
-                        .execute(params![
-                            h.run_id, t.case_id, t.epoch, s.name, s.value, s.score, s.passed
-                        ])
-                        .map_err(db(p))?;
-                }
-            }
-        }
         tx.commit().map_err(db(p))
     }
 
@@ -147,5 +166,40 @@ impl Index {
             })
             .map_err(db(p))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(db(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_with_per_trial_tables_is_compacted_to_its_run_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE trials (run_id TEXT, case_id TEXT, epoch INTEGER, status TEXT, trace_id TEXT);
+                 CREATE TABLE scores (run_id TEXT, name TEXT, value REAL);
+                 INSERT INTO runs VALUES ('r1', 's', 'a', 0, 't0', 't1', 'passed', 1, 1, '/nowhere');
+                 INSERT INTO trials VALUES ('r1', 'c', 0, 'passed', 'x');",
+            )
+            .unwrap();
+        }
+        let mut index = Index::open(&path).unwrap();
+        let tables: Vec<String> = index
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(tables, ["runs"]);
+        assert_eq!(index.list(10).unwrap().len(), 1, "the run rows stay");
+        assert_eq!(index.prune().unwrap(), 1, "its folder does not exist");
+        assert!(index.list(10).unwrap().is_empty());
     }
 }

@@ -123,6 +123,11 @@ pub enum Command {
         /// How many runs to list.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Forget the runs whose folder was deleted. The index holds a row per run; the runs
+        /// themselves are their folders (.gauntlet/runs/RUN_ID or --out): delete the folders
+        /// you no longer need, then prune.
+        #[arg(long)]
+        prune: bool,
     },
     /// Print the JSON Schema of results.json.
     Schema,

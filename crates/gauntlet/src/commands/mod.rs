@@ -31,7 +31,11 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             json,
         } => merge::merge(&parts, &out, &report, json),
         Command::Export { run, out } => export::export(&run, &out),
-        Command::Runs { suite, limit } => runs::runs(&suite, limit),
+        Command::Runs {
+            suite,
+            limit,
+            prune,
+        } => runs::runs(&suite, limit, prune),
         Command::Compare {
             a,
             b,

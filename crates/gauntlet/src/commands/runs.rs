@@ -7,7 +7,7 @@ use gauntlet_store::Index;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 
-pub fn runs(suite: &Path, limit: usize) -> Result<i32, ExpectedError> {
+pub fn runs(suite: &Path, limit: usize, prune: bool) -> Result<i32, ExpectedError> {
     let root = if suite.is_file() {
         suite.parent().unwrap_or(Path::new("."))
     } else {
@@ -15,8 +15,15 @@ pub fn runs(suite: &Path, limit: usize) -> Result<i32, ExpectedError> {
     };
     let db = root.join(".gauntlet").join("index.sqlite");
     let rows = if db.exists() {
-        Index::open(&db)
-            .map_err(|e| ExpectedError::harness(format!("failed to open the run index: {e}")))?
+        let mut index = Index::open(&db)
+            .map_err(|e| ExpectedError::harness(format!("failed to open the run index: {e}")))?;
+        if prune {
+            let n = index
+                .prune()
+                .map_err(|e| ExpectedError::harness(format!("failed to prune the index: {e}")))?;
+            eprintln!("pruned {n} run(s) whose folder no longer exists");
+        }
+        index
             .list(limit)
             .map_err(|e| ExpectedError::harness(format!("failed to read the run index: {e}")))?
     } else {

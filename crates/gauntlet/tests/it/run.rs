@@ -88,6 +88,40 @@ fn runs_lists_past_runs() {
     assert!(o.stdout.contains("23/23"), "{}", o.stdout);
 }
 
+/// Regression: the run index copied every trial and score (364 MB after 118k trials) though
+/// only the run list is read. It holds a row per run, and `--prune` forgets deleted runs.
+#[test]
+fn the_index_holds_a_row_per_run_and_prunes_deleted_ones() {
+    let (tmp, suite) = example();
+    let kept = tmp.path().join("kept");
+    let gone = tmp.path().join("gone");
+    for out in [&kept, &gone] {
+        assert_eq!(run(&["run", s(&suite), "--quiet", "--out", s(out)]).code, 0);
+    }
+    let db = suite.join(".gauntlet/index.sqlite");
+    let tables = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             print(sorted(r[0] for r in c.execute(\"select name from sqlite_master where type='table'\")), \
+             c.execute('select count(*) from runs').fetchone()[0])",
+            s(&db),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&tables.stdout).trim(), "['runs'] 2");
+    std::fs::remove_dir_all(&gone).unwrap();
+    let o = run(&["runs", s(&suite), "--prune"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stderr.contains("pruned 1 run(s)"), "{}", o.stderr);
+    assert!(
+        o.stdout.contains(s(&std::fs::canonicalize(&kept).unwrap())),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.contains("/gone"), "{}", o.stdout);
+}
+
 #[test]
 fn the_same_run_gives_byte_identical_statistics() {
     let (_tmp, suite) = example();
