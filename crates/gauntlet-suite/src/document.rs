@@ -29,6 +29,8 @@ pub fn parse<T: DeserializeOwned>(
     json: bool,
     line_offset: usize,
 ) -> Result<Document<T>, Diagnostic> {
+    // A UTF-8 byte-order mark (some editors write one) is not content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value = if json {
         serde_json::from_str::<T>(text).map_err(|e| {
             let msg = e.to_string();
@@ -45,6 +47,7 @@ pub fn parse<T: DeserializeOwned>(
                 .location()
                 .map_or((0, 0), |l| (l.line() as usize, l.column() as usize));
             let message = wrong_type(text, line, col, &yaml_message(&e))
+                .or_else(|| unclosed(text, line))
                 .unwrap_or_else(|| plain(yaml_message(&e)));
             Diagnostic::at(file, line + line_offset, col, message)
         })?
@@ -92,6 +95,32 @@ fn wrong_type(text: &str, line: usize, col: usize, message: &str) -> Option<Stri
         String::new()
     };
     Some(format!("`{field}`{place} must be {wanted}, not `{got}`"))
+}
+
+/// A flow list or map opened on the error's line (or just before it) and never closed on its
+/// line: the usual cause of the parser's "expected string scalar" or "illegal placement".
+fn unclosed(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    for at in (line.saturating_sub(2).max(1)..=line).rev() {
+        let l = lines.get(at - 1)?;
+        let code = l.split(" #").next().unwrap_or(l);
+        let count = |c: char| code.chars().filter(|x| *x == c).count();
+        for (open, close) in [('[', ']'), ('{', '}')] {
+            if count(open) > count(close) && !code.trim_end().ends_with(open) {
+                let place = if at == line {
+                    "on this line".to_owned()
+                } else {
+                    format!("on line {at}")
+                };
+                return Some(format!(
+                    "`{open}` is opened {place} and not closed with `{close}` (a flow {} on \
+                     one line needs both)",
+                    if open == '[' { "list" } else { "map" }
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// A parser message without advice meant for programmers (the parser library's options).

@@ -286,3 +286,26 @@ fn wrong_types_and_duplicate_keys_are_said_plainly() {
     );
     assert!(!o.stderr.contains("DuplicateKeyPolicy"), "{}", o.stderr);
 }
+
+/// Regression: an unclosed `[` was reported as "expected string scalar" (or an illegal `:` on
+/// the next line), and a UTF-8 byte-order mark at the start of a JSON case as "expected value".
+#[test]
+fn an_unclosed_bracket_is_named_and_a_byte_order_mark_is_accepted() {
+    let (o, _, _t) = broken(
+        "cases/desk/02-lookup-status.yaml",
+        "required_tools: [get_incident]",
+        "required_tools: [get_incident",
+    );
+    assert!(
+        o.stderr
+            .contains("`[` is opened on line 8 and not closed with `]`"),
+        "{}",
+        o.stderr
+    );
+    let (_tmp, suite) = example();
+    let case = suite.join("cases/seeds/tc-sql-fix-001.json");
+    let text = std::fs::read_to_string(&case).unwrap();
+    std::fs::write(&case, format!("\u{feff}{text}")).unwrap();
+    let c = run(&["check", s(&suite)]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+}
