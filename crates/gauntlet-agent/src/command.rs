@@ -61,6 +61,11 @@ impl CommandAgent {
 /// The process groups of the agents running now.
 static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
+/// The registry, even if a thread panicked holding it (it is a plain set).
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn kill_group(pgid: i32) {
     // SAFETY: kill(2) with a negative pid signals a process group we created; it has no
     // memory-safety preconditions.
@@ -71,7 +76,7 @@ fn kill_group(pgid: i32) {
 
 /// Kills every running agent's process group (gauntlet is being stopped); returns how many.
 pub fn kill_all_agents() -> usize {
-    let groups = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    let groups = live_groups();
     for &pgid in groups.iter() {
         kill_group(pgid);
     }
@@ -85,10 +90,7 @@ impl GroupGuard {
     fn new(pid: Option<u32>) -> Self {
         let pgid = pid.and_then(|p| i32::try_from(p).ok());
         if let Some(g) = pgid {
-            LIVE_GROUPS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(g);
+            live_groups().insert(g);
         }
         GroupGuard(pgid)
     }
@@ -98,10 +100,7 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
             kill_group(pgid);
-            LIVE_GROUPS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&pgid);
+            live_groups().remove(&pgid);
         }
     }
 }

@@ -85,11 +85,6 @@ impl Sandbox {
         }
     }
 
-    /// An unisolated launcher (script agents and tests that start no command).
-    pub fn unisolated() -> Sandbox {
-        Sandbox { bwrap: None }
-    }
-
     /// Whether agents run in bubblewrap.
     pub fn isolated(&self) -> bool {
         self.bwrap.is_some()

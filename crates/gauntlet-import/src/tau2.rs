@@ -661,15 +661,21 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
         "reference_trajectory": reference,
         "tags": tags,
     });
-    let changed = gauntlet_model::stored_state::changes(&domain.initial, &start);
-    if !changed.is_empty() {
-        // Whole tables: the case's state is merged over the world's key by key.
-        let mut overlay = Map::new();
-        for (table, value) in start.as_object().into_iter().flatten() {
-            if domain.initial.get(table) != Some(value) {
-                overlay.insert(table.clone(), value.clone());
-            }
-        }
+    // Whole tables, for those the task's initialization changed: the case's state is merged
+    // over the world's key by key.
+    let overlay: Map<String, Value> = start
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(table, value)| {
+            !domain
+                .initial
+                .get(*table)
+                .is_some_and(|v| gauntlet_model::path::same_value(v, value))
+        })
+        .map(|(t, v)| (t.clone(), v.clone()))
+        .collect();
+    if !overlay.is_empty() {
         case["initial_state"] = Value::Object(overlay);
     }
     if basis.contains(&"ACTION") && !gold_calls.is_empty() {

@@ -13,7 +13,7 @@ pub mod plan;
 mod run;
 
 pub use custom::{CustomEvaluator, CustomKind, run_custom};
-pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_trial};
+pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_batch, evaluate_trial};
 pub use gauntlet_model::RunEvent;
 pub use ids::{trace_id, trial_seed};
 pub use plan::{PlanError, RunOptions, Settings};

@@ -41,6 +41,8 @@ fn write_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Store
 /// Writes one run directory as the run goes.
 pub struct RunWriter {
     dir: PathBuf,
+    /// The header as `run.json` holds it.
+    header: RunHeader,
     trials: BufWriter<File>,
     states: StateWriter,
 }
@@ -61,6 +63,7 @@ impl RunWriter {
             .map_err(io(&path))?;
         Ok(RunWriter {
             dir: dir.to_owned(),
+            header: header.clone(),
             trials: BufWriter::new(file),
             states: StateWriter::default(),
         })
@@ -147,6 +150,7 @@ impl RunWriter {
         }
         let writer = RunWriter {
             dir: dir.to_owned(),
+            header: header.clone(),
             trials: BufWriter::new(file),
             states: StateWriter::default(),
         };
@@ -276,7 +280,7 @@ impl RunWriter {
     pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
         let path = self.dir.join("trials.jsonl");
         self.trials.flush().map_err(io(&path))?;
-        if read_header(&self.dir).ok().as_ref() != Some(&results.header) {
+        if self.header != results.header {
             write_atomic(&self.dir.join("run.json"), &results.header)?;
         }
         write_atomic(&self.dir.join("results.json"), results)

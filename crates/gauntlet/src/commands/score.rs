@@ -11,7 +11,7 @@ use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
 use crate::results::now;
 use gauntlet_eval::build_results;
-use gauntlet_runner::{TrialEvidence, evaluate_trial};
+use gauntlet_runner::{TrialEvidence, evaluate_batch};
 
 /// How many problems `score` reports before it stops reading the file.
 const MAX_PROBLEMS: usize = 50;
@@ -20,51 +20,24 @@ const BATCH: usize = 512;
 /// Threads that score a batch, at most.
 const MAX_WORKERS: usize = 8;
 
-/// Scores a batch on up to `workers` threads, each with its own single-threaded runtime; the
-/// evaluations come back in the batch's order.
-fn score_batch(
-    batch: &[(ImportedTrial, &gauntlet_suite::LoadedCase)],
-    suite: &gauntlet_suite::Suite,
-    custom: &gauntlet_runner::CustomEvaluators,
-    workers: usize,
-) -> Vec<gauntlet_runner::Evaluation> {
-    let chunk = batch.len().div_ceil(workers.max(1)).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = batch
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("a single-threaded runtime starts");
-                    part.iter()
-                        .map(|(t, loaded)| {
-                            runtime.block_on(evaluate_trial(
-                                &TrialEvidence {
-                                    case_id: &t.case_id,
-                                    case: Some(&loaded.case),
-                                    epoch: t.epoch,
-                                    trajectory: &t.trajectory,
-                                    initial_state: Some(&t.initial_state),
-                                    final_state: &t.final_state,
-                                    world: Some(suite.world_of(loaded).world.spec()),
-                                    benchmark: suite.config.benchmark.as_ref(),
-                                    // A trial the harness failed stays the harness's failure.
-                                    harness_failed: t.error.is_some(),
-                                },
-                                custom,
-                            ))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a scoring thread does not panic"))
-            .collect()
-    })
+/// The evidence of a read trajectory, for the trial-scoring entry point.
+fn evidence<'a>(
+    t: &'a ImportedTrial,
+    loaded: &'a gauntlet_suite::LoadedCase,
+    suite: &'a gauntlet_suite::Suite,
+) -> TrialEvidence<'a> {
+    TrialEvidence {
+        case_id: &t.case_id,
+        case: Some(&loaded.case),
+        epoch: t.epoch,
+        trajectory: &t.trajectory,
+        initial_state: Some(&t.initial_state),
+        final_state: &t.final_state,
+        world: Some(suite.world_of(loaded).world.spec()),
+        benchmark: suite.config.benchmark.as_ref(),
+        // A trial the harness failed stays the harness's failure.
+        harness_failed: t.error.is_some(),
+    }
 }
 
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
@@ -151,7 +124,11 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             }
             batch.push((t, loaded));
         }
-        let evaluations = score_batch(&batch, &suite, &custom, workers);
+        let evidence: Vec<TrialEvidence<'_>> = batch
+            .iter()
+            .map(|(t, loaded)| evidence(t, loaded, &suite))
+            .collect();
+        let evaluations = evaluate_batch(&evidence, &custom, workers);
         for ((t, loaded), evaluation) in batch.into_iter().zip(evaluations) {
             let case = &loaded.case;
             // Many trials of a large world are kept by what changed, not whole.
