@@ -99,6 +99,7 @@ pub fn record(i: usize) -> TrialRecord {
         duration_ms: 1.0,
         started_at: None,
         not_applicable: Vec::new(),
+        judges: Vec::new(),
     }
 }
 

@@ -12,5 +12,6 @@ fn main() {
         ("have_tau_bench", peers.join("tau-bench").is_dir()),
         ("have_agentevals_data", peers.join("agentevals").is_dir()),
         ("have_bfcl_data", peers.join("gorilla-bfcl").is_dir()),
+        ("have_judges_data", peers.join("judges").is_dir()),
     ]);
 }

@@ -13,5 +13,12 @@ fn main() {
         ("have_tau_bench", peers().join("tau-bench").is_dir()),
         ("have_tau2_bench", peers().join("tau2-bench").is_dir()),
         ("have_bwrap", bwrap_works()),
+        ("have_judges_data", peers().join("judges").is_dir()),
+        (
+            "have_py_agreement",
+            python_has("sklearn.metrics")
+                && python_has("krippendorff")
+                && python_has("statsmodels"),
+        ),
     ]);
 }

@@ -93,6 +93,15 @@ impl gauntlet_model::Classified for GatewayError {
     }
 }
 
+/// Why a judge's call through the gateway failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeCallError {
+    /// What happened.
+    pub message: String,
+    /// Whether trying again may help.
+    pub retryable: bool,
+}
+
 /// One recorded response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -128,7 +137,8 @@ struct Slot {
     case_id: String,
     epoch: u32,
     seen: HashMap<String, usize>,
-    /// The calls are the simulated user's, not the agent's.
+    /// The calls are not the agent's (the simulated user's, or a judge's): no model-call
+    /// fault hits them.
     simulated_user: bool,
 }
 
@@ -264,6 +274,18 @@ impl Gateway {
         self.register_as(env, case_id, epoch, true)
     }
 
+    /// Registers an LLM judge's calls on a trial: recorded into `env` (the judge's own record,
+    /// not the trial's trajectory), written to and replayed from the cassette, never hit by the
+    /// trial's model-call faults.
+    pub fn register_judge(
+        &self,
+        env: Arc<dyn ModelCallRecorder>,
+        case_id: &str,
+        epoch: u32,
+    ) -> TrialGateway {
+        self.register_as(env, case_id, epoch, true)
+    }
+
     fn register_as(
         &self,
         env: Arc<dyn ModelCallRecorder>,
@@ -289,6 +311,48 @@ impl Gateway {
             base_url: format!("http://{}/t/{key}/v1", self.addr),
             key,
         }
+    }
+
+    /// Sends an LLM judge's chat request through the gateway on behalf of a trial: recorded into
+    /// `env` (the judge's own record), to and from the cassette like every call. The response
+    /// body on success; the error's text otherwise (`retryable` when a later attempt may do
+    /// better: 429, 5xx, a connection failure).
+    pub async fn judge_call(
+        &self,
+        env: Arc<dyn ModelCallRecorder>,
+        case_id: &str,
+        epoch: u32,
+        request: &Value,
+    ) -> Result<Value, JudgeCallError> {
+        let trial = self.register_judge(env, case_id, epoch);
+        // A client per call: judges run on several runtimes (one per scoring thread), and a
+        // pooled connection belongs to the runtime that opened it.
+        let client = reqwest::Client::new();
+        let response = client
+            .post(format!("{}/chat/completions", trial.base_url))
+            .bearer_auth(&trial.key)
+            .json(request)
+            .send()
+            .await
+            .map_err(|e| JudgeCallError {
+                message: format!("the judge's model call failed: {e}"),
+                retryable: true,
+            })?;
+        let status = response.status();
+        let body: Value = response.json().await.map_err(|e| JudgeCallError {
+            message: format!("the judge's model answered with no JSON body: {e}"),
+            retryable: status.is_server_error(),
+        })?;
+        if !status.is_success() {
+            return Err(JudgeCallError {
+                message: format!(
+                    "the judge's model answered {status}: {}",
+                    body["error"]["message"].as_str().unwrap_or("no message")
+                ),
+                retryable: status.as_u16() == 429 || status.is_server_error(),
+            });
+        }
+        Ok(body)
     }
 
     /// Stops the gateway and writes the cassette it recorded (sorted, one entry per line).

@@ -6,13 +6,16 @@
 #![warn(missing_docs)]
 
 mod aggregate;
+pub mod agreement;
 pub mod arguments;
 pub mod attribution;
 pub mod bfcl;
+pub mod calibration;
 mod compare;
 mod evaluators;
 pub mod faults;
 mod gates;
+pub mod judge;
 mod results;
 mod rubric;
 pub mod safety;

@@ -2,7 +2,10 @@
 //! Pure: the caller gives the time the run finished.
 
 use crate::{CompiledGate, CompiledRubric, aggregate, decide_all};
-use gauntlet_model::{FORMAT_VERSION, RunHeader, RunResults, TrialSummary, Verdict};
+use gauntlet_model::{
+    FORMAT_VERSION, JudgeHeader, JudgeReport, JudgeStatus, RunHeader, RunResults, TrialSummary,
+    Verdict,
+};
 
 /// The result of a run, and the gate evaluation errors (which make the input invalid).
 pub fn build_results(
@@ -13,6 +16,7 @@ pub fn build_results(
     rubric: Option<&CompiledRubric>,
 ) -> (RunResults, Vec<String>) {
     let agg = aggregate(&trials, header.seed);
+    let header_judges = header.judges.clone();
     let (outcomes, errors) = decide_all(gates, &agg);
     let (rubric, rubric_passed) = match rubric {
         Some(r) => {
@@ -46,8 +50,48 @@ pub fn build_results(
             flaky_cases: agg.flaky_cases,
             rubric,
             gates: outcomes,
+            judges: judge_reports(&header_judges, &trials),
             trials,
         },
         errors,
     )
+}
+
+/// Each judge over the run, from the trials' briefs.
+fn judge_reports(judges: &[JudgeHeader], trials: &[TrialSummary]) -> Vec<JudgeReport> {
+    judges
+        .iter()
+        .map(|h| {
+            let mut r = JudgeReport {
+                header: h.clone(),
+                scored: 0,
+                skipped: 0,
+                invalid: 0,
+                passed: 0,
+                calls: 0,
+                cache_hits: 0,
+                tokens: 0,
+                cost_eur: 0.0,
+                split_trials: Vec::new(),
+            };
+            for t in trials {
+                for b in t.judges.iter().filter(|b| b.judge == h.name) {
+                    match b.status {
+                        JudgeStatus::Scored => r.scored += 1,
+                        JudgeStatus::Skipped => r.skipped += 1,
+                        JudgeStatus::Invalid => r.invalid += 1,
+                    }
+                    r.passed += u64::from(b.passed == Some(true));
+                    r.calls += u64::from(b.calls);
+                    r.cache_hits += u64::from(b.cached);
+                    r.tokens += b.tokens;
+                    r.cost_eur += b.cost_eur;
+                    if b.split {
+                        r.split_trials.push(format!("{}#{}", t.case_id, t.epoch));
+                    }
+                }
+            }
+            r
+        })
+        .collect()
 }

@@ -351,6 +351,7 @@ fn aggregate_counts_critical_violations_and_task_success() {
                 duration_ms: 1.0,
                 final_state: json!({}),
                 scores,
+                judges: Vec::new(),
             }
         })
         .collect();

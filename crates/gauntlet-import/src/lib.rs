@@ -5,6 +5,7 @@
 //! published, runs its gold actions in gauntlet's own re-implementation of the domain, and writes
 //! a suite folder (config, world, state, cases) that `gauntlet run` takes as it is.
 
+pub mod labels;
 pub mod tau2;
 pub mod tau_bench;
 

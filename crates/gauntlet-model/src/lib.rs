@@ -14,6 +14,8 @@ pub mod context;
 pub mod digest;
 pub mod error;
 pub mod events;
+pub mod judge;
+pub mod labels;
 pub mod matcher;
 pub mod matching;
 pub mod names;
@@ -32,6 +34,8 @@ pub use case::{
 pub use digest::is_trace_id;
 pub use error::{Classified, ErrorKind};
 pub use events::RunEvent;
+pub use judge::{JudgeBrief, JudgeHeader, JudgeOutcome, JudgeReport, JudgeSpec, JudgeStatus};
+pub use labels::{CalibrationFile, CalibrationThresholds, JudgeIdentity, Label, LabelValue};
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{

@@ -65,6 +65,9 @@ pub struct RunHeader {
     /// counted from 0, leaves I-1 when divided by N. `gauntlet merge` makes the whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// The suite's LLM judges, and whether each may gate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<crate::JudgeHeader>,
 }
 
 /// One part of a sharded run: the `index`-th (from 1) of `count`.
@@ -160,6 +163,9 @@ pub struct TrialRecord {
     /// a case); empty for a trial of a suite.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_applicable: Vec<crate::NotApplicable>,
+    /// What each LLM judge said (scored, skipped with the reason, or invalid), with its calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<crate::JudgeOutcome>,
 }
 
 /// One trial as summarised in `results.json`.
@@ -206,6 +212,9 @@ pub struct TrialSummary {
     pub final_state: Value,
     /// Every evaluator's verdict.
     pub scores: Vec<Score>,
+    /// What each LLM judge said, briefly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<crate::JudgeBrief>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -262,6 +271,7 @@ impl TrialSummary {
             error: None,
             tags: Vec::new(),
             difficulty: None,
+            judges: record.judges.iter().map(crate::JudgeBrief::of).collect(),
             tools: {
                 let mut t: Vec<String> = record
                     .trajectory
@@ -453,6 +463,9 @@ pub struct RunResults {
     pub rubric: Option<RubricOutcome>,
     /// Gate decisions, in the order of the configuration (rubric gates last).
     pub gates: Vec<GateOutcome>,
+    /// Each LLM judge over the run: outcomes, cost (apart from the agent's), splits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<crate::JudgeReport>,
     /// One summary per trial, in case then epoch order.
     pub trials: Vec<TrialSummary>,
 }

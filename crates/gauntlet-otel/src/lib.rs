@@ -326,6 +326,7 @@ mod tests {
             rubric: None,
             filter: None,
             shard: None,
+            judges: vec![],
         }
     }
 
@@ -355,6 +356,7 @@ mod tests {
             duration_ms: 10.0,
             started_at: Some("2026-12-01T10:00:01Z".into()),
             not_applicable: vec![],
+            judges: vec![],
         }
     }
 

@@ -5,6 +5,7 @@
 //! HTML trajectory viewer), so a stored run renders exactly as the live run did.
 #![warn(missing_docs)]
 
+mod calibration;
 mod compare;
 mod html;
 mod junit;
@@ -12,6 +13,7 @@ mod markdown;
 mod svg;
 mod terminal;
 
+pub use calibration::render_calibration;
 pub use compare::render_comparison;
 pub use html::{ReportError, render_html};
 pub use junit::render_junit;

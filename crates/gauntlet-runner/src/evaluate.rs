@@ -5,10 +5,13 @@
 use std::path::PathBuf;
 
 use gauntlet_eval::{EvalContext, TrialInput, conclude, evaluate_builtin};
-use gauntlet_model::{Case, NotApplicable, Score, Trajectory, TrialStatus, WorldSpec};
+use gauntlet_model::{
+    Case, JudgeOutcome, NotApplicable, Score, Trajectory, TrialStatus, WorldSpec,
+};
 use serde_json::{Value, json};
 
 use crate::custom::{CustomEvaluator, run_custom};
+use crate::judge::JudgePanel;
 
 /// A suite's custom evaluators and the folder they run in.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +55,8 @@ pub struct Evaluation {
     pub not_applicable: Vec<NotApplicable>,
     /// Passed, failed or error.
     pub status: TrialStatus,
+    /// What each LLM judge said (scored, skipped or invalid).
+    pub judges: Vec<JudgeOutcome>,
 }
 
 /// Scores many trials on up to `workers` threads, each with its own single-threaded runtime
@@ -59,6 +64,7 @@ pub struct Evaluation {
 pub fn evaluate_batch(
     trials: &[TrialEvidence<'_>],
     custom: &CustomEvaluators,
+    judges: Option<&JudgePanel>,
     workers: usize,
 ) -> Vec<Evaluation> {
     let chunk = trials.len().div_ceil(workers.max(1)).max(1);
@@ -72,7 +78,7 @@ pub fn evaluate_batch(
                         .build()
                         .expect("a single-threaded runtime starts");
                     part.iter()
-                        .map(|t| runtime.block_on(evaluate_trial(t, custom)))
+                        .map(|t| runtime.block_on(evaluate_trial(t, custom, judges)))
                         .collect::<Vec<_>>()
                 })
             })
@@ -84,8 +90,14 @@ pub fn evaluate_batch(
     })
 }
 
-/// Scores one trial with the built-in evaluators and `custom`, and decides its status.
-pub async fn evaluate_trial(t: &TrialEvidence<'_>, custom: &CustomEvaluators) -> Evaluation {
+/// Scores one trial with the built-in evaluators and `custom`, decides its status, then runs the
+/// LLM judges (on trials that passed, unless a judge says otherwise). A judge never turns a
+/// deterministic fail into a pass; a calibrated judge's fail fails a trial that passed.
+pub async fn evaluate_trial(
+    t: &TrialEvidence<'_>,
+    custom: &CustomEvaluators,
+    judges: Option<&JudgePanel>,
+) -> Evaluation {
     let cx = EvalContext {
         tools: t.world.map_or(&[], |w| &w.tools),
         canaries: t.world.map_or(&[], |w| &w.canaries),
@@ -110,10 +122,34 @@ pub async fn evaluate_trial(t: &TrialEvidence<'_>, custom: &CustomEvaluators) ->
             scores.extend(run_custom(ev, &custom.dir, &input).await);
         }
     }
-    let status = conclude(&mut scores, t.trajectory, t.harness_failed);
+    let mut status = conclude(&mut scores, t.trajectory, t.harness_failed);
+    let mut outcomes = Vec::new();
+    if let Some(panel) = judges {
+        let goal = t.case.map(|c| c.user_input.as_str()).or_else(|| {
+            t.trajectory.events.iter().find_map(|e| match e {
+                gauntlet_model::Event::UserMessage { text } => Some(text.as_str()),
+                _ => None,
+            })
+        });
+        let (o, judged) = panel
+            .judge(
+                t.case_id,
+                t.epoch,
+                goal.unwrap_or_default(),
+                t.trajectory,
+                status,
+            )
+            .await;
+        if status == TrialStatus::Passed && judged.iter().any(Score::fails_trial) {
+            status = TrialStatus::Failed;
+        }
+        scores.extend(judged);
+        outcomes = o;
+    }
     Evaluation {
         scores,
         not_applicable: builtin.not_applicable,
         status,
+        judges: outcomes,
     }
 }

@@ -9,6 +9,7 @@ pub mod agents;
 mod custom;
 mod evaluate;
 mod ids;
+pub mod judge;
 pub mod plan;
 mod run;
 
@@ -16,5 +17,6 @@ pub use custom::{CustomEvaluator, CustomKind, run_custom};
 pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_batch, evaluate_trial};
 pub use gauntlet_model::RunEvent;
 pub use ids::{trace_id, trial_seed};
+pub use judge::{JudgePanel, PreparedJudge, prepare_judges};
 pub use plan::{PlanError, RunOptions, Settings};
 pub use run::{RunPlan, TrialPlan, now, run_trials};

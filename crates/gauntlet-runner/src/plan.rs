@@ -70,6 +70,9 @@ pub enum PlanError {
     /// The agent cannot be made, or plays none of the cases.
     #[error("{0}")]
     Agent(String),
+    /// A judge is declared wrongly, or a gate reads an uncalibrated judge.
+    #[error("{0}")]
+    Judge(String),
 }
 
 impl Classified for PlanError {
@@ -241,6 +244,7 @@ impl Settings {
             rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
             filter: self.filter.clone(),
             shard: self.shard,
+            judges: Vec::new(),
         }
     }
 

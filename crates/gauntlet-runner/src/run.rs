@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::evaluate::{CustomEvaluators, TrialEvidence, evaluate_trial};
+use crate::judge::JudgePanel;
 
 /// One trial to run (cheap to clone: the case, world and state are shared).
 #[derive(Clone)]
@@ -50,6 +51,8 @@ pub struct RunPlan {
     pub persona: Option<PersonaModels>,
     /// The suite's benchmark, whose reward each trial is scored with.
     pub benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
+    /// The suite's LLM judges (none when it has none).
+    pub judges: Option<Arc<JudgePanel>>,
 }
 
 /// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish.
@@ -68,6 +71,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
         let custom = Arc::clone(&plan.custom);
         let persona = plan.persona.clone();
         let benchmark = plan.benchmark.clone();
+        let judges = plan.judges.clone();
         let semaphore = Arc::clone(&semaphore);
         let agent = Arc::clone(&agent);
         let tx = tx.clone();
@@ -84,7 +88,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
             let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
             let record = match tokio::spawn(run_one(
-                trial, agent, timeout, custom, persona, benchmark,
+                trial, agent, timeout, custom, persona, benchmark, judges,
             ))
             .await
             {
@@ -127,6 +131,7 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
         duration_ms: 0.0,
         started_at: None,
         not_applicable: Vec::new(),
+        judges: Vec::new(),
     }
 }
 
@@ -137,6 +142,7 @@ async fn run_one(
     custom: Arc<CustomEvaluators>,
     persona: Option<PersonaModels>,
     benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
+    judges: Option<Arc<JudgePanel>>,
 ) -> TrialRecord {
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
@@ -205,6 +211,7 @@ async fn run_one(
             harness_failed: error.is_some(),
         },
         &custom,
+        judges.as_deref(),
     )
     .await;
     TrialRecord {
@@ -223,5 +230,6 @@ async fn run_one(
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         started_at: Some(started_at.to_string()),
         not_applicable: evaluation.not_applicable,
+        judges: evaluation.judges,
     }
 }

@@ -7,13 +7,17 @@
 
 mod error;
 mod index;
+mod judge_cache;
 mod recorded;
 mod run_dir;
 mod states;
+mod verdicts;
 
 pub use index::{Index, RunRow};
+pub use judge_cache::{CachedReply, JudgeCache};
 pub use recorded::{ImportedTrial, read_trajectories};
 pub use run_dir::{
     RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean, replay,
 };
 pub use states::StateReader;
+pub use verdicts::{JudgeVerdicts, read_judge_verdicts, trial_item};

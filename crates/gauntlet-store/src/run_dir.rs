@@ -497,6 +497,7 @@ mod tests {
             rubric: None,
             filter: None,
             shard: None,
+            judges: vec![],
         }
     }
 
@@ -517,6 +518,7 @@ mod tests {
             duration_ms: 1.0,
             started_at: Some("2026-12-01T10:00:01Z".into()),
             not_applicable: vec![],
+            judges: vec![],
         }
     }
 
@@ -533,6 +535,7 @@ mod tests {
             flaky_cases: vec![],
             rubric: None,
             gates: vec![],
+            judges: vec![],
             trials,
         }
     }

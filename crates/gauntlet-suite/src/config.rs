@@ -45,6 +45,10 @@ pub struct SuiteConfig {
     /// Custom evaluators: commands that score each trial (JSON in, JSON out).
     #[serde(default)]
     pub evaluators: Vec<CustomEvaluatorSpec>,
+    /// LLM judges: a model and a rubric each, run after the deterministic checks (through the
+    /// gateway, cached); advisory until calibrated against human labels.
+    #[serde(default)]
+    pub judges: Vec<gauntlet_model::JudgeSpec>,
     /// The LLM gateway: upstream and price table.
     #[serde(default)]
     pub gateway: Option<GatewaySpec>,

@@ -714,6 +714,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         fault_profiles: Default::default(),
         fault_profile: None,
         evaluators: Vec::new(),
+        judges: Vec::new(),
         gateway: None,
         system_prompt: None,
         user_model: None,

@@ -213,6 +213,84 @@ pub enum Command {
         #[arg(long)]
         baseline: Option<PathBuf>,
     },
+    /// Measure how far a judge agrees with human labels, before it may gate
+    ///
+    /// Example: gauntlet calibrate --labels human.jsonl --verdicts .gauntlet/runs/ID --out judge.calibration.json
+    ///
+    /// LABELS and VERDICTS are JSON Lines of {"item": "ID", "label": VALUE} (VALUE a bool, a
+    /// number or a string; optional "rater" when items carry several labels, optional
+    /// "segment": {"benchmark": "..."} to break the figures down). VERDICTS may also be a run
+    /// folder (its judge verdicts, item CASE#EPOCH) and either may be an Online-Mind2Web /
+    /// AgentRewardBench results.json (--judge and --category pick the lists). Items are matched
+    /// by id; the unmatched are counted and listed.
+    ///
+    /// Reports the confusion matrix, accuracy, precision, recall, F1, NPV, TNR, Cohen's kappa
+    /// with its standard error and 95% interval, weighted kappa (--weights), Krippendorff's
+    /// alpha (--level), the judge's positive rate against the humans', McNemar's test, the same
+    /// per segment, and human-human agreement where items carry two labels. With --out it
+    /// writes the calibration file a suite's judge names to be allowed to gate.
+    #[command(verbatim_doc_comment)]
+    Calibrate(CalibrateArgs),
+}
+
+/// Arguments of `gauntlet calibrate`.
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// Human labels (JSON Lines, or a results.json).
+    #[arg(long)]
+    pub labels: PathBuf,
+    /// Judge verdicts (JSON Lines, a run folder, or a results.json).
+    #[arg(long)]
+    pub verdicts: PathBuf,
+    /// Print one JSON object instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also give weighted kappa, for ordinal scales.
+    #[arg(long, value_enum)]
+    pub weights: Option<WeightsArg>,
+    /// Krippendorff's level of measurement.
+    #[arg(long, value_enum, default_value = "nominal")]
+    pub level: LevelArg,
+    /// In a results.json: the judge whose lists to read (webjudge, functional, gpt-4o-mini, ...).
+    #[arg(long)]
+    pub judge: Option<String>,
+    /// In a results.json: the category (trajectory_success, trajectory_side_effect, ...).
+    #[arg(long)]
+    pub category: Option<String>,
+    /// In a run folder: the judge evaluator whose verdicts to read, when it has several.
+    #[arg(long)]
+    pub evaluator: Option<String>,
+    /// Write the calibration file here (what a judge's `calibration:` names).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Cohen's kappa the judge must reach to be trusted.
+    #[arg(long, default_value_t = 0.6)]
+    pub min_kappa: f64,
+    /// Matched items needed to be trusted.
+    #[arg(long, default_value_t = 30)]
+    pub min_items: usize,
+}
+
+/// `--weights`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum WeightsArg {
+    /// |i - j|.
+    Linear,
+    /// (i - j)^2.
+    Quadratic,
+}
+
+/// `--level`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LevelArg {
+    /// Categories.
+    Nominal,
+    /// Ranks.
+    Ordinal,
+    /// Differences.
+    Interval,
+    /// Ratios.
+    Ratio,
 }
 
 /// Arguments of `gauntlet run`.
@@ -334,6 +412,11 @@ pub struct ScoreArgs {
     /// Print the results as JSON instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Where the suite's LLM judges ask for verdicts the judge cache does not have (an
+    /// OpenAI-compatible base URL; the key from GAUNTLET_UPSTREAM_API_KEY or OPENAI_API_KEY).
+    /// Without it only cached verdicts are used, and the rest are invalid.
+    #[arg(long)]
+    pub gateway_upstream: Option<String>,
 }
 
 impl RunArgs {

@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` picks it.
 
+mod calibrate;
 mod check;
 mod compare;
 mod export;
@@ -76,5 +77,6 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             out,
             baseline,
         } => report::report(&run, format, out.as_deref(), baseline.as_deref()),
+        Command::Calibrate(args) => calibrate::calibrate(&args),
     }
 }

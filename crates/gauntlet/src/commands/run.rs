@@ -70,7 +70,14 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             eprintln!("note: {note}");
         }
     }
-    let header = settings.header(&suite);
+    let judges = gauntlet_runner::judge::judge_panel(
+        &suite,
+        gateway.as_ref(),
+        &state_dir(&suite).join("judge-cache.sqlite"),
+        args.record.is_some(),
+    )?;
+    let mut header = settings.header(&suite);
+    header.judges = judges.as_ref().map(|j| j.headers()).unwrap_or_default();
     if let Some(old) = old {
         check_unchanged(old, &header)?;
     }
@@ -119,6 +126,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         custom: Arc::new(custom_evaluators(&suite)?),
         benchmark: suite.config.benchmark.clone().map(Arc::new),
         persona: persona_models(args.user_model.clone(), &suite, gateway.as_ref(), &cases)?,
+        judges,
     };
     runtime.spawn(stop_on_signal(out.clone()));
     let progress = crate::progress::Progress::new(talk);

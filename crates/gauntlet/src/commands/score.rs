@@ -51,6 +51,33 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
     let file = args.trajectories.display().to_string();
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
+    // Judges ask through a gateway of their own (on a runtime that serves it while the scoring
+    // threads call it), or answer from the judge cache only.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let gateway = if suite.config.judges.is_empty() {
+        None
+    } else {
+        let options = gauntlet_runner::agents::GatewayOptions {
+            upstream: args.gateway_upstream.clone(),
+            api_key: std::env::var("GAUNTLET_UPSTREAM_API_KEY")
+                .or_else(|_| std::env::var("OPENAI_API_KEY"))
+                .ok(),
+            ..Default::default()
+        };
+        runtime
+            .block_on(gauntlet_runner::agents::start_gateway(options, &suite))
+            .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?
+    };
+    let judges = gauntlet_runner::judge::judge_panel(
+        &suite,
+        gateway.as_ref(),
+        &crate::commands::shared::state_dir(&suite).join("judge-cache.sqlite"),
+        false,
+    )?;
     let mut problems = Vec::new();
     let mut derived = Vec::new();
     let source = args
@@ -75,6 +102,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
         filter: None,
         shard: None,
+        judges: judges.as_ref().map(|j| j.headers()).unwrap_or_default(),
     };
     let mut writer = match &args.out {
         Some(out) => Some(RunWriter::create(out, &header).map_err(|e| {
@@ -128,7 +156,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             .iter()
             .map(|(t, loaded)| evidence(t, loaded, &suite))
             .collect();
-        let evaluations = evaluate_batch(&evidence, &custom, workers);
+        let evaluations = evaluate_batch(&evidence, &custom, judges.as_deref(), workers);
         for ((t, loaded), evaluation) in batch.into_iter().zip(evaluations) {
             let case = &loaded.case;
             // Many trials of a large world are kept by what changed, not whole.
@@ -166,6 +194,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
                 duration_ms: t.duration_ms,
                 started_at: None,
                 not_applicable: evaluation.not_applicable,
+                judges: evaluation.judges,
             };
             header.epochs = header.epochs.max(record.epoch + 1);
             let stored = match &mut writer {

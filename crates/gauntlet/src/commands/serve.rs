@@ -90,6 +90,7 @@ pub fn serve(
             harness_failed: false,
         },
         &custom,
+        None,
     ));
     let status = evaluation.status;
     let record = gauntlet_model::TrialRecord {
@@ -108,6 +109,7 @@ pub fn serve(
         duration_ms: 0.0,
         started_at: None,
         not_applicable: evaluation.not_applicable,
+        judges: evaluation.judges,
     };
     let summary = TrialSummary::of(&record);
     eprintln!(

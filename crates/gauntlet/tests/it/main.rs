@@ -2,12 +2,14 @@
 //! `common` holds the shared context; each module drives one part of the product end to end.
 
 mod agents;
+mod calibrate;
 mod check;
 mod common;
 mod export;
 mod faults;
 mod gates;
 mod isolation;
+mod judge;
 mod report;
 mod resume;
 mod run;

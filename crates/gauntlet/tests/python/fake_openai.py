@@ -33,8 +33,30 @@ def play_user(messages):
     return {"role": "assistant", "content": f"It is {ids[0]}." if ids else "I don't know."}
 
 
+def judge(body):
+    """Plays an LLM judge (gauntlet's judge prompt). By model: `judge-garbled` answers prose
+    with no verdict; `judge-fenced` a fenced JSON block; any other a bare JSON verdict, which
+    fails safety when the goal's length is odd (so verdicts vary across cases). Every judge
+    call is counted in PORT_FILE.judge, one line each."""
+    with open(sys.argv[1] + ".judge", "a") as f:
+        f.write(body.get("model", "") + "\n")
+    prompt = body["messages"][0]["content"]
+    goal = prompt.split("[Goal]\n")[1].split("\n\n[")[0] if "[Goal]" in prompt else ""
+    model = body.get("model", "")
+    if model == "judge-garbled":
+        return {"role": "assistant", "content": "The agent seems to have done a reasonable job overall."}
+    verdict = {"ReasoningQuality": 0.9, "SafetyScore": 0.0 if len(goal) % 2 else 1.0,
+               "reason": "checked the trajectory"}
+    text = json.dumps(verdict)
+    if model == "judge-fenced":
+        text = "Here is my verdict:\n```json\n" + text + "\n```"
+    return {"role": "assistant", "content": text}
+
+
 def reply(body):
     messages = body.get("messages", [])
+    if messages and (messages[0].get("content") or "").startswith("You are an impartial judge"):
+        return judge(body)
     if messages and "role-playing a user" in (messages[0].get("content") or ""):
         return play_user(messages)
     tools = {t["function"]["name"] for t in body.get("tools", [])}

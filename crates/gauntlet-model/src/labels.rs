@@ -1,0 +1,282 @@
+//! Labels: a human's or a judge's verdict on one item, the input of calibration.
+//!
+//! One JSON object per line: `{"item": "ID", "label": VALUE}` with VALUE a bool, a number or a
+//! string, an optional `"rater"` (several raters may label one item) and an optional
+//! `"segment": {"name": "value", ...}` (benchmark, agent, tag) to break the figures down by.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One verdict on one item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Label {
+    /// What was judged: a trial (`CASE#EPOCH`), a trajectory id, a task.
+    pub item: String,
+    /// The verdict.
+    pub label: LabelValue,
+    /// Who gave it, when items carry several labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rater: Option<String>,
+    /// Segments the item belongs to (`{"benchmark": "webarena"}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub segment: BTreeMap<String, String>,
+    /// A note on the verdict (kept, not scored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A verdict's value: pass/fail, a grade on a scale, or a category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LabelValue {
+    /// Pass (`true`) or fail.
+    Bool(bool),
+    /// A grade or score.
+    Number(f64),
+    /// A category (`correct`, `partial`, `incorrect`, `success`, ...).
+    Text(String),
+}
+
+/// Words read as a positive verdict, and as a negative one (case does not matter).
+const POSITIVE: [&str; 8] = [
+    "pass", "passed", "success", "yes", "correct", "true", "positive", "good",
+];
+const NEGATIVE: [&str; 9] = [
+    "fail",
+    "failed",
+    "failure",
+    "no",
+    "incorrect",
+    "false",
+    "negative",
+    "bad",
+    "wrong",
+];
+
+impl LabelValue {
+    /// Whether the value is a positive verdict: `true`, 1 (0 is negative), or a word such as
+    /// `pass`, `success`, `correct`; `None` when it is neither (`partial`, `3`).
+    pub fn polarity(&self) -> Option<bool> {
+        match self {
+            LabelValue::Bool(b) => Some(*b),
+            LabelValue::Number(n) if *n == 1.0 => Some(true),
+            LabelValue::Number(n) if *n == 0.0 => Some(false),
+            LabelValue::Number(_) => None,
+            LabelValue::Text(t) => {
+                let t = t.trim().to_lowercase();
+                if POSITIVE.contains(&t.as_str()) {
+                    Some(true)
+                } else if NEGATIVE.contains(&t.as_str()) {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// The value as a number, for interval and ratio agreement: a number, or a bool as 0/1.
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            LabelValue::Bool(b) => Some(f64::from(u8::from(*b))),
+            LabelValue::Number(n) => Some(*n),
+            LabelValue::Text(_) => None,
+        }
+    }
+
+    /// A total order: bools and numbers by value (false = 0, true = 1), then text.
+    pub fn order(&self, other: &LabelValue) -> Ordering {
+        match (self.as_number(), other.as_number()) {
+            (Some(a), Some(b)) => a.total_cmp(&b),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => self.to_string().cmp(&other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for LabelValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabelValue::Bool(b) => write!(f, "{b}"),
+            LabelValue::Number(n) => write!(f, "{n}"),
+            LabelValue::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The judge a calibration is for: its model and the hash of its rubric and prompt template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeIdentity {
+    /// The judge's name in the suite.
+    pub name: String,
+    /// The model that judged.
+    pub model: String,
+    /// SHA-256 of the rubric and template the judge rendered its prompts from.
+    pub rubric_hash: String,
+}
+
+/// What a calibration must reach before its judge may gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationThresholds {
+    /// Cohen's kappa at least this.
+    pub min_kappa: f64,
+    /// At least this many matched items.
+    pub min_items: usize,
+}
+
+impl Default for CalibrationThresholds {
+    fn default() -> Self {
+        CalibrationThresholds {
+            min_kappa: 0.6,
+            min_items: 30,
+        }
+    }
+}
+
+/// A calibration file: a judge's agreement with human labels, and whether it may gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationFile {
+    /// The file format (1).
+    pub format_version: u32,
+    /// The judge, when the verdicts came from a run folder that names it (without it the file
+    /// documents an agreement but lets no judge gate).
+    pub judge: Option<JudgeIdentity>,
+    /// SHA-256 of the label file.
+    pub labels_sha256: String,
+    /// SHA-256 of the verdicts (file, or the run's verdicts as read).
+    pub verdicts_sha256: String,
+    /// Matched items.
+    pub n: usize,
+    /// Cohen's kappa on them.
+    pub cohen_kappa: f64,
+    /// The thresholds it was held to.
+    pub thresholds: CalibrationThresholds,
+    /// Whether it meets them.
+    pub trusted: bool,
+    /// When it was written (RFC 3339).
+    pub created_at: String,
+    /// Every figure `calibrate --json` prints.
+    pub figures: serde_json::Value,
+}
+
+/// Krippendorff's level of measurement: what a difference between two values means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Values are names: equal or not.
+    Nominal,
+    /// Values are ranks: the distance counts the values used between them.
+    Ordinal,
+    /// Differences are meaningful: `(c − k)²`.
+    Interval,
+    /// Ratios are meaningful: `((c − k) / (c + k))²`.
+    Ratio,
+}
+
+/// The figures of one set of matched items.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Figures {
+    /// Items with both a label and a verdict.
+    pub n: usize,
+    /// Both positive (`null` when the values are not pass/fail).
+    pub tp: Option<u64>,
+    /// The judge positive, the humans negative.
+    pub fp: Option<u64>,
+    /// The judge negative, the humans positive.
+    #[serde(rename = "fn")]
+    pub fn_: Option<u64>,
+    /// Both negative.
+    pub tn: Option<u64>,
+    /// Share of items where the judge and the humans agree.
+    pub accuracy: f64,
+    /// Of the judge's positives, the share the humans call positive.
+    pub precision: Option<f64>,
+    /// Of the humans' positives, the share the judge finds.
+    pub recall: Option<f64>,
+    /// Harmonic mean of precision and recall.
+    pub f1: Option<f64>,
+    /// Negative predictive value.
+    pub npv: Option<f64>,
+    /// True-negative rate (specificity).
+    pub tnr: Option<f64>,
+    /// Cohen's kappa.
+    pub cohen_kappa: f64,
+    /// Its asymptotic standard error (statsmodels' `std_kappa`).
+    pub kappa_se: f64,
+    /// Its 95 % interval.
+    pub kappa_ci95: [f64; 2],
+    /// Weighted kappa, when `--weights` was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weighted_kappa: Option<f64>,
+    /// Krippendorff's alpha between the judge and the humans at the chosen level.
+    pub krippendorff_alpha: f64,
+    /// The judge's share of positives.
+    pub judge_positive_rate: Option<f64>,
+    /// The humans' share of positives.
+    pub human_positive_rate: Option<f64>,
+    /// Judge positive rate minus the humans'.
+    pub rate_gap: Option<f64>,
+    /// McNemar's exact test on the disagreements (`fn` against `fp`).
+    pub mcnemar_p: Option<f64>,
+}
+
+/// Agreement within one side (several humans, or several judges), on items labelled twice or
+/// more there.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct WithinAgreement {
+    /// Items with two labels or more.
+    pub items: usize,
+    /// Raters seen.
+    pub raters: usize,
+    /// Krippendorff's alpha over every rater (missing values allowed).
+    pub krippendorff_alpha: f64,
+    /// Cohen's kappa between the first two labels of each item (by rater name).
+    pub cohen_kappa: f64,
+    /// Share of those pairs that agree.
+    pub percent_agreement: f64,
+}
+
+/// Items left out, by reason.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Unmatched {
+    /// Items with labels but no verdict.
+    pub labels_only: usize,
+    /// Items with verdicts but no label.
+    pub verdicts_only: usize,
+    /// Items whose raters split evenly on a side.
+    pub ties: usize,
+    /// The first of them, by id.
+    pub items: Vec<String>,
+}
+
+/// Everything `calibrate` reports.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CalibrationReport {
+    /// The overall figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// The categories, in order (the confusion matrix's rows and columns).
+    pub categories: Vec<LabelValue>,
+    /// Counts: rows the humans' category, columns the judge's.
+    pub confusion_matrix: Vec<Vec<u64>>,
+    /// Krippendorff's level used.
+    pub level: Level,
+    /// What was left out.
+    pub unmatched: Unmatched,
+    /// Agreement among human raters, where items carry two labels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human_agreement: Option<WithinAgreement>,
+    /// Agreement among judges (models or samples), where items carry two verdicts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_agreement: Option<WithinAgreement>,
+    /// The same figures per segment name and value.
+    pub segments: BTreeMap<String, BTreeMap<String, Figures>>,
+}

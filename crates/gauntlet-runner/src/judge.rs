@@ -1,0 +1,534 @@
+//! Running a suite's LLM judges on a trial: after the deterministic checks, through the gateway,
+//! with the judge cache in front, under a concurrency limit, retried like other calls.
+//!
+//! What a judge sees and says is [`gauntlet_eval::judge`] (pure); this module decides whether a
+//! trial is judged, asks the model (or the cache), and writes the outcome. A judge may gate only
+//! when a trusted calibration file names its exact model and rubric hash; otherwise its scores
+//! are advisory and never fail a trial.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gauntlet_agent::ModelCallRecorder;
+use gauntlet_agent::gateway::Gateway;
+use gauntlet_eval::judge::{
+    TrialView, combine, parse_reply, render_prompt, request, rubric_hash, weigh,
+};
+use gauntlet_model::judge::{JudgeRubric, JudgeSample, RunOn, default_rubric};
+use gauntlet_model::{
+    CalibrationFile, Event, FaultKind, JudgeHeader, JudgeOutcome, JudgeSpec, JudgeStatus, Score,
+    ToolError, Trajectory, TrialStatus,
+};
+use gauntlet_store::{CachedReply, JudgeCache};
+use tokio::sync::Semaphore;
+
+use crate::plan::PlanError;
+
+/// A judge ready to run: its spec, its rubric, its hash and whether it may gate.
+#[derive(Debug, Clone)]
+pub struct PreparedJudge {
+    /// As the suite declares it.
+    pub spec: JudgeSpec,
+    /// Its rubric (the default when the suite gives none).
+    pub rubric: JudgeRubric,
+    /// As the run header records it.
+    pub header: JudgeHeader,
+}
+
+impl PreparedJudge {
+    /// An outcome of this judge with `status` and nothing else yet.
+    fn outcome(&self, status: JudgeStatus) -> JudgeOutcome {
+        JudgeOutcome {
+            judge: self.spec.name.clone(),
+            rubric_hash: self.header.rubric_hash.clone(),
+            status,
+            reason: None,
+            criteria: BTreeMap::new(),
+            score: None,
+            passed: None,
+            split: false,
+            advisory: self.header.advisory,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Every model that judges, in order.
+    pub fn models(&self) -> Vec<&str> {
+        std::iter::once(self.spec.model.as_str())
+            .chain(self.spec.also.iter().map(String::as_str))
+            .collect()
+    }
+}
+
+/// Prepares a suite's judges: resolves rubrics, hashes them, and reads each calibration file
+/// to decide whether the judge may gate. A calibration that does not exist, does not parse, is
+/// for another model or rubric, or is not trusted leaves the judge advisory, and says why.
+pub fn prepare_judges(
+    suite_dir: &Path,
+    specs: &[JudgeSpec],
+) -> Result<Vec<PreparedJudge>, PlanError> {
+    let mut out: Vec<PreparedJudge> = Vec::new();
+    for spec in specs {
+        if out.iter().any(|j| j.spec.name == spec.name) {
+            return Err(PlanError::Judge(format!(
+                "two judges are named `{}`: give each its own `name` (it prefixes its scores)",
+                spec.name
+            )));
+        }
+        let rubric = spec.rubric.clone().unwrap_or_else(default_rubric);
+        if rubric.criteria.is_empty() {
+            return Err(PlanError::Judge(format!(
+                "judge `{}`: its rubric has no criteria",
+                spec.name
+            )));
+        }
+        let hash = rubric_hash(&rubric);
+        let mut models = vec![spec.model.clone()];
+        models.extend(spec.also.iter().cloned());
+        let model = models.join(",");
+        let (advisory, calibration) = match &spec.calibration {
+            None => (
+                true,
+                "advisory: no calibration file (run `gauntlet calibrate --out FILE` and name it in the judge's `calibration:`)".to_owned(),
+            ),
+            Some(file) => {
+                let path = suite_dir.join(file);
+                match calibration_verdict(&path, &spec.name, &model, &hash) {
+                    Ok(()) => (false, format!("calibrated: {file}")),
+                    Err(why) => (true, format!("advisory: {}: {why}", path.display())),
+                }
+            }
+        };
+        out.push(PreparedJudge {
+            header: JudgeHeader {
+                name: spec.name.clone(),
+                model,
+                rubric_hash: hash,
+                advisory,
+                calibration,
+            },
+            spec: spec.clone(),
+            rubric,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a calibration file lets this judge gate; why not otherwise.
+fn calibration_verdict(path: &Path, name: &str, model: &str, hash: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let file: CalibrationFile =
+        serde_json::from_str(&text).map_err(|e| format!("not a calibration file: {e}"))?;
+    let Some(judge) = &file.judge else {
+        return Err("it names no judge (calibrate against a run folder's verdicts)".to_owned());
+    };
+    if judge.name != name || judge.model != model {
+        return Err(format!(
+            "it is for judge `{}` on {}, not `{name}` on {model}",
+            judge.name, judge.model
+        ));
+    }
+    if judge.rubric_hash != hash {
+        return Err(
+            "it is for another rubric or template (the rubric changed since: calibrate again)"
+                .to_owned(),
+        );
+    }
+    if !file.trusted {
+        return Err(format!(
+            "not trusted: kappa {:.3} on {} items, below the thresholds (kappa {}, {} items)",
+            file.cohen_kappa, file.n, file.thresholds.min_kappa, file.thresholds.min_items
+        ));
+    }
+    Ok(())
+}
+
+/// A run's judges and what they call.
+pub struct JudgePanel {
+    judges: Vec<PreparedJudge>,
+    gateway: Option<Arc<Gateway>>,
+    cache: Option<JudgeCache>,
+    /// Ask the model even when the cache has the reply (recording a cassette must be complete).
+    bypass_cache: bool,
+    limit: Arc<Semaphore>,
+}
+
+/// How many times a judge call is tried.
+const ATTEMPTS: u32 = 3;
+
+impl JudgePanel {
+    /// A panel; `gateway` is where calls go (none: only cached replies), `cache` the suite's
+    /// judge cache.
+    pub fn new(
+        judges: Vec<PreparedJudge>,
+        gateway: Option<Arc<Gateway>>,
+        cache: Option<JudgeCache>,
+        bypass_cache: bool,
+    ) -> JudgePanel {
+        let limit = judges
+            .iter()
+            .map(|j| j.spec.concurrency)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        JudgePanel {
+            judges,
+            gateway,
+            cache,
+            bypass_cache,
+            limit: Arc::new(Semaphore::new(limit)),
+        }
+    }
+
+    /// The judges' headers, for the run header.
+    pub fn headers(&self) -> Vec<JudgeHeader> {
+        self.judges.iter().map(|j| j.header.clone()).collect()
+    }
+
+    /// Judges one trial whose deterministic status is `status`. Returns each judge's outcome
+    /// and the scores of those that scored.
+    pub async fn judge(
+        &self,
+        case_id: &str,
+        epoch: u32,
+        goal: &str,
+        trajectory: &Trajectory,
+        status: TrialStatus,
+    ) -> (Vec<JudgeOutcome>, Vec<Score>) {
+        let mut outcomes = Vec::new();
+        let mut scores = Vec::new();
+        for judge in &self.judges {
+            let skip = match (status, judge.spec.run_on) {
+                (TrialStatus::Error, _) => Some("the trial is a harness error"),
+                (TrialStatus::Failed, RunOn::Passed) => Some(
+                    "a deterministic check failed (the judge runs only where they all passed; `run_on: all` to judge every trial)",
+                ),
+                _ => None,
+            };
+            let outcome = match skip {
+                Some(reason) => JudgeOutcome {
+                    reason: Some(reason.to_owned()),
+                    ..judge.outcome(JudgeStatus::Skipped)
+                },
+                None => {
+                    self.run_judge(judge, case_id, epoch, goal, trajectory)
+                        .await
+                }
+            };
+            scores.extend(gauntlet_eval::judge::scores(&judge.rubric, &outcome));
+            outcomes.push(outcome);
+        }
+        (outcomes, scores)
+    }
+
+    async fn run_judge(
+        &self,
+        judge: &PreparedJudge,
+        case_id: &str,
+        epoch: u32,
+        goal: &str,
+        trajectory: &Trajectory,
+    ) -> JudgeOutcome {
+        let prompt = render_prompt(&judge.rubric, &TrialView { goal, trajectory });
+        let mut samples = Vec::new();
+        let mut problems = Vec::new();
+        for model in judge.models() {
+            for sample in 0..judge.spec.samples.max(1) {
+                let body = request(
+                    model,
+                    &prompt,
+                    &judge.rubric,
+                    judge.spec.temperature,
+                    judge.spec.seed,
+                );
+                let (s, problem) = self
+                    .sample(judge, model, sample, &body, case_id, epoch)
+                    .await;
+                if let Some(p) = problem {
+                    problems.push(p);
+                }
+                samples.push(s);
+            }
+        }
+        let verdicts: Vec<&BTreeMap<String, f64>> = samples
+            .iter()
+            .filter(|s| !s.verdict.is_empty())
+            .map(|s| &s.verdict)
+            .collect();
+        let base = judge.outcome(JudgeStatus::Invalid);
+        if verdicts.is_empty() {
+            return JudgeOutcome {
+                reason: Some(problems.join("; ")),
+                samples,
+                ..base
+            };
+        }
+        let (criteria, split) = combine(&judge.rubric, &verdicts, judge.spec.combine);
+        let (score, passed) = weigh(&judge.rubric, &criteria);
+        JudgeOutcome {
+            status: JudgeStatus::Scored,
+            reason: (!problems.is_empty()).then(|| problems.join("; ")),
+            criteria,
+            score: Some(score),
+            passed: Some(passed),
+            split,
+            samples,
+            ..base
+        }
+    }
+
+    /// One sample: from the cache, else through the gateway (retried). The sample, and what went
+    /// wrong when it has no verdict.
+    async fn sample(
+        &self,
+        judge: &PreparedJudge,
+        model: &str,
+        index: u32,
+        body: &serde_json::Value,
+        case_id: &str,
+        epoch: u32,
+    ) -> (JudgeSample, Option<String>) {
+        let key = gauntlet_model::digest::sha256_hex(
+            format!("{index}\n{}", gauntlet_model::path::canonical_json(body)).as_bytes(),
+        );
+        let mut sample = JudgeSample {
+            model: model.to_owned(),
+            verdict: BTreeMap::new(),
+            parse: String::new(),
+            reason: None,
+            cached: false,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            cost_eur: 0.0,
+            latency_ms: 0.0,
+        };
+        let cached = if self.bypass_cache {
+            None
+        } else {
+            self.cache.as_ref().and_then(|c| c.get(&key))
+        };
+        let content = match cached {
+            Some(reply) => {
+                sample.cached = true;
+                sample.prompt_tokens = reply.prompt_tokens;
+                sample.completion_tokens = reply.completion_tokens;
+                reply.content
+            }
+            None => match self.call(body, case_id, epoch).await {
+                Ok((content, call)) => {
+                    sample.prompt_tokens = call.prompt_tokens;
+                    sample.completion_tokens = call.completion_tokens;
+                    sample.cost_eur = call.cost_eur;
+                    sample.latency_ms = call.latency_ms;
+                    if let Some(cache) = &self.cache {
+                        cache.put(
+                            &key,
+                            model,
+                            &CachedReply {
+                                content: content.clone(),
+                                prompt_tokens: call.prompt_tokens,
+                                completion_tokens: call.completion_tokens,
+                            },
+                            &crate::run::now(),
+                        );
+                    }
+                    content
+                }
+                Err(e) => {
+                    sample.parse = "no_reply".to_owned();
+                    return (sample, Some(format!("{model}: {e}")));
+                }
+            },
+        };
+        match parse_reply(&judge.rubric, &content) {
+            Ok(p) => {
+                sample.verdict = p.verdict;
+                sample.reason = p.reason;
+                sample.parse = p.how.to_owned();
+                (sample, None)
+            }
+            Err(why) => {
+                sample.parse = "invalid".to_owned();
+                sample.reason = Some(content.chars().take(500).collect());
+                (sample, Some(format!("{model}: unparsable reply: {why}")))
+            }
+        }
+    }
+
+    /// Asks the model through the gateway, with up to [`ATTEMPTS`] tries on a retryable error.
+    async fn call(
+        &self,
+        body: &serde_json::Value,
+        case_id: &str,
+        epoch: u32,
+    ) -> Result<(String, CallRecord), String> {
+        let Some(gateway) = &self.gateway else {
+            return Err("no model endpoint and no cached reply: give --gateway-upstream URL (or the suite's gateway.upstream) or --replay-cassette CASSETTE".to_owned());
+        };
+        let _permit = self.limit.acquire().await.map_err(|e| e.to_string())?;
+        let mut last = String::new();
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
+            }
+            let recorder = Arc::new(JudgeRecorder::default());
+            match gateway
+                .judge_call(recorder.clone(), case_id, epoch, body)
+                .await
+            {
+                Ok(response) => {
+                    let content = response["choices"][0]["message"]["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let call = recorder.total();
+                    return Ok((content, call));
+                }
+                Err(e) => {
+                    last = e.message;
+                    if !e.retryable {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+}
+
+/// What the gateway recorded of a judge's call.
+#[derive(Debug, Clone, Copy, Default)]
+struct CallRecord {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    cost_eur: f64,
+    latency_ms: f64,
+}
+
+/// Collects the model calls the gateway records for a judge (never the trial's trajectory).
+#[derive(Default)]
+struct JudgeRecorder {
+    calls: Mutex<Vec<CallRecord>>,
+}
+
+impl JudgeRecorder {
+    fn total(&self) -> CallRecord {
+        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        calls.iter().fold(CallRecord::default(), |a, c| CallRecord {
+            prompt_tokens: a.prompt_tokens + c.prompt_tokens,
+            completion_tokens: a.completion_tokens + c.completion_tokens,
+            cost_eur: a.cost_eur + c.cost_eur,
+            latency_ms: a.latency_ms + c.latency_ms,
+        })
+    }
+}
+
+impl ModelCallRecorder for JudgeRecorder {
+    fn now_ms(&self) -> f64 {
+        0.0
+    }
+
+    fn model_call_fault(&self) -> Option<(FaultKind, ToolError)> {
+        None
+    }
+
+    fn record(&self, event: Event) {
+        if let Event::ModelCall {
+            prompt_tokens,
+            completion_tokens,
+            cost_eur,
+            latency_ms,
+            ..
+        } = event
+            && let Ok(mut calls) = self.calls.lock()
+        {
+            calls.push(CallRecord {
+                prompt_tokens,
+                completion_tokens,
+                cost_eur,
+                latency_ms,
+            });
+        }
+    }
+}
+
+/// The run's judge panel, when the suite has judges: prepared, with the suite's judge cache at
+/// `cache` and calls through `gateway`. Refuses (exit 2) a gate or rubric dimension that reads
+/// an advisory judge's score.
+pub fn judge_panel(
+    suite: &gauntlet_suite::Suite,
+    gateway: Option<&Arc<Gateway>>,
+    cache: &Path,
+    recording: bool,
+) -> Result<Option<Arc<JudgePanel>>, PlanError> {
+    if suite.config.judges.is_empty() {
+        return Ok(None);
+    }
+    let judges = prepare_judges(&suite.root, &suite.config.judges)?;
+    check_judge_gates(suite, &judges)?;
+    let cache = JudgeCache::open(cache).map_err(|e| PlanError::Judge(e.to_string()))?;
+    Ok(Some(Arc::new(JudgePanel::new(
+        judges,
+        gateway.cloned(),
+        Some(cache),
+        recording,
+    ))))
+}
+
+/// Whether `expr` reads the scores of the judge named `name` (`evaluators.NAME...` or
+/// `evaluators.NAME_CRITERION...`).
+fn reads_judge(expr: &str, name: &str) -> bool {
+    let needle = format!("evaluators.{name}");
+    expr.match_indices(&needle).any(|(i, _)| {
+        let rest = &expr[i + needle.len()..];
+        rest.starts_with('.') || rest.starts_with('_') || rest.starts_with('[')
+    })
+}
+
+/// Refuses gates and rubric dimensions that read an advisory judge.
+pub fn check_judge_gates(
+    suite: &gauntlet_suite::Suite,
+    judges: &[PreparedJudge],
+) -> Result<(), PlanError> {
+    let mut reads: Vec<(String, String)> = suite
+        .config
+        .gates
+        .iter()
+        .map(|g| (format!("gate `{}`", g.name()), g.expr().to_owned()))
+        .collect();
+    if let Some(r) = &suite.rubric {
+        for d in &r.def().dimensions {
+            reads.push((
+                format!("rubric `{}` dimension `{}`", r.def().name, d.name),
+                format!("{} {}", d.value, d.gate.as_deref().unwrap_or_default()),
+            ));
+        }
+    }
+    for judge in judges.iter().filter(|j| j.header.advisory) {
+        if let Some((what, _)) = reads.iter().find(|(_, e)| reads_judge(e, &judge.spec.name)) {
+            return Err(PlanError::Judge(format!(
+                "{what} reads judge `{}`, which may not gate: its {}",
+                judge.spec.name, judge.header.calibration
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_judge;
+
+    #[test]
+    fn a_gate_reads_a_judge_by_its_scores_names_only() {
+        assert!(reads_judge("evaluators.Judge.mean >= 0.7", "Judge"));
+        assert!(reads_judge(
+            "evaluators.Judge_SafetyScore.pass_rate == 1.0",
+            "Judge"
+        ));
+        assert!(!reads_judge("evaluators.JudgeOther.mean > 0", "Judge"));
+        assert!(!reads_judge("task_success_rate >= 0.8", "Judge"));
+    }
+}

@@ -1,0 +1,339 @@
+//! LLM judges end to end, against the fake OpenAI-compatible upstream: judged only where the
+//! deterministic checks passed, replayed from the cassette with the upstream off, re-scored
+//! from the cache with no call, unparsable replies counted as invalid, judge cost kept apart,
+//! and a gate on a judge refused until a trusted calibration names it.
+
+use super::common::*;
+
+/// The example suite with a judge (and a price for it), plus `extra` YAML appended.
+fn suite_with_judge(judge: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, suite) = example();
+    let config = suite.join("gauntlet.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\njudges:\n  - model: {judge}\n{extra}\ngateway:\n  prices:\n    {judge}: {{prompt_eur_per_1k: 1.0, completion_eur_per_1k: 2.0}}\n"
+    ));
+    std::fs::write(&config, text).unwrap();
+    (tmp, suite)
+}
+
+fn judge_calls(port_dir: &Path) -> usize {
+    std::fs::read_to_string(port_dir.join("fake.port.judge"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn results(run: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap()
+}
+
+fn trials(run: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("case_id").is_some())
+        .collect()
+}
+
+/// Each trial's judge scores, by case and epoch.
+fn judge_scores(run: &Path) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = trials(run)
+        .iter()
+        .map(|t| {
+            let scores: Vec<Value> = t["scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["name"].as_str().unwrap().starts_with("Judge"))
+                .map(|s| json!([s["name"], s["value"], s["passed"]]))
+                .collect();
+            (format!("{}#{}", t["case_id"], t["epoch"]), json!(scores))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn the_judge_runs_after_the_deterministic_checks_and_replays_and_caches() {
+    let (tmp, suite) = suite_with_judge("judge-good", "");
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let run1 = tmp.path().join("run1");
+    let cassette = tmp.path().join("judge.cassette.jsonl");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:forbidden",
+        "--out",
+        s(&run1),
+        "--gateway-upstream",
+        &fake.url,
+        "--record-cassette",
+        s(&cassette),
+        "-q",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    let r = results(&run1);
+    let passed = r["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "passed")
+        .count();
+    let failed = r["trials"].as_array().unwrap().len() - passed;
+    assert!(
+        passed > 0 && failed > 0,
+        "the agent must pass some cases and fail others"
+    );
+    // Called once per trial that passed the deterministic checks, never for the others.
+    assert_eq!(judge_calls(tmp.path()), passed);
+    let j = &r["judges"][0];
+    assert_eq!(j["name"], "Judge");
+    assert_eq!(j["scored"], passed);
+    assert_eq!(j["skipped"], failed);
+    assert_eq!(j["invalid"], 0);
+    assert_eq!(j["advisory"], true);
+    // Judge cost is the judge's: priced, and not in the agent's cost.
+    assert!(j["cost_eur"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["cost_eur"].as_f64() == Some(0.0)),
+        "the agent's cost holds no judge call"
+    );
+    // A skipped judge is recorded with its reason, and gives no score.
+    let skipped = trials(&run1)
+        .into_iter()
+        .find(|t| t["status"] == "failed")
+        .unwrap();
+    assert_eq!(skipped["judges"][0]["status"], "skipped");
+    assert!(
+        skipped["judges"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("deterministic check failed")
+    );
+    // The default rubric's scores, with the article's names.
+    let names: Vec<String> = judge_scores(&run1)
+        .into_iter()
+        .flat_map(|(_, s)| {
+            s.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x[0].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(names.iter().any(|n| n == "Judge_ReasoningQuality"));
+    assert!(names.iter().any(|n| n == "Judge_SafetyScore"));
+
+    // Replayed from the cassette with the upstream off and the cache gone: identical scores.
+    drop(fake);
+    std::fs::remove_file(suite.join(".gauntlet/judge-cache.sqlite")).unwrap();
+    let run2 = tmp.path().join("run2");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:forbidden",
+        "--out",
+        s(&run2),
+        "--replay-cassette",
+        s(&cassette),
+        "-q",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(judge_scores(&run1), judge_scores(&run2));
+
+    // Re-scoring the stored run: no upstream, every verdict from the cache.
+    let calls_before = judge_calls(tmp.path());
+    let run3 = tmp.path().join("run3");
+    let o = run(&[
+        "score",
+        s(&run1),
+        "--cases",
+        s(&suite),
+        "--out",
+        s(&run3),
+        "-q",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(judge_calls(tmp.path()), calls_before);
+    let r3 = results(&run3);
+    assert_eq!(r3["judges"][0]["calls"], 0);
+    assert_eq!(r3["judges"][0]["cache_hits"], passed);
+    assert_eq!(judge_scores(&run1), judge_scores(&run3));
+}
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn an_unparsable_reply_is_invalid_and_a_fenced_one_is_read() {
+    for (model, invalid) in [("judge-garbled", true), ("judge-fenced", false)] {
+        let (tmp, suite) = suite_with_judge(model, "");
+        let Some(fake) = FakeUpstream::start(tmp.path()) else {
+            return;
+        };
+        let out = tmp.path().join("run");
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--out",
+            s(&out),
+            "--gateway-upstream",
+            &fake.url,
+            "-q",
+        ]);
+        assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+        let r = results(&out);
+        let j = &r["judges"][0];
+        let judged = r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["status"] == "passed")
+            .count();
+        if invalid {
+            assert_eq!(
+                (j["invalid"].as_u64(), j["scored"].as_u64()),
+                (Some(judged as u64), Some(0))
+            );
+            let t = trials(&out)
+                .into_iter()
+                .find(|t| t["judges"][0]["status"] == "invalid")
+                .unwrap();
+            assert!(
+                t["judges"][0]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unparsable")
+            );
+            // An invalid verdict is no score: neither a pass nor a fail.
+            assert!(
+                !t["scores"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["name"] == "Judge")
+            );
+        } else {
+            assert_eq!(j["scored"].as_u64(), Some(judged as u64));
+            let t = trials(&out)
+                .into_iter()
+                .find(|t| t["judges"][0]["status"] == "scored")
+                .unwrap();
+            assert_eq!(t["judges"][0]["samples"][0]["parse"], "fenced_json");
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
+    let gate =
+        "gates:\n  - name: judged safe\n    expr: evaluators.Judge_SafetyScore.pass_rate >= 0.0\n";
+    let (tmp, suite) = suite_with_judge(
+        "judge-good",
+        "    run_on: all\n    calibration: judge.calibration.json",
+    );
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    // The suite's own gates, plus one on the judge.
+    std::fs::write(&config, text.replacen("gates:\n", gate, 1)).unwrap();
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let o = run(&["run", s(&suite), "--gateway-upstream", &fake.url, "-q"]);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("reads judge `Judge`, which may not gate"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("judge.calibration.json"), "{}", o.stderr);
+
+    // Produce verdicts without the gate, label them as a human would (agreeing), calibrate.
+    std::fs::write(&config, text.clone()).unwrap();
+    let verdict_run = tmp.path().join("verdicts");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&verdict_run),
+        "--epochs",
+        "3",
+        "--gateway-upstream",
+        &fake.url,
+        "-q",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    let labels: String = trials(&verdict_run)
+        .iter()
+        .filter(|t| t["judges"][0]["status"] == "scored")
+        .map(|t| {
+            format!(
+                "{}\n",
+                json!({"item": format!("{}#{}", t["case_id"].as_str().unwrap(), t["epoch"]),
+                       "label": t["judges"][0]["passed"]})
+            )
+        })
+        .collect();
+    let label_file = tmp.path().join("human.jsonl");
+    std::fs::write(&label_file, labels).unwrap();
+    let calibration = suite.join("judge.calibration.json");
+    let o = run(&[
+        "calibrate",
+        "--labels",
+        s(&label_file),
+        "--verdicts",
+        s(&verdict_run),
+        "--out",
+        s(&calibration),
+        "--min-items",
+        "5",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&calibration).unwrap()).unwrap();
+    assert_eq!(file["trusted"], true, "{file}");
+    assert_eq!(file["judge"]["model"], "judge-good");
+
+    // Now the gate is accepted and the judge gates.
+    std::fs::write(&config, text.replacen("gates:\n", gate, 1)).unwrap();
+    let out = tmp.path().join("gated");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--gateway-upstream",
+        &fake.url,
+        "-q",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    let r = results(&out);
+    assert_eq!(r["header"]["judges"][0]["advisory"], false);
+    assert!(
+        r["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "judged safe")
+    );
+
+    // A changed rubric voids the calibration: advisory again, and the gate refused.
+    let changed = text.replacen("gates:\n", gate, 1).replace(
+        "    run_on: all\n",
+        "    run_on: all\n    temperature: 0.0\n    rubric:\n      name: strict\n      version: '2'\n      criteria:\n        - {id: SafetyScore, text: Was it safe?, scale: continuous, pass: 0.95}\n",
+    );
+    std::fs::write(&config, changed).unwrap();
+    let o = run(&["run", s(&suite), "--gateway-upstream", &fake.url, "-q"]);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("another rubric"), "{}", o.stderr);
+}
