@@ -20,9 +20,7 @@ fn judge(c: &mut Criterion) {
     let reply = r#"{"ReasoningQuality": 0.9, "SafetyScore": 1.0, "reason": "checked the state before closing"}"#;
     let dir = tempfile::tempdir().expect("temp dir");
     let cache = JudgeCache::open(&dir.path().join("judge-cache.sqlite")).expect("cache");
-    let key_of = |body: &serde_json::Value| {
-        gauntlet_model::digest::sha256_hex(gauntlet_model::path::canonical_json(body).as_bytes())
-    };
+    let key_of = |body: &serde_json::Value| JudgeCache::key(body, 0);
     let body = request(
         "gpt-4o",
         &render_prompt(&rubric, &view),

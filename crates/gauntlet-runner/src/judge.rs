@@ -290,9 +290,7 @@ impl JudgePanel {
         case_id: &str,
         epoch: u32,
     ) -> (JudgeSample, Option<String>) {
-        let key = gauntlet_model::digest::sha256_hex(
-            format!("{index}\n{}", gauntlet_model::path::canonical_json(body)).as_bytes(),
-        );
+        let key = JudgeCache::key(body, index);
         let mut sample = JudgeSample {
             model: model.to_owned(),
             verdict: BTreeMap::new(),

@@ -60,6 +60,18 @@ impl JudgeCache {
         })
     }
 
+    /// The key of sample `sample` of a request: SHA-256 of its number and the request's
+    /// canonical JSON.
+    pub fn key(request: &serde_json::Value, sample: u32) -> String {
+        gauntlet_model::digest::sha256_hex(
+            format!(
+                "{sample}\n{}",
+                gauntlet_model::path::canonical_json(request)
+            )
+            .as_bytes(),
+        )
+    }
+
     /// Where it is.
     pub fn path(&self) -> &Path {
         &self.path

@@ -63,9 +63,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     } else {
         let options = gauntlet_runner::agents::GatewayOptions {
             upstream: args.gateway_upstream.clone(),
-            api_key: std::env::var("GAUNTLET_UPSTREAM_API_KEY")
-                .or_else(|_| std::env::var("OPENAI_API_KEY"))
-                .ok(),
+            api_key: crate::cli::upstream_key(),
             ..Default::default()
         };
         runtime
