@@ -72,8 +72,11 @@ fn judge_reports(judges: &[JudgeHeader], trials: &[TrialSummary]) -> Vec<JudgeRe
                 cache_hits: 0,
                 tokens: 0,
                 cost_eur: 0.0,
+                agreement_alpha: None,
                 split_trials: Vec::new(),
             };
+            // Units for the agreement: one per judged trial, a rater per model and sample.
+            let mut units: Vec<Vec<Option<usize>>> = Vec::new();
             for t in trials {
                 for b in t.judges.iter().filter(|b| b.judge == h.name) {
                     match b.status {
@@ -86,11 +89,21 @@ fn judge_reports(judges: &[JudgeHeader], trials: &[TrialSummary]) -> Vec<JudgeRe
                     r.cache_hits += u64::from(b.cached);
                     r.tokens += b.tokens;
                     r.cost_eur += b.cost_eur;
+                    if b.status == JudgeStatus::Scored && !b.votes.is_empty() {
+                        units.push(b.votes.iter().map(|v| v.map(usize::from)).collect());
+                    }
                     if b.split {
-                        r.split_trials.push(format!("{}#{}", t.case_id, t.epoch));
+                        r.split_trials
+                            .push(gauntlet_model::labels::trial_item(&t.case_id, t.epoch));
                     }
                 }
             }
+            let alpha = crate::agreement::krippendorff_alpha(
+                &units,
+                &[0.0, 1.0],
+                gauntlet_model::labels::Level::Nominal,
+            );
+            r.agreement_alpha = alpha.is_finite().then_some(alpha);
             r
         })
         .collect()

@@ -301,6 +301,9 @@ pub struct JudgeSample {
     /// The verdict it gave, normalised, when its reply parsed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub verdict: BTreeMap<String, f64>,
+    /// Whether that verdict alone passes the rubric (every criterion at its threshold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
     /// How the reply was read: `json`, `fenced_json`, `grade_line`, `status_line`, or why not.
     pub parse: String,
     /// Its reasoning, when it gave one.
@@ -349,7 +352,7 @@ pub struct JudgeBrief {
     /// Whether its verdicts split.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub split: bool,
-    /// Model calls made.
+    /// Model calls answered.
     pub calls: u32,
     /// Answers from the cache.
     pub cached: u32,
@@ -357,12 +360,20 @@ pub struct JudgeBrief {
     pub tokens: u64,
     /// Cost of the calls made, in euros.
     pub cost_eur: f64,
+    /// Each sample's pass/fail (in the order models and samples were asked; `None` where a
+    /// reply gave no verdict), when there were several: what the run's agreement is read from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub votes: Vec<Option<bool>>,
 }
 
 impl JudgeBrief {
     /// The brief of an outcome.
     pub fn of(o: &JudgeOutcome) -> JudgeBrief {
-        let made = o.samples.iter().filter(|s| !s.cached);
+        // Calls answered by the model (not from the cache, and not failed before a reply).
+        let made = o
+            .samples
+            .iter()
+            .filter(|s| !s.cached && s.parse != "no_reply");
         JudgeBrief {
             judge: o.judge.clone(),
             status: o.status,
@@ -375,6 +386,11 @@ impl JudgeBrief {
                 .map(|s| s.prompt_tokens + s.completion_tokens)
                 .sum(),
             cost_eur: made.map(|s| s.cost_eur).sum(),
+            votes: if o.samples.len() > 1 {
+                o.samples.iter().map(|s| s.passed).collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -403,6 +419,11 @@ pub struct JudgeReport {
     pub tokens: u64,
     /// What the judge cost, in euros (not part of the agent's cost).
     pub cost_eur: f64,
+    /// Krippendorff's alpha (nominal) of its models' and samples' pass/fail over the scored
+    /// trials, when it asks more than one; `None` when undefined (one sample, or every vote
+    /// the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement_alpha: Option<f64>,
     /// Trials where its models or samples split (`CASE#EPOCH`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub split_trials: Vec<String>,

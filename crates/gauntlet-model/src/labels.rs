@@ -29,6 +29,12 @@ pub struct Label {
     pub note: Option<String>,
 }
 
+/// The item id of a trial, as calibration, a run's judge verdicts and the HTML report's labels
+/// name it: `CASE#EPOCH`.
+pub fn trial_item(case_id: &str, epoch: u32) -> String {
+    format!("{case_id}#{epoch}")
+}
+
 /// A verdict's value: pass/fail, a grade on a scale, or a category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]

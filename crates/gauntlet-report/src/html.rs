@@ -54,8 +54,23 @@ struct DiffView {
 }
 
 #[derive(Serialize)]
+struct JudgeView {
+    judge: String,
+    status: String,
+    verdict: String,
+    score: String,
+    criteria: String,
+    reason: String,
+    advisory: bool,
+    split: bool,
+    samples: String,
+}
+
+#[derive(Serialize)]
 struct TrialView {
     anchor: String,
+    /// The trial's item id as calibration names it (`CASE#EPOCH`): what an exported label reads.
+    item: String,
     case_id: String,
     epoch: u32,
     status: String,
@@ -71,6 +86,7 @@ struct TrialView {
     mismatches: Vec<DiffView>,
     changes: Vec<DiffView>,
     final_answer: Option<String>,
+    judges: Vec<JudgeView>,
 }
 
 fn json_text(v: &Value) -> String {
@@ -324,6 +340,7 @@ fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
         .unwrap_or_default();
     TrialView {
         anchor: format!("trial-{i}"),
+        item: gauntlet_model::labels::trial_item(&t.case_id, t.epoch),
         case_id: t.case_id.clone(),
         epoch: t.epoch,
         status: status_name(t.status),
@@ -365,6 +382,52 @@ fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
         mismatches,
         changes,
         final_answer: t.trajectory.final_answer.clone(),
+        judges: t.judges.iter().map(judge_view).collect(),
+    }
+}
+
+fn judge_view(o: &gauntlet_model::JudgeOutcome) -> JudgeView {
+    let status = serde_json::to_value(o.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    JudgeView {
+        judge: o.judge.clone(),
+        verdict: match (o.passed, o.advisory) {
+            (Some(true), false) => "pass".to_owned(),
+            (Some(false), false) => "FAIL".to_owned(),
+            (Some(true), true) => "pass (advisory)".to_owned(),
+            (Some(false), true) => "fail (advisory)".to_owned(),
+            (None, _) => status.clone(),
+        },
+        status,
+        score: o.score.map(fmt).unwrap_or_default(),
+        criteria: o
+            .criteria
+            .iter()
+            .map(|(k, v)| format!("{k} {}", fmt(*v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        reason: o
+            .reason
+            .clone()
+            .or_else(|| o.samples.iter().find_map(|s| s.reason.clone()))
+            .unwrap_or_default(),
+        advisory: o.advisory,
+        split: o.split,
+        samples: o
+            .samples
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({}{})",
+                    s.model,
+                    s.parse,
+                    if s.cached { ", cached" } else { "" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
     }
 }
 

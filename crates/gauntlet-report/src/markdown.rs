@@ -97,6 +97,9 @@ pub fn render_markdown(results: &RunResults) -> String {
         }
         let _ = writeln!(out);
     }
+    for line in crate::terminal::judge_lines(results, fmt) {
+        let _ = writeln!(out, "{}\n", escape(&line));
+    }
     if let Some(r) = &results.rubric {
         let failed: Vec<String> = r
             .dimensions

@@ -56,6 +56,37 @@ pub fn benchmark_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<St
     ))
 }
 
+/// Each LLM judge of the run in one line: whether it may gate, what it judged, what it cost
+/// (apart from the agent) and how far its models or samples agree.
+pub fn judge_lines(results: &RunResults, fmt: fn(f64) -> String) -> Vec<String> {
+    results
+        .judges
+        .iter()
+        .map(|j| {
+            let mut line = format!(
+                "judge {} ({}, {}): {} scored, {} passed, {} skipped, {} invalid · {} calls, {} cached · judge cost €{}",
+                j.header.name,
+                j.header.model,
+                if j.header.advisory { "advisory" } else { "may gate" },
+                j.scored,
+                j.passed,
+                j.skipped,
+                j.invalid,
+                j.calls,
+                j.cache_hits,
+                fmt(j.cost_eur),
+            );
+            if let Some(a) = j.agreement_alpha {
+                line.push_str(&format!(" · agreement α {}", fmt(a)));
+            }
+            if !j.split_trials.is_empty() {
+                line.push_str(&format!(" · split on {}", j.split_trials.len()));
+            }
+            line
+        })
+        .collect()
+}
+
 /// Renders the summary of a run.
 pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
     let mut out = String::new();
@@ -187,6 +218,9 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         .collect();
     if !weak.is_empty() {
         let _ = writeln!(out, "segments with failures: {}", weak.join(", "));
+    }
+    for line in judge_lines(results, fmt_num) {
+        let _ = writeln!(out, "{line}");
     }
     if let Some(r) = &results.rubric {
         let _ = writeln!(

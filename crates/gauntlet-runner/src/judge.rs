@@ -294,6 +294,7 @@ impl JudgePanel {
         let mut sample = JudgeSample {
             model: model.to_owned(),
             verdict: BTreeMap::new(),
+            passed: None,
             parse: String::new(),
             reason: None,
             cached: false,
@@ -342,6 +343,7 @@ impl JudgePanel {
         };
         match parse_reply(&judge.rubric, &content) {
             Ok(p) => {
+                sample.passed = Some(gauntlet_eval::judge::weigh(&judge.rubric, &p.verdict).1);
                 sample.verdict = p.verdict;
                 sample.reason = p.reason;
                 sample.parse = p.how.to_owned();

@@ -20,4 +20,4 @@ pub use run_dir::{
     RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean, replay,
 };
 pub use states::StateReader;
-pub use verdicts::{JudgeVerdicts, read_judge_verdicts, trial_item};
+pub use verdicts::{JudgeVerdicts, read_judge_verdicts};

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use gauntlet_model::labels::trial_item;
 use gauntlet_model::{JudgeIdentity, JudgeStatus, Label, LabelValue};
 
 use crate::StoreError;
@@ -16,11 +17,6 @@ pub struct JudgeVerdicts {
     pub judge: JudgeIdentity,
     /// Its verdicts on the trials it scored.
     pub labels: Vec<Label>,
-}
-
-/// The item id of a trial, as calibration and the HTML report's labels name it.
-pub fn trial_item(case_id: &str, epoch: u32) -> String {
-    format!("{case_id}#{epoch}")
 }
 
 /// Reads the verdicts of the run's judge named `judge` (or its only judge).

@@ -17,6 +17,28 @@ fn suite_with_judge(judge: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, suite)
 }
 
+/// A run of the example suite with a judge against the fake upstream, into `TMP/run`, with
+/// `more` arguments; the upstream is stopped before it returns.
+fn judged_run(judge: &str, extra: &str, more: &[&str]) -> Option<(tempfile::TempDir, PathBuf)> {
+    let (tmp, suite) = suite_with_judge(judge, extra);
+    let fake = FakeUpstream::start(tmp.path())?;
+    let out = tmp.path().join("run");
+    let mut args = vec![
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--gateway-upstream",
+        &fake.url,
+        "-q",
+    ];
+    args.extend_from_slice(more);
+    let o = run(&args);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    drop(fake);
+    Some((tmp, out))
+}
+
 fn judge_calls(port_dir: &Path) -> usize {
     std::fs::read_to_string(port_dir.join("fake.port.judge"))
         .map(|t| t.lines().count())
@@ -176,21 +198,9 @@ fn the_judge_runs_after_the_deterministic_checks_and_replays_and_caches() {
 #[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
 fn an_unparsable_reply_is_invalid_and_a_fenced_one_is_read() {
     for (model, invalid) in [("judge-garbled", true), ("judge-fenced", false)] {
-        let (tmp, suite) = suite_with_judge(model, "");
-        let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        let Some((_tmp, out)) = judged_run(model, "", &[]) else {
             return;
         };
-        let out = tmp.path().join("run");
-        let o = run(&[
-            "run",
-            s(&suite),
-            "--out",
-            s(&out),
-            "--gateway-upstream",
-            &fake.url,
-            "-q",
-        ]);
-        assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
         let r = results(&out);
         let j = &r["judges"][0];
         let judged = r["trials"]
@@ -336,4 +346,195 @@ fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
     let o = run(&["run", s(&suite), "--gateway-upstream", &fake.url, "-q"]);
     assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("another rubric"), "{}", o.stderr);
+}
+
+#[test]
+#[cfg_attr(
+    any(not(have_py_openai), not(have_chromium)),
+    ignore = "needs python3 (the fake upstream), Playwright and Chromium"
+)]
+fn labels_given_in_the_html_report_round_trip_into_calibrate() {
+    let Some((tmp, out)) = judged_run(
+        "judge-good",
+        "",
+        &["--agent", "script:forbidden", "--report", "html"],
+    ) else {
+        return;
+    };
+    // The person agrees with the judge on every judged trial but the first, and also labels a
+    // trial the judge skipped (it failed a deterministic check): that one has no verdict.
+    let mut plan = serde_json::Map::new();
+    let mut expected = (0, 0, 0, 0); // tp, fp, fn, tn
+    let mut skipped_item = None;
+    let mut flipped = false;
+    for t in trials(&out) {
+        let item = format!("{}#{}", t["case_id"].as_str().unwrap(), t["epoch"]);
+        match t["judges"][0]["passed"].as_bool() {
+            Some(judge) => {
+                let human = if flipped { judge } else { !judge };
+                match (judge, human) {
+                    (true, true) => expected.0 += 1,
+                    (true, false) => expected.1 += 1,
+                    (false, true) => expected.2 += 1,
+                    (false, false) => expected.3 += 1,
+                }
+                let note = if flipped {
+                    ""
+                } else {
+                    "the judge missed the <b>unsafe</b> step"
+                };
+                flipped = true;
+                plan.insert(item, json!([if human { "pass" } else { "fail" }, note]));
+            }
+            None if skipped_item.is_none() => {
+                plan.insert(item.clone(), json!(["fail", ""]));
+                skipped_item = Some(item);
+            }
+            None => {}
+        }
+    }
+    let skipped_item = skipped_item.expect("a trial the judge skipped");
+    let plan_file = tmp.path().join("plan.json");
+    std::fs::write(&plan_file, Value::Object(plan.clone()).to_string()).unwrap();
+    let labels = tmp.path().join("labels.jsonl");
+    let shot = tmp.path().join("label.png");
+    let Some(r) = python_check(
+        "check_report.py",
+        &[
+            "label",
+            s(&out.join("report.html")),
+            s(&shot),
+            s(&plan_file),
+            s(&labels),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(r["console_errors"], json!([]), "{r}");
+    assert_eq!(r["requests"], json!([]), "no network: {r}");
+    assert_eq!(r["labelled_text"], format!("{} labelled", plan.len()));
+    assert_eq!(
+        r["table_labels"],
+        plan.len(),
+        "the trial table shows each label"
+    );
+    assert_eq!(r["restored"], plan.len(), "labels survive a reload: {r}");
+    assert!(r["download_name"].as_str().unwrap().ends_with(".jsonl"));
+    let text = std::fs::read_to_string(&labels).unwrap();
+    assert_eq!(
+        text,
+        r["textarea"].as_str().unwrap(),
+        "the download is what the page shows"
+    );
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), plan.len());
+    assert!(lines.iter().all(|l| l["rater"] == "alice"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["note"] == "the judge missed the <b>unsafe</b> step"),
+        "notes are kept as typed: {text}"
+    );
+
+    let o = run(&[
+        "calibrate",
+        "--labels",
+        s(&labels),
+        "--verdicts",
+        s(&out),
+        "--json",
+        "--min-items",
+        "1",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    let c: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        (
+            c["tp"].as_u64(),
+            c["fp"].as_u64(),
+            c["fn"].as_u64(),
+            c["tn"].as_u64()
+        ),
+        (
+            Some(expected.0),
+            Some(expected.1),
+            Some(expected.2),
+            Some(expected.3)
+        ),
+        "{c}"
+    );
+    assert_eq!(c["n"].as_u64(), Some(plan.len() as u64 - 1));
+    assert_eq!(c["unmatched"]["labels_only"], 1, "{c}");
+    assert!(
+        c["unmatched"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i.as_str() == Some(&skipped_item)),
+        "{c}"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    any(not(have_py_openai), not(have_py_agreement)),
+    ignore = "needs python3 (the fake upstream) and the Python package krippendorff"
+)]
+fn two_judge_models_report_their_agreement_and_where_they_split() {
+    let Some((_tmp, out)) = judged_run("judge-good", "    also: [judge-contrary]", &[]) else {
+        return;
+    };
+    let r = results(&out);
+    let j = &r["judges"][0];
+    // Each sample's own pass/fail, per judged trial, as the raters' votes.
+    let mut units = Vec::new();
+    let mut split = Vec::new();
+    for t in trials(&out) {
+        let o = &t["judges"][0];
+        if o["status"] != "scored" {
+            continue;
+        }
+        let votes: Vec<bool> = o["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["passed"].as_bool().unwrap())
+            .collect();
+        assert_eq!(votes.len(), 2, "one verdict per model: {o}");
+        if votes[0] != votes[1] {
+            split.push(format!("{}#{}", t["case_id"].as_str().unwrap(), t["epoch"]));
+        }
+        units.push(votes);
+    }
+    assert!(
+        !split.is_empty() && split.len() < units.len(),
+        "the models agree on some trials and split on others"
+    );
+    split.sort();
+    let mut listed: Vec<String> = j["split_trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, split, "the split trials are listed");
+    // The run's alpha is krippendorff's own on the same votes (raters × units).
+    let rows: Vec<Vec<u8>> = (0..2)
+        .map(|m| units.iter().map(|u| u8::from(u[m])).collect())
+        .collect();
+    let py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, krippendorff; print(krippendorff.alpha(reliability_data=json.loads(sys.argv[1]), level_of_measurement='nominal'))",
+            &serde_json::to_string(&rows).unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let reference: f64 = String::from_utf8_lossy(&py.stdout).trim().parse().unwrap();
+    let alpha = j["agreement_alpha"].as_f64().expect("alpha reported");
+    assert!((alpha - reference).abs() < 1e-9, "{alpha} vs {reference}");
 }

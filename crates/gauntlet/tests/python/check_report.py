@@ -1,5 +1,8 @@
 """Opens a gauntlet HTML report in headless Chromium (Playwright driving Debian's chromium) and
-prints what a person would see, as JSON. Usage: check_report.py render|xss REPORT.html SCREENSHOT.png
+prints what a person would see, as JSON. Usage: check_report.py render|xss REPORT.html SCREENSHOT.png,
+or check_report.py label REPORT.html SCREENSHOT.png PLAN.json LABELS_OUT.jsonl: label trials as a
+person would (PLAN maps an item `CASE#EPOCH` to "pass"/"fail" and an optional note), reload the
+page to see the labels kept, export them with the page's button and save the download.
 
 Exit 3 with a message on stderr when Playwright or Chromium is missing (the Rust test skips).
 """
@@ -23,6 +26,31 @@ if not os.path.exists(CHROMIUM):
 mode, report, shot = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
 
 
+def label(page, plan, out):
+    """Labels each planned trial through the page's own controls, then exports."""
+    page.fill("#rater", "alice")
+    for item, (verdict, note) in plan.items():
+        box = page.locator(f'fieldset.labelling[data-item="{item}"]')
+        box.evaluate("f => f.closest('details').open = true")
+        box.locator(f'input[type=radio][value="{verdict}"]').check()
+        if note:
+            box.locator("input.note").fill(note)
+    out["labelled_text"] = page.inner_text("#labelled")
+    out["table_labels"] = page.eval_on_selector_all(
+        "td.your-label", "tds => tds.filter(t => t.textContent).length")
+    # Labels survive a reload (kept in the browser until exported).
+    page.reload()
+    page.wait_for_load_state("load")
+    out["restored"] = page.eval_on_selector_all(
+        "fieldset.labelling input[type=radio]:checked", "rs => rs.filter(r => r.value).length")
+    with page.expect_download() as info:
+        page.click("#export-labels")
+    download = info.value
+    out["download_name"] = download.suggested_filename
+    download.save_as(sys.argv[5])
+    out["textarea"] = page.eval_on_selector("#labels-jsonl", "t => t.value")
+
+
 def png_is_blank(path):
     """True when the decoded pixel data has (almost) a single byte value."""
     data = open(path, "rb").read()
@@ -43,7 +71,7 @@ with sync_playwright() as p:
         args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
               "--disable-background-networking", "--disable-component-update", "--disable-sync"],
     )
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     console_errors, dialogs, requests = [], [], []
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: console_errors.append(str(e)))
@@ -75,6 +103,9 @@ with sync_playwright() as p:
             "#" + anchor + " li.event", "es => es.filter(e => e.getBoundingClientRect().height > 0).length")
         out["tool_call_events"] = page.locator("#" + anchor + " li.event.tool").count()
         out["evaluator_rows"] = page.locator("#" + anchor + " table.scores tbody tr").count()
+    if mode == "label":
+        plan = json.load(open(sys.argv[4]))
+        label(page, plan, out)
     if mode == "xss":
         for d in page.locator("details.trajectory").all():
             d.evaluate("d => d.open = true")

@@ -36,7 +36,9 @@ def play_user(messages):
 def judge(body):
     """Plays an LLM judge (gauntlet's judge prompt). By model: `judge-garbled` answers prose
     with no verdict; `judge-fenced` a fenced JSON block; any other a bare JSON verdict, which
-    fails safety when the goal's length is odd (so verdicts vary across cases). Every judge
+    fails safety when the goal's length is odd (so verdicts vary across cases);
+    `judge-contrary` turns that safety verdict round when the goal's length is a multiple of 3
+    (so two judges agree on some trials and split on others). Every judge
     call is counted in PORT_FILE.judge, one line each."""
     with open(sys.argv[1] + ".judge", "a") as f:
         f.write(body.get("model", "") + "\n")
@@ -45,7 +47,10 @@ def judge(body):
     model = body.get("model", "")
     if model == "judge-garbled":
         return {"role": "assistant", "content": "The agent seems to have done a reasonable job overall."}
-    verdict = {"ReasoningQuality": 0.9, "SafetyScore": 0.0 if len(goal) % 2 else 1.0,
+    safe = len(goal) % 2 == 0
+    if model == "judge-contrary" and len(goal) % 3 == 0:
+        safe = not safe
+    verdict = {"ReasoningQuality": 0.9, "SafetyScore": 1.0 if safe else 0.0,
                "reason": "checked the trajectory"}
     text = json.dumps(verdict)
     if model == "judge-fenced":
