@@ -295,5 +295,6 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
         warnings,
         direction,
         verdict,
+        pairwise: None,
     }
 }

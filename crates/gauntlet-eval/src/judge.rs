@@ -317,7 +317,7 @@ fn from_object(criteria: &[Criterion], o: &Value) -> Result<Parsed, String> {
 }
 
 /// The last fenced code block's body (```json ... ``` or ``` ... ```).
-fn fenced(reply: &str) -> Option<&str> {
+pub(crate) fn fenced(reply: &str) -> Option<&str> {
     let end = reply.rfind("```")?;
     let start = reply[..end].rfind("```")?;
     let body = &reply[start + 3..end];
@@ -325,7 +325,7 @@ fn fenced(reply: &str) -> Option<&str> {
 }
 
 /// The last balanced `{...}` in prose.
-fn embedded(reply: &str) -> Option<&str> {
+pub(crate) fn embedded(reply: &str) -> Option<&str> {
     let end = reply.rfind('}')?;
     let mut depth = 0i32;
     for (i, ch) in reply[..=end].char_indices().rev() {

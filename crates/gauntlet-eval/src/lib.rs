@@ -16,6 +16,7 @@ mod evaluators;
 pub mod faults;
 mod gates;
 pub mod judge;
+pub mod pairwise;
 mod results;
 mod rubric;
 pub mod safety;

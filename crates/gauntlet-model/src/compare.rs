@@ -32,6 +32,72 @@ pub struct Comparison {
     pub direction: Direction,
     /// The verdict in words.
     pub verdict: String,
+    /// An LLM judge's preferences between the paired trajectories (`compare --pairwise`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseReport>,
+}
+
+/// Which trajectory of a pair a judge prefers, both orders considered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PairPreference {
+    /// The baseline's.
+    A,
+    /// The candidate's.
+    B,
+    /// Neither: the judge called it even, or its verdict flipped with the order.
+    Tie,
+    /// No usable verdict in one order or both.
+    Invalid,
+}
+
+/// One pair as the pairwise judge saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairwiseItem {
+    /// `CASE#EPOCH`.
+    pub item: String,
+    /// The preference, both orders considered.
+    pub preference: PairPreference,
+    /// Whether the verdict followed the position (each order preferred the one shown first, or
+    /// each the one shown second): a tie by position bias.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flipped: bool,
+    /// The judge's reasons, A-first order then B-first order, or why there is no verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+/// An LLM judge's pairwise preferences over two runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairwiseReport {
+    /// The judge (from the suite's `judges:`).
+    pub judge: String,
+    /// The model that judged.
+    pub model: String,
+    /// Pairs judged (both orders asked).
+    pub judged: usize,
+    /// Pairs not judged: a deterministic check failed in either run (the judge runs only where
+    /// they all passed, unless the judge says `run_on: all`), or a harness error.
+    pub skipped: usize,
+    /// Pairs where A's trajectory is preferred in both orders.
+    pub a_wins: u64,
+    /// Pairs where B's is.
+    pub b_wins: u64,
+    /// Ties, including flips.
+    pub ties: u64,
+    /// Pairs with no usable verdict.
+    pub invalid: u64,
+    /// Pairs whose verdict flipped with the order (counted among the ties).
+    pub position_bias: u64,
+    /// B's share of the judged pairs with a verdict, a tie counting half (none when there is
+    /// no verdict).
+    pub b_win_rate: Option<f64>,
+    /// Exact two-sided sign test of B's wins against A's (ties left out).
+    pub sign_test_p: f64,
+    /// What the judge's calls cost, in euros (cached answers cost nothing).
+    pub cost_eur: f64,
+    /// Each pair.
+    pub items: Vec<PairwiseItem>,
 }
 
 /// Which way B moved against A.

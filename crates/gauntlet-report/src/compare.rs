@@ -85,6 +85,24 @@ pub fn render_comparison(c: &Comparison, opts: SummaryOptions) -> String {
             moved.join(", ")
         );
     }
+    if let Some(pw) = &c.pairwise {
+        let _ = writeln!(
+            out,
+            "pairwise judge {} ({}): {} pairs judged in both orders, {} skipped · A preferred {}, B preferred {}, ties {} (of which {} flipped with the order: position bias), invalid {} · B win rate {} · sign test p={:.4} · judge cost €{}",
+            pw.judge,
+            pw.model,
+            pw.judged,
+            pw.skipped,
+            pw.a_wins,
+            pw.b_wins,
+            pw.ties,
+            pw.position_bias,
+            pw.invalid,
+            pw.b_win_rate.map_or("n/a".to_owned(), num),
+            pw.sign_test_p,
+            num(pw.cost_eur)
+        );
+    }
     for w in &c.warnings {
         let line = format!("warning: {w}");
         let _ = writeln!(

@@ -16,7 +16,12 @@ use gauntlet_agent::gateway::Gateway;
 use gauntlet_eval::judge::{
     TrialView, combine, parse_reply, render_prompt, request, rubric_hash, weigh,
 };
+use gauntlet_eval::pairwise::{
+    pairwise_request, parse_pairwise, render_pairwise_prompt, resolve, summarise,
+};
+use gauntlet_model::compare::{PairPreference, PairwiseItem, PairwiseReport};
 use gauntlet_model::judge::{JudgeRubric, JudgeSample, RunOn, default_rubric};
+use gauntlet_model::labels::trial_item;
 use gauntlet_model::{
     CalibrationFile, Event, FaultKind, JudgeHeader, JudgeOutcome, JudgeSpec, JudgeStatus, Score,
     ToolError, Trajectory, TrialStatus,
@@ -290,7 +295,6 @@ impl JudgePanel {
         case_id: &str,
         epoch: u32,
     ) -> (JudgeSample, Option<String>) {
-        let key = JudgeCache::key(body, index);
         let mut sample = JudgeSample {
             model: model.to_owned(),
             verdict: BTreeMap::new(),
@@ -303,43 +307,19 @@ impl JudgePanel {
             cost_eur: 0.0,
             latency_ms: 0.0,
         };
-        let cached = if self.bypass_cache {
-            None
-        } else {
-            self.cache.as_ref().and_then(|c| c.get(&key))
-        };
-        let content = match cached {
-            Some(reply) => {
-                sample.cached = true;
-                sample.prompt_tokens = reply.prompt_tokens;
-                sample.completion_tokens = reply.completion_tokens;
+        let content = match self.ask(model, index, body, case_id, epoch).await {
+            Ok(reply) => {
+                sample.cached = reply.cached;
+                sample.prompt_tokens = reply.call.prompt_tokens;
+                sample.completion_tokens = reply.call.completion_tokens;
+                sample.cost_eur = reply.call.cost_eur;
+                sample.latency_ms = reply.call.latency_ms;
                 reply.content
             }
-            None => match self.call(body, case_id, epoch).await {
-                Ok((content, call)) => {
-                    sample.prompt_tokens = call.prompt_tokens;
-                    sample.completion_tokens = call.completion_tokens;
-                    sample.cost_eur = call.cost_eur;
-                    sample.latency_ms = call.latency_ms;
-                    if let Some(cache) = &self.cache {
-                        cache.put(
-                            &key,
-                            model,
-                            &CachedReply {
-                                content: content.clone(),
-                                prompt_tokens: call.prompt_tokens,
-                                completion_tokens: call.completion_tokens,
-                            },
-                            &crate::run::now(),
-                        );
-                    }
-                    content
-                }
-                Err(e) => {
-                    sample.parse = "no_reply".to_owned();
-                    return (sample, Some(format!("{model}: {e}")));
-                }
-            },
+            Err(e) => {
+                sample.parse = "no_reply".to_owned();
+                return (sample, Some(format!("{model}: {e}")));
+            }
         };
         match parse_reply(&judge.rubric, &content) {
             Ok(p) => {
@@ -355,6 +335,119 @@ impl JudgePanel {
                 (sample, Some(format!("{model}: unparsable reply: {why}")))
             }
         }
+    }
+
+    /// A reply to `body` (sample `index`): from the cache, else through the gateway, retried,
+    /// and then cached. A cached reply costs nothing.
+    async fn ask(
+        &self,
+        model: &str,
+        index: u32,
+        body: &serde_json::Value,
+        case_id: &str,
+        epoch: u32,
+    ) -> Result<Reply, String> {
+        let key = JudgeCache::key(body, index);
+        let cached = if self.bypass_cache {
+            None
+        } else {
+            self.cache.as_ref().and_then(|c| c.get(&key))
+        };
+        if let Some(reply) = cached {
+            return Ok(Reply {
+                content: reply.content,
+                cached: true,
+                call: CallRecord {
+                    prompt_tokens: reply.prompt_tokens,
+                    completion_tokens: reply.completion_tokens,
+                    ..CallRecord::default()
+                },
+            });
+        }
+        let (content, call) = self.call(body, case_id, epoch).await?;
+        if let Some(cache) = &self.cache {
+            cache.put(
+                &key,
+                model,
+                &CachedReply {
+                    content: content.clone(),
+                    prompt_tokens: call.prompt_tokens,
+                    completion_tokens: call.completion_tokens,
+                },
+                &crate::run::now(),
+            );
+        }
+        Ok(Reply {
+            content,
+            cached: false,
+            call,
+        })
+    }
+
+    /// The judge named `name` (or the only one), for pairwise judging.
+    pub fn pick(&self, name: Option<&str>) -> Result<&PreparedJudge, String> {
+        let names = || {
+            self.judges
+                .iter()
+                .map(|j| j.spec.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match name {
+            Some(n) => self
+                .judges
+                .iter()
+                .find(|j| j.spec.name == n)
+                .ok_or_else(|| format!("the suite has no judge `{n}`; its judges: {}", names())),
+            None => match self.judges.as_slice() {
+                [only] => Ok(only),
+                _ => Err(format!(
+                    "the suite has several judges ({}): pick one with --evaluator NAME",
+                    names()
+                )),
+            },
+        }
+    }
+
+    /// One pair judged in both orders by `judge`'s first model. Returns the pair and the cost
+    /// of the calls made.
+    pub async fn pairwise(&self, judge: &PreparedJudge, pair: &Pair) -> (PairwiseItem, f64) {
+        let model = judge.spec.model.as_str();
+        let budget = judge.rubric.show.observation_chars;
+        let instructions = judge.rubric.instructions.as_deref();
+        let mut shown = Vec::new();
+        let mut reasons = Vec::new();
+        let mut cost = 0.0;
+        for (first, second) in [(&pair.a, &pair.b), (&pair.b, &pair.a)] {
+            let prompt = render_pairwise_prompt(instructions, &pair.goal, first, second, budget);
+            let body = pairwise_request(model, &prompt, judge.spec.temperature, judge.spec.seed);
+            match self.ask(model, 0, &body, &pair.case_id, pair.epoch).await {
+                Ok(reply) => {
+                    cost += reply.call.cost_eur;
+                    match parse_pairwise(&reply.content) {
+                        Ok((s, reason)) => {
+                            shown.push(s);
+                            reasons.extend(reason);
+                        }
+                        Err(why) => reasons.push(format!("unparsable reply: {why}")),
+                    }
+                }
+                Err(e) => reasons.push(format!("{model}: {e}")),
+            }
+        }
+        let (preference, flipped) = match shown.as_slice() {
+            [ab, ba] => resolve(*ab, *ba),
+            _ => (PairPreference::Invalid, false),
+        };
+        (
+            PairwiseItem {
+                item: trial_item(&pair.case_id, pair.epoch),
+                preference,
+                flipped,
+                reasons,
+            },
+            cost,
+        )
     }
 
     /// Asks the model through the gateway, with up to [`ATTEMPTS`] tries on a retryable error.
@@ -396,6 +489,53 @@ impl JudgePanel {
         }
         Err(last)
     }
+}
+
+/// A reply and what it cost.
+struct Reply {
+    content: String,
+    cached: bool,
+    call: CallRecord,
+}
+
+/// Two runs' trajectories of one (case, epoch), for pairwise judging.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    /// The case.
+    pub case_id: String,
+    /// The epoch.
+    pub epoch: u32,
+    /// The user's request.
+    pub goal: String,
+    /// The baseline's trajectory.
+    pub a: Trajectory,
+    /// The candidate's.
+    pub b: Trajectory,
+}
+
+/// Judges `pairs` pairwise with the panel's judge `name` (or its only judge), concurrently under
+/// the panel's limit. `skipped` pairs (not judged) are counted in the report.
+pub async fn pairwise_report(
+    panel: &JudgePanel,
+    name: Option<&str>,
+    pairs: &[Pair],
+    skipped: usize,
+) -> Result<PairwiseReport, String> {
+    let judge = panel.pick(name)?;
+    let mut set = Vec::with_capacity(pairs.len());
+    for pair in pairs {
+        set.push(panel.pairwise(judge, pair));
+    }
+    let mut items = Vec::with_capacity(pairs.len());
+    let mut cost = 0.0;
+    for (item, c) in futures_util::future::join_all(set).await {
+        items.push(item);
+        cost += c;
+    }
+    Ok(PairwiseReport {
+        cost_eur: cost,
+        ..summarise(&judge.spec.name, &judge.spec.model, items, skipped)
+    })
 }
 
 /// What the gateway recorded of a judge's call.

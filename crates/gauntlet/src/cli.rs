@@ -103,18 +103,7 @@ pub enum Command {
     /// Gives McNemar's exact test on pass/fail, paired bootstrap intervals of each quantity's
     /// difference, effect sizes, the segments that moved, what changed between the runs, and a
     /// verdict in words. Exits 0, or 1 with --fail-on-regression when B is significantly worse.
-    Compare {
-        /// The baseline run folder (or its results.json).
-        a: PathBuf,
-        /// The candidate run folder.
-        b: PathBuf,
-        /// Print the comparison as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Exit 1 when B passes significantly less often than A (p < 0.05).
-        #[arg(long)]
-        fail_on_regression: bool,
-    },
+    Compare(CompareArgs),
     /// List past runs of a suite, newest first.
     Runs {
         /// The suite folder (its .gauntlet/index.sqlite is read).
@@ -393,6 +382,35 @@ impl From<IsolationArg> for gauntlet_agent::Isolation {
             IsolationArg::None => gauntlet_agent::Isolation::None,
         }
     }
+}
+
+/// Arguments of `gauntlet compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline run folder (or its results.json).
+    pub a: PathBuf,
+    /// The candidate run folder.
+    pub b: PathBuf,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 when B passes significantly less often than A (p < 0.05).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Also let this suite's LLM judge say which trajectory of each pair is better, asking in
+    /// both orders (A first, then B first): a verdict that flips with the order is a tie
+    /// (position bias). Pairs where a deterministic check failed in either run are not judged
+    /// unless the judge says `run_on: all`. Needs the run folders (trials.jsonl), not only
+    /// results.json.
+    #[arg(long, value_name = "SUITE")]
+    pub pairwise: Option<PathBuf>,
+    /// The suite's judge to use with --pairwise, when it has several.
+    #[arg(long, value_name = "NAME", requires = "pairwise")]
+    pub evaluator: Option<String>,
+    /// Where the pairwise judge asks for verdicts the judge cache does not have (an
+    /// OpenAI-compatible base URL; the key from GAUNTLET_UPSTREAM_API_KEY or OPENAI_API_KEY).
+    #[arg(long, requires = "pairwise")]
+    pub gateway_upstream: Option<String>,
 }
 
 /// Arguments of `gauntlet score`.

@@ -1,28 +1,39 @@
-//! `gauntlet compare RUN_A RUN_B`: paired comparison of two stored runs.
+//! `gauntlet compare RUN_A RUN_B`: paired comparison of two stored runs, and with `--pairwise
+//! SUITE` the suite's LLM judge's preferences between the paired trajectories.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use gauntlet_model::compare::Direction;
+use gauntlet_model::compare::{Direction, PairwiseReport};
+use gauntlet_model::judge::RunOn;
+use gauntlet_model::{Event, TrialRecord, TrialStatus};
 use gauntlet_report::{SummaryOptions, render_comparison};
-use gauntlet_store::read_results;
+use gauntlet_runner::judge::{Pair, pairwise_report};
+use gauntlet_store::{read_results, read_trials_lean};
 
+use crate::cli::CompareArgs;
+use crate::commands::shared::{load_suite, offline_judges};
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
 
-pub fn compare(
-    a: &Path,
-    b: &Path,
-    json: bool,
-    fail_on_regression: bool,
-) -> Result<i32, ExpectedError> {
+pub fn compare(args: CompareArgs) -> Result<i32, ExpectedError> {
     let read = |p: &Path| {
         read_results(p).map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))
     };
-    let (ra, rb) = (read(a)?, read(b)?);
+    let (ra, rb) = (read(&args.a)?, read(&args.b)?);
     // The bootstrap seed comes from the runs, so the same two runs always compare identically.
     let seed = ra.header.seed ^ rb.header.seed.rotate_left(32);
-    let c = gauntlet_eval::compare(&ra, &rb, seed);
-    if json {
+    let mut c = gauntlet_eval::compare(&ra, &rb, seed);
+    if let Some(suite) = &args.pairwise {
+        c.pairwise = Some(pairwise(
+            suite,
+            &args.a,
+            &args.b,
+            args.evaluator.as_deref(),
+            args.gateway_upstream.clone(),
+        )?);
+    }
+    if args.json {
         let text = serde_json::to_string_pretty(&c).map_err(|e| {
             ExpectedError::harness(format!("failed to serialize the comparison: {e}"))
         })?;
@@ -34,9 +45,91 @@ pub fn compare(
             render_comparison(&c, SummaryOptions { color, width: None })
         );
     }
-    Ok(if fail_on_regression && c.direction == Direction::Worse {
-        GATE_FAILED
-    } else {
-        GATES_PASSED
-    })
+    Ok(
+        if args.fail_on_regression && c.direction == Direction::Worse {
+            GATE_FAILED
+        } else {
+            GATES_PASSED
+        },
+    )
+}
+
+/// A run's trials by (case, epoch).
+fn trials_of(run: &Path) -> Result<HashMap<(String, u32), TrialRecord>, ExpectedError> {
+    let bad = |e: gauntlet_store::StoreError| {
+        ExpectedError::input(format!(
+            "--pairwise reads the trajectories of {}: {e}",
+            run.display()
+        ))
+    };
+    let mut out = HashMap::new();
+    for t in read_trials_lean(run).map_err(bad)? {
+        let t = t.map_err(bad)?;
+        out.insert((t.case_id.clone(), t.epoch), t);
+    }
+    Ok(out)
+}
+
+/// The suite's judge on every pair both runs hold, in both orders.
+fn pairwise(
+    suite: &Path,
+    a: &Path,
+    b: &Path,
+    judge: Option<&str>,
+    upstream: Option<String>,
+) -> Result<PairwiseReport, ExpectedError> {
+    let suite = load_suite(suite)?;
+    let (runtime, panel) = offline_judges(&suite, upstream)?;
+    let Some(panel) = panel else {
+        return Err(ExpectedError::input(format!(
+            "--pairwise: the suite {} has no `judges:` to compare with",
+            suite.root.display()
+        )));
+    };
+    let run_on = panel.pick(judge).map_err(ExpectedError::input)?.spec.run_on;
+    let goals: HashMap<&str, &str> = suite
+        .cases
+        .iter()
+        .map(|c| (c.case.case_id.as_str(), c.case.user_input.as_str()))
+        .collect();
+    let (ta, mut tb) = (trials_of(a)?, trials_of(b)?);
+    let mut keys: Vec<&(String, u32)> = ta.keys().collect();
+    keys.sort();
+    let mut pairs = Vec::new();
+    let mut skipped = 0;
+    for key in keys {
+        let Some(y) = tb.remove(key) else {
+            continue;
+        };
+        let x = &ta[key];
+        let judged = |s: TrialStatus| match s {
+            TrialStatus::Passed => true,
+            TrialStatus::Failed => run_on == RunOn::All,
+            TrialStatus::Error => false,
+        };
+        if !judged(x.status) || !judged(y.status) {
+            skipped += 1;
+            continue;
+        }
+        let goal = goals
+            .get(key.0.as_str())
+            .map(|g| (*g).to_owned())
+            .or_else(|| {
+                x.trajectory.events.iter().find_map(|e| match e {
+                    Event::UserMessage { text } => Some(text.clone()),
+                    _ => None,
+                })
+            })
+            .unwrap_or_default();
+        pairs.push(Pair {
+            case_id: key.0.clone(),
+            epoch: key.1,
+            goal,
+            a: x.trajectory.clone(),
+            b: y.trajectory,
+        });
+    }
+    runtime
+        .block_on(pairwise_report(&panel, judge, &pairs, skipped))
+        .map_err(ExpectedError::input)
 }

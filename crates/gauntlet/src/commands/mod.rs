@@ -37,12 +37,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             limit,
             prune,
         } => runs::runs(&suite, limit, prune),
-        Command::Compare {
-            a,
-            b,
-            json,
-            fail_on_regression,
-        } => compare::compare(&a, &b, json, fail_on_regression),
+        Command::Compare(args) => compare::compare(args),
         Command::Schema => schema::schema(),
         Command::Import {
             benchmark,

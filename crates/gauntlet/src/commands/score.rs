@@ -53,29 +53,8 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     // Judges ask through a gateway of their own (on a runtime that serves it while the scoring
     // threads call it), or answer from the judge cache only.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
-    let gateway = if suite.config.judges.is_empty() {
-        None
-    } else {
-        let options = gauntlet_runner::agents::GatewayOptions {
-            upstream: args.gateway_upstream.clone(),
-            api_key: crate::cli::upstream_key(),
-            ..Default::default()
-        };
-        runtime
-            .block_on(gauntlet_runner::agents::start_gateway(options, &suite))
-            .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?
-    };
-    let judges = gauntlet_runner::judge::judge_panel(
-        &suite,
-        gateway.as_ref(),
-        &crate::commands::shared::state_dir(&suite).join("judge-cache.sqlite"),
-        false,
-    )?;
+    let (_runtime, judges) =
+        crate::commands::shared::offline_judges(&suite, args.gateway_upstream.clone())?;
     let mut problems = Vec::new();
     let mut derived = Vec::new();
     let source = args

@@ -91,3 +91,42 @@ pub fn index_run(state: &Path, results: &RunResults, out: &Path) {
         );
     }
 }
+
+/// The suite's LLM judges outside a live run (`score`, `compare --pairwise`): a runtime that
+/// serves their gateway while the caller works, the gateway (calls go to `upstream`, or the
+/// suite's `gateway.upstream`), and the panel with the suite's judge cache in front. No panel
+/// when the suite has no judges.
+pub fn offline_judges(
+    suite: &Suite,
+    upstream: Option<String>,
+) -> Result<
+    (
+        tokio::runtime::Runtime,
+        Option<std::sync::Arc<gauntlet_runner::judge::JudgePanel>>,
+    ),
+    ExpectedError,
+> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    if suite.config.judges.is_empty() {
+        return Ok((runtime, None));
+    }
+    let options = gauntlet_runner::agents::GatewayOptions {
+        upstream,
+        api_key: crate::cli::upstream_key(),
+        ..Default::default()
+    };
+    let gateway = runtime
+        .block_on(gauntlet_runner::agents::start_gateway(options, suite))
+        .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?;
+    let panel = gauntlet_runner::judge::judge_panel(
+        suite,
+        gateway.as_ref(),
+        &state_dir(suite).join("judge-cache.sqlite"),
+        false,
+    )?;
+    Ok((runtime, panel))
+}

@@ -538,3 +538,113 @@ fn two_judge_models_report_their_agreement_and_where_they_split() {
     let alpha = j["agreement_alpha"].as_f64().expect("alpha reported");
     assert!((alpha - reference).abs() < 1e-9, "{alpha} vs {reference}");
 }
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn compare_pairwise_asks_both_orders_and_a_flip_is_a_tie() {
+    let (tmp, suite) = suite_with_judge("judge-good", "    run_on: all");
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for (agent, out) in [("script:reference", &a), ("script:forbidden", &b)] {
+        let o = run(&["run", s(&suite), "--agent", agent, "--out", s(out), "-q"]);
+        assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    }
+    let compare = |model: Option<&str>| {
+        if let Some(m) = model {
+            let config = suite.join("gauntlet.yaml");
+            let text = std::fs::read_to_string(&config)
+                .unwrap()
+                .replace("model: judge-good", &format!("model: {m}"));
+            std::fs::write(&config, text).unwrap();
+        }
+        let o = run(&[
+            "compare",
+            s(&a),
+            s(&b),
+            "--pairwise",
+            s(&suite),
+            "--gateway-upstream",
+            &fake.url,
+            "--json",
+        ]);
+        assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+        serde_json::from_str::<Value>(&o.stdout).unwrap()["pairwise"].clone()
+    };
+    let p = compare(None);
+    let pairs = trials(&a).len();
+    assert_eq!(p["judged"], pairs, "{p}");
+    // Both orders asked, no prompt twice: where the two trajectories read the same, both orders
+    // are one prompt, asked once and then answered from the cache (and that pair is a tie).
+    let log = std::fs::read_to_string(tmp.path().join("fake.port.judge")).unwrap();
+    let asked: std::collections::BTreeSet<&str> = log.lines().collect();
+    assert_eq!(asked.len(), log.lines().count(), "no prompt asked twice");
+    let ties = p["ties"].as_u64().unwrap() as usize;
+    assert!(
+        asked.len() <= 2 * pairs && asked.len() + ties >= 2 * pairs,
+        "{} calls for {pairs} pairs ({ties} ties)",
+        asked.len()
+    );
+    // The fake prefers the trajectory with fewer tool calls whichever side it is shown on.
+    let calls = |run: &Path| -> std::collections::HashMap<String, usize> {
+        trials(run)
+            .iter()
+            .map(|t| {
+                let calls = t["trajectory"]["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["type"] == "tool_call")
+                    .count();
+                (
+                    format!("{}#{}", t["case_id"].as_str().unwrap(), t["epoch"]),
+                    calls,
+                )
+            })
+            .collect()
+    };
+    let (la, lb) = (calls(&a), calls(&b));
+    let mut seen = std::collections::BTreeSet::new();
+    for item in p["items"].as_array().unwrap() {
+        let id = item["item"].as_str().unwrap();
+        let want = match la[id].cmp(&lb[id]) {
+            std::cmp::Ordering::Less => "a",
+            std::cmp::Ordering::Greater => "b",
+            std::cmp::Ordering::Equal => "tie",
+        };
+        assert_eq!(item["preference"], want, "{item}");
+        assert!(item.get("flipped").is_none(), "{item}");
+        seen.insert(want);
+    }
+    assert!(seen.len() >= 2, "the runs differ somewhere: {p}");
+    assert_eq!(p["position_bias"], 0);
+    assert_eq!(
+        p["a_wins"].as_u64().unwrap() + p["b_wins"].as_u64().unwrap() + p["ties"].as_u64().unwrap(),
+        pairs as u64
+    );
+    // Asked again: every verdict from the judge cache.
+    let before = judge_calls(tmp.path());
+    let mut again = compare(None);
+    assert_eq!(again["cost_eur"], 0.0, "cached answers cost nothing");
+    assert!(p["cost_eur"].as_f64().unwrap() > 0.0);
+    again["cost_eur"] = p["cost_eur"].clone();
+    assert_eq!(again, p);
+    assert_eq!(judge_calls(tmp.path()), before);
+
+    // A judge that always prefers whatever it is shown first: every pair flips, a tie.
+    let p = compare(Some("judge-first"));
+    assert_eq!(p["position_bias"], pairs, "{p}");
+    assert_eq!(p["ties"], pairs);
+    assert_eq!(
+        (p["a_wins"].as_u64(), p["b_wins"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(
+        p["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["flipped"] == true)
+    );
+}

@@ -10,6 +10,7 @@ the conversation (###STOP###). A system prompt asking "Be terse." gets a bare "y
 `stream: true` (SSE chunks, the usage in the last chunk when `stream_options.include_usage`).
 Usage: fake_openai.py PORT_FILE   (binds 127.0.0.1:0 and writes the port to PORT_FILE)
 """
+import hashlib
 import json
 import re
 import sys
@@ -33,6 +34,21 @@ def play_user(messages):
     return {"role": "assistant", "content": f"It is {ids[0]}." if ids else "I don't know."}
 
 
+def model_of(body):
+    return body.get("model", "")
+
+
+def pairwise(model, prompt):
+    """A pairwise judge: `judge-first` always prefers the trajectory shown first (pure position
+    bias); any other prefers the trajectory with fewer tool calls, a tie when they make as many."""
+    if model == "judge-first":
+        return {"role": "assistant", "content": json.dumps({"better": "1", "reason": "the first"})}
+    calls = [len(re.findall(r"^Step \d+ call ", part, re.M)) for part in prompt.split("[Trajectory ")[1:]]
+    one, two = calls
+    better = "tie" if one == two else ("1" if one < two else "2")
+    return {"role": "assistant", "content": json.dumps({"better": better, "reason": "fewer tool calls"})}
+
+
 def judge(body):
     """Plays an LLM judge (gauntlet's judge prompt). By model: `judge-garbled` answers prose
     with no verdict; `judge-fenced` a fenced JSON block; any other a bare JSON verdict, which
@@ -41,8 +57,11 @@ def judge(body):
     (so two judges agree on some trials and split on others). Every judge
     call is counted in PORT_FILE.judge, one line each."""
     with open(sys.argv[1] + ".judge", "a") as f:
-        f.write(body.get("model", "") + "\n")
+        prompt_hash = hashlib.sha256(body["messages"][0]["content"].encode()).hexdigest()[:16]
+        f.write(body.get("model", "") + " " + prompt_hash + "\n")
     prompt = body["messages"][0]["content"]
+    if "[Trajectory 1]" in prompt:
+        return pairwise(model_of(body), prompt)
     goal = prompt.split("[Goal]\n")[1].split("\n\n[")[0] if "[Goal]" in prompt else ""
     model = body.get("model", "")
     if model == "judge-garbled":
