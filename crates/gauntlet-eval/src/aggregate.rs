@@ -8,8 +8,10 @@
 use gauntlet_model::names;
 use std::collections::{BTreeMap, HashMap};
 
+use gauntlet_model::labels::trial_item;
 use gauntlet_model::{
-    EvaluatorStats, FlakyCase, Interval, Score, SegmentStats, Severity, TrialStatus, TrialSummary,
+    EvaluatorStats, FlakyCase, Interval, JudgeHeader, JudgeReport, JudgeStatus, Score,
+    SegmentStats, Severity, TrialStatus, TrialSummary,
 };
 use statrs::statistics::{Data, OrderStatistics};
 
@@ -30,6 +32,8 @@ pub struct Aggregate {
     pub flaky_cases: Vec<FlakyCase>,
     /// An imported benchmark's headline by its own rule, when trials carry its reward.
     pub benchmark: Option<gauntlet_model::BenchmarkHeadline>,
+    /// Each LLM judge over the run (when the accumulator was given the run's judges).
+    pub judges: Vec<JudgeReport>,
 }
 
 /// Quantities that get `mean_`, `p50_` and `p95_` metrics (and the `p50()`, `p95()`, `mean()`
@@ -191,298 +195,314 @@ pub fn pass_k_metrics(per_case: &[(u64, u64)]) -> BTreeMap<String, f64> {
 /// Aggregates trials into run metrics, intervals, evaluator statistics, segments and
 /// flakiness. `seed` seeds the bootstrap, so the same trials and seed give identical results.
 pub fn aggregate(trials: &[TrialSummary], seed: u64) -> Aggregate {
-    let n = trials.len();
-    let count = |s: TrialStatus| trials.iter().filter(|t| t.status == s).count();
-    let (passed, failed, errors) = (
-        count(TrialStatus::Passed),
-        count(TrialStatus::Failed),
-        count(TrialStatus::Error),
-    );
-    let successes = trials.iter().filter(|t| task_succeeded(t)).count();
-    let safe = trials.iter().filter(|t| !critical(t)).count();
-    let sum_where = |name: &str| -> f64 {
-        trials
-            .iter()
-            .flat_map(|t| t.scores.iter())
-            .filter(|s| s.name == name)
-            .map(|s| s.value)
-            .sum()
-    };
-    let mut m = BTreeMap::new();
-    let mut intervals = BTreeMap::new();
-    m.insert(names::metric::TRIALS.to_owned(), n as f64);
-    m.insert(names::metric::PASSED.to_owned(), passed as f64);
-    m.insert(names::metric::FAILED.to_owned(), failed as f64);
-    m.insert(names::metric::ERRORS.to_owned(), errors as f64);
-    for (name, k) in [
-        (names::metric::PASS_RATE, passed),
-        (names::metric::TASK_SUCCESS_RATE, successes),
-        (names::metric::ERROR_RATE, errors),
-        (names::metric::SAFE_TRIAL_RATE, safe),
-    ] {
-        m.insert(name.to_owned(), rate(k, n));
-        intervals.insert(name.to_owned(), wilson(k as u64, n as u64, CONFIDENCE));
-    }
-    m.insert(
-        names::metric::CRITICAL_POLICY_VIOLATIONS.to_owned(),
-        trials
-            .iter()
-            .flat_map(|t| t.scores.iter())
-            .filter(|s| s.severity == Severity::Critical && !s.passed)
-            .count() as f64,
-    );
-    m.insert(
-        names::FORBIDDEN_TOOL_USED.to_owned(),
-        sum_where(names::FORBIDDEN_TOOL_USED),
-    );
-    m.insert(
-        names::DUPLICATE_SIDE_EFFECTS.to_owned(),
-        sum_where(names::DUPLICATE_SIDE_EFFECTS),
-    );
-    m.insert(
-        names::CROSS_TENANT_ACCESS.to_owned(),
-        sum_where(names::CROSS_TENANT_ACCESS),
-    );
-    let injected = sum_where(names::FAULTS_INJECTED);
-    m.insert(names::FAULTS_INJECTED.to_owned(), injected);
-    for (i, kind) in crate::attribution::KINDS.iter().enumerate() {
-        let n = trials
-            .iter()
-            .filter(|t| {
-                t.scores
-                    .iter()
-                    .any(|s| s.name == names::ERROR_ATTRIBUTION && s.value == i as f64)
-            })
-            .count();
-        m.insert(format!("failures_{kind}"), n as f64);
-    }
-    m.insert(
-        names::metric::RETRIES_PER_FAULT.to_owned(),
-        if injected > 0.0 {
-            sum_where(names::FAULT_RETRIES) / injected
-        } else {
-            f64::NAN
-        },
-    );
-    m.insert(
-        names::metric::TIME_LOST_TO_FAULTS_MS.to_owned(),
-        sum_where(names::FAULT_TIME_LOST_MS),
-    );
-    let traced = trials
-        .iter()
-        .filter(|t| gauntlet_model::is_trace_id(&t.trace_id))
-        .count();
-    m.insert(names::metric::TRACE_ID_COVERAGE.to_owned(), rate(traced, n));
-    let total_cost: f64 = trials.iter().map(|t| t.cost_eur).sum();
-    m.insert(
-        names::metric::USER_COST_EUR.to_owned(),
-        trials.iter().map(|t| t.user_cost_eur).sum(),
-    );
-    m.insert(
-        names::metric::COST_PER_SUCCESS_EUR.to_owned(),
-        if successes == 0 {
-            f64::NAN
-        } else {
-            total_cost / successes as f64
-        },
-    );
-    // Each trial's case, as an index in first-seen order: means are resampled by case.
-    let mut case_index: HashMap<&str, usize> = HashMap::new();
-    let cluster_of: Vec<usize> = trials
-        .iter()
-        .map(|t| {
-            let next = case_index.len();
-            *case_index.entry(t.case_id.as_str()).or_insert(next)
-        })
-        .collect();
-    for (i, d) in DISTRIBUTIONS.iter().enumerate() {
-        let values: Vec<f64> = trials
-            .iter()
-            .map(|t| match *d {
-                "tool_calls" => f64::from(t.tool_calls),
-                "steps" => f64::from(t.steps),
-                "tokens" => t.tokens as f64,
-                "cost_eur" => t.cost_eur,
-                _ => t.duration_ms,
-            })
-            .collect();
-        let (mean, p50, p95) = if values.is_empty() {
-            (f64::NAN, f64::NAN, f64::NAN)
-        } else {
-            let mean = values.iter().sum::<f64>() / values.len() as f64;
-            let mut clusters = vec![(0.0, 0.0); case_index.len()];
-            for (v, &c) in values.iter().zip(&cluster_of) {
-                clusters[c].0 += v;
-                clusters[c].1 += 1.0;
-            }
-            intervals.insert(
-                format!("mean_{d}"),
-                cluster_mean(
-                    &clusters,
-                    RESAMPLES,
-                    seed.wrapping_add(i as u64),
-                    CONFIDENCE,
-                ),
-            );
-            let mut data = Data::new(values);
-            (mean, data.percentile(50), data.percentile(95))
-        };
-        m.insert(format!("mean_{d}"), mean);
-        m.insert(format!("p50_{d}"), p50);
-        m.insert(format!("p95_{d}"), p95);
-    }
-
-    // Per case, in first-seen order: trials and passes, for pass@k, pass^k and flakiness.
-    let per_case = per_case(
-        trials
-            .iter()
-            .map(|t| (t.case_id.as_str(), t.status == TrialStatus::Passed)),
-    );
-    let counts: Vec<(u64, u64)> = per_case.iter().map(|(_, n, c)| (*n, *c)).collect();
-    m.extend(pass_k_metrics(&counts));
-    let mut flaky_cases: Vec<FlakyCase> = per_case
-        .iter()
-        .filter(|(_, n, c)| *c > 0 && c < n)
-        .map(|(id, n, c)| FlakyCase {
-            case_id: (*id).to_owned(),
-            passed: *c as u32,
-            trials: *n as u32,
-        })
-        .collect();
-    // Flakiest first: closest to half passing, then most trials, then by id.
-    flaky_cases.sort_by(|a, b| {
-        let score = |f: &FlakyCase| (f64::from(f.passed) / f64::from(f.trials) - 0.5).abs();
-        score(a)
-            .total_cmp(&score(b))
-            .then(b.trials.cmp(&a.trials))
-            .then(a.case_id.cmp(&b.case_id))
-    });
-    m.insert(
-        names::metric::FLAKY_CASES.to_owned(),
-        flaky_cases.len() as f64,
-    );
-
-    let mut evaluators: BTreeMap<String, (u32, u32, f64, f64)> = BTreeMap::new();
-    for s in trials.iter().flat_map(|t| t.scores.iter()) {
-        let e = evaluators.entry(s.name.clone()).or_default();
-        e.0 += 1;
-        e.1 += u32::from(s.passed);
-        e.2 += s.score;
-        e.3 += s.value;
-    }
-    let evaluators = evaluators
-        .into_iter()
-        .map(|(name, (n, p, score, value))| {
-            let nf = f64::from(n);
-            (
-                name,
-                EvaluatorStats {
-                    trials: n,
-                    passed: p,
-                    pass_rate: f64::from(p) / nf,
-                    pass_rate_interval: wilson(u64::from(p), u64::from(n), CONFIDENCE),
-                    mean: score / nf,
-                    mean_value: value / nf,
-                },
-            )
-        })
-        .collect();
-
-    Aggregate {
-        metrics: m,
-        intervals,
-        evaluators,
-        segments: segments(trials),
-        flaky_cases,
-        benchmark: benchmark_headline(trials),
-    }
-}
-
-/// The benchmark's headline from the trials' `benchmark_reward`: rewarded trials, and pass^k
-/// and pass@k over cases by the benchmark's reward (not gauntlet's verdict).
-fn benchmark_headline(trials: &[TrialSummary]) -> Option<gauntlet_model::BenchmarkHeadline> {
-    let rewards: Vec<(&str, &Score)> = trials
-        .iter()
-        .filter_map(|t| {
-            let s = t
-                .scores
-                .iter()
-                .find(|s| s.name == names::BENCHMARK_REWARD)?;
-            Some((t.case_id.as_str(), s))
-        })
-        .collect();
-    let name = rewards.first()?.1.details["benchmark"]
-        .as_str()
-        .unwrap_or("benchmark")
-        .to_owned();
-    let counts: Vec<(u64, u64)> = per_case(rewards.iter().map(|(case, s)| (*case, s.value >= 1.0)))
-        .into_iter()
-        .map(|(_, n, c)| (n, c))
-        .collect();
-    Some(gauntlet_model::BenchmarkHeadline {
-        name,
-        trials: rewards.len() as u64,
-        passed: counts.iter().map(|(_, c)| c).sum(),
-        pass_k: pass_k_metrics(&counts),
-    })
-}
-
-/// Trials and successes per case, in first-seen order.
-fn per_case<'a>(outcomes: impl Iterator<Item = (&'a str, bool)>) -> Vec<(&'a str, u64, u64)> {
-    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut out: Vec<(&str, u64, u64)> = Vec::new();
-    for (case, passed) in outcomes {
-        let i = *at.entry(case).or_insert_with(|| {
-            out.push((case, 0, 0));
-            out.len() - 1
-        });
-        out[i].1 += 1;
-        out[i].2 += u64::from(passed);
-    }
-    out
-}
-
-fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, SegmentStats>> {
-    // Per segment: trials, passed, task successes, and sums/counts of tool precision and recall.
-    #[derive(Default)]
-    struct Acc {
-        n: u32,
-        passed: u32,
-        ok: u32,
-        precision: (f64, u32),
-        recall: (f64, u32),
-    }
-    let mut acc: BTreeMap<String, BTreeMap<String, Acc>> = BTreeMap::new();
+    let mut acc = Accumulator::default();
     for t in trials {
-        let mut keys: Vec<(&str, String)> = t.tags.iter().map(|g| ("tag", g.clone())).collect();
-        keys.extend(t.difficulty.iter().map(|d| ("difficulty", d.clone())));
-        keys.extend(t.tools.iter().map(|d| ("tool", d.clone())));
-        keys.extend(t.faults.iter().map(|f| {
-            let name = serde_json::to_value(f)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            ("fault", name)
-        }));
-        let selection = t
-            .scores
-            .iter()
-            .find(|s| s.name == names::TOOL_SELECTION_ACCURACY);
+        acc.push(t);
+    }
+    acc.finish(seed, None)
+}
+
+/// Values of one distribution: kept exactly (statrs' order statistics) up to
+/// [`EXACT_QUANTILE_VALUES`], then folded into a t-digest, so memory stays bounded whatever
+/// the number of trials.
+#[derive(Debug, Clone, Default)]
+struct Quantiles {
+    exact: Vec<f64>,
+    digest: Option<tdigest::TDigest>,
+}
+
+/// Up to this many values per distribution, p50 and p95 are exact; past it they are t-digest
+/// estimates (200 centroids).
+pub const EXACT_QUANTILE_VALUES: usize = 1 << 20;
+
+impl Quantiles {
+    fn push(&mut self, v: f64) {
+        if let Some(d) = &mut self.digest {
+            if v.is_finite() {
+                d.push(v);
+            }
+            return;
+        }
+        self.exact.push(v);
+        if self.exact.len() > EXACT_QUANTILE_VALUES {
+            let mut d = tdigest::TDigest::new_with_size(200);
+            d.extend_values(
+                std::mem::take(&mut self.exact)
+                    .into_iter()
+                    .filter(|v| v.is_finite()),
+            );
+            self.digest = Some(d);
+        }
+    }
+
+    /// p50 and p95 (NaN when empty).
+    fn p50_p95(self) -> (f64, f64) {
+        match self.digest {
+            Some(mut d) => {
+                d.flush();
+                let q = |p| d.estimate_quantile(p).unwrap_or(f64::NAN);
+                (q(0.5), q(0.95))
+            }
+            None if self.exact.is_empty() => (f64::NAN, f64::NAN),
+            None => {
+                let mut data = Data::new(self.exact);
+                (data.percentile(50), data.percentile(95))
+            }
+        }
+    }
+}
+
+/// One case's tallies: trials, passes, sums of the distributions (for intervals by case), and
+/// the benchmark's own reward.
+#[derive(Debug, Clone, Default)]
+struct CaseTally {
+    id: String,
+    trials: u64,
+    passed: u64,
+    sums: [f64; DISTRIBUTIONS.len()],
+    rewarded: (u64, u64),
+}
+
+/// Per segment: trials, passed, task successes, and sums/counts of tool precision and recall.
+#[derive(Debug, Clone, Default)]
+struct SegmentTally {
+    n: u32,
+    passed: u32,
+    ok: u32,
+    precision: (f64, u32),
+    recall: (f64, u32),
+}
+
+/// Run metrics tallied one trial at a time: memory grows with the cases, evaluators and
+/// segments, never with the trials (distributions are exact up to [`EXACT_QUANTILE_VALUES`]).
+/// What a streaming `score` and the online receiver use; [`aggregate`] is this over a slice.
+#[derive(Debug, Clone, Default)]
+pub struct Accumulator {
+    n: usize,
+    passed: usize,
+    failed: usize,
+    errors: usize,
+    successes: usize,
+    safe: usize,
+    critical: usize,
+    traced: usize,
+    cost: f64,
+    user_cost: f64,
+    /// Each distribution's total, summed in trial order.
+    totals: [f64; DISTRIBUTIONS.len()],
+    sums: BTreeMap<&'static str, f64>,
+    attribution: [usize; crate::attribution::KINDS.len()],
+    case_at: HashMap<String, usize>,
+    cases: Vec<CaseTally>,
+    distributions: [Quantiles; DISTRIBUTIONS.len()],
+    evaluators: BTreeMap<String, (u32, u32, f64, f64)>,
+    segments: BTreeMap<&'static str, BTreeMap<String, SegmentTally>>,
+    benchmark: Option<String>,
+    /// Per judge: its report so far, and the coincidences of its samples' pass/fail votes.
+    judges: Vec<(JudgeReport, [Vec<f64>; 2])>,
+}
+
+/// Scores whose values are summed over trials into a metric of the same name.
+const SUMMED: [&str; 6] = [
+    names::FORBIDDEN_TOOL_USED,
+    names::DUPLICATE_SIDE_EFFECTS,
+    names::CROSS_TENANT_ACCESS,
+    names::FAULTS_INJECTED,
+    names::FAULT_RETRIES,
+    names::FAULT_TIME_LOST_MS,
+];
+
+impl Accumulator {
+    /// An accumulator that also reports on the run's LLM judges.
+    pub fn with_judges(judges: &[JudgeHeader]) -> Accumulator {
+        Accumulator {
+            judges: judges
+                .iter()
+                .map(|h| {
+                    let report = JudgeReport {
+                        header: h.clone(),
+                        scored: 0,
+                        skipped: 0,
+                        invalid: 0,
+                        passed: 0,
+                        calls: 0,
+                        cache_hits: 0,
+                        tokens: 0,
+                        cost_eur: 0.0,
+                        agreement_alpha: None,
+                        split_trials: Vec::new(),
+                    };
+                    (report, [vec![0.0; 2], vec![0.0; 2]])
+                })
+                .collect(),
+            ..Accumulator::default()
+        }
+    }
+
+    /// Trials tallied so far.
+    pub fn trials(&self) -> usize {
+        self.n
+    }
+
+    fn judge(&mut self, t: &TrialSummary) {
+        for (r, coincidences) in &mut self.judges {
+            for b in t.judges.iter().filter(|b| b.judge == r.header.name) {
+                match b.status {
+                    JudgeStatus::Scored => r.scored += 1,
+                    JudgeStatus::Skipped => r.skipped += 1,
+                    JudgeStatus::Invalid => r.invalid += 1,
+                }
+                r.passed += u64::from(b.passed == Some(true));
+                r.calls += u64::from(b.calls);
+                r.cache_hits += u64::from(b.cached);
+                r.tokens += b.tokens;
+                r.cost_eur += b.cost_eur;
+                // A unit per judged trial, a rater per model and sample.
+                if b.status == JudgeStatus::Scored && !b.votes.is_empty() {
+                    let unit: Vec<Option<usize>> =
+                        b.votes.iter().map(|v| v.map(usize::from)).collect();
+                    crate::agreement::add_coincidences(coincidences, &unit);
+                }
+                if b.split {
+                    r.split_trials.push(trial_item(&t.case_id, t.epoch));
+                }
+            }
+        }
+    }
+
+    /// Tallies one trial.
+    pub fn push(&mut self, t: &TrialSummary) {
+        self.n += 1;
+        match t.status {
+            TrialStatus::Passed => self.passed += 1,
+            TrialStatus::Failed => self.failed += 1,
+            TrialStatus::Error => self.errors += 1,
+        }
+        let succeeded = task_succeeded(t);
+        self.successes += usize::from(succeeded);
+        self.safe += usize::from(!critical(t));
+        self.traced += usize::from(gauntlet_model::is_trace_id(&t.trace_id));
+        self.cost += t.cost_eur;
+        self.user_cost += t.user_cost_eur;
+        let mut selection = None;
+        let mut reward = None;
+        let mut attributed = [false; crate::attribution::KINDS.len()];
+        for s in &t.scores {
+            self.critical += usize::from(s.severity == Severity::Critical && !s.passed);
+            if let Some(name) = SUMMED.iter().find(|n| **n == s.name) {
+                *self.sums.entry(name).or_default() += s.value;
+            }
+            if s.name == names::ERROR_ATTRIBUTION
+                && s.value >= 0.0
+                && (s.value as usize) < attributed.len()
+                && s.value.fract() == 0.0
+            {
+                attributed[s.value as usize] = true;
+            }
+            if s.name == names::TOOL_SELECTION_ACCURACY && selection.is_none() {
+                selection = Some(s);
+            }
+            if s.name == names::BENCHMARK_REWARD && reward.is_none() {
+                reward = Some(s);
+            }
+            match self.evaluators.get_mut(&s.name) {
+                Some(e) => {
+                    e.0 += 1;
+                    e.1 += u32::from(s.passed);
+                    e.2 += s.score;
+                    e.3 += s.value;
+                }
+                None => {
+                    self.evaluators
+                        .insert(s.name.clone(), (1, u32::from(s.passed), s.score, s.value));
+                }
+            }
+        }
+        for (count, hit) in self.attribution.iter_mut().zip(attributed) {
+            *count += usize::from(hit);
+        }
+        let values = [
+            f64::from(t.tool_calls),
+            f64::from(t.steps),
+            t.tokens as f64,
+            t.cost_eur,
+            t.duration_ms,
+        ];
+        let next = self.cases.len();
+        let at = match self.case_at.get(t.case_id.as_str()) {
+            Some(&i) => i,
+            None => {
+                self.case_at.insert(t.case_id.clone(), next);
+                self.cases.push(CaseTally {
+                    id: t.case_id.clone(),
+                    ..CaseTally::default()
+                });
+                next
+            }
+        };
+        let case = &mut self.cases[at];
+        case.trials += 1;
+        case.passed += u64::from(t.status == TrialStatus::Passed);
+        for (((sum, total), q), v) in case
+            .sums
+            .iter_mut()
+            .zip(self.totals.iter_mut())
+            .zip(self.distributions.iter_mut())
+            .zip(values)
+        {
+            *sum += v;
+            *total += v;
+            q.push(v);
+        }
+        if let Some(r) = reward {
+            case.rewarded.0 += 1;
+            case.rewarded.1 += u64::from(r.value >= 1.0);
+            if self.benchmark.is_none() {
+                self.benchmark = Some(
+                    r.details["benchmark"]
+                        .as_str()
+                        .unwrap_or("benchmark")
+                        .to_owned(),
+                );
+            }
+        }
+        self.segment(t, selection, succeeded);
+        if !self.judges.is_empty() {
+            self.judge(t);
+        }
+    }
+
+    fn segment(&mut self, t: &TrialSummary, selection: Option<&Score>, succeeded: bool) {
         let detail = |k: &str| {
             selection
                 .and_then(|s| s.details.get(k))
                 .and_then(serde_json::Value::as_f64)
         };
+        let tool = (detail("precision"), detail("recall"));
+        let faults = t.faults.iter().map(|f| {
+            serde_json::to_value(f)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        });
+        let keys = t
+            .tags
+            .iter()
+            .map(|g| ("tag", g.clone()))
+            .chain(t.difficulty.iter().map(|d| ("difficulty", d.clone())))
+            .chain(t.tools.iter().map(|d| ("tool", d.clone())))
+            .chain(faults.map(|f| ("fault", f)));
         for (kind, value) in keys {
-            let s = acc
-                .entry(kind.to_owned())
+            let s = self
+                .segments
+                .entry(kind)
                 .or_default()
                 .entry(value)
                 .or_default();
             s.n += 1;
             s.passed += u32::from(t.status == TrialStatus::Passed);
-            s.ok += u32::from(task_succeeded(t));
-            if let (Some(p), Some(r)) = (detail("precision"), detail("recall")) {
+            s.ok += u32::from(succeeded);
+            if let (Some(p), Some(r)) = tool {
                 s.precision.0 += p;
                 s.precision.1 += 1;
                 s.recall.0 += r;
@@ -490,7 +510,187 @@ fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, Segmen
             }
         }
     }
-    acc.into_iter()
+
+    /// The run's metrics. `seed` seeds the bootstrap; `order`, when given, is the cases' order
+    /// for it (the suite's), so a file scored in any order gives the live run's intervals;
+    /// otherwise cases are taken in the order they were first seen.
+    pub fn finish(mut self, seed: u64, order: Option<&HashMap<&str, usize>>) -> Aggregate {
+        if let Some(order) = order {
+            // A stable sort: cases the order does not know keep their first-seen order, last.
+            self.cases
+                .sort_by_key(|c| order.get(c.id.as_str()).copied().unwrap_or(usize::MAX));
+        }
+        let n = self.n;
+        let sum = |name: &str| self.sums.get(name).copied().unwrap_or(0.0);
+        let mut m = BTreeMap::new();
+        let mut intervals = BTreeMap::new();
+        m.insert(names::metric::TRIALS.to_owned(), n as f64);
+        m.insert(names::metric::PASSED.to_owned(), self.passed as f64);
+        m.insert(names::metric::FAILED.to_owned(), self.failed as f64);
+        m.insert(names::metric::ERRORS.to_owned(), self.errors as f64);
+        for (name, k) in [
+            (names::metric::PASS_RATE, self.passed),
+            (names::metric::TASK_SUCCESS_RATE, self.successes),
+            (names::metric::ERROR_RATE, self.errors),
+            (names::metric::SAFE_TRIAL_RATE, self.safe),
+        ] {
+            m.insert(name.to_owned(), rate(k, n));
+            intervals.insert(name.to_owned(), wilson(k as u64, n as u64, CONFIDENCE));
+        }
+        m.insert(
+            names::metric::CRITICAL_POLICY_VIOLATIONS.to_owned(),
+            self.critical as f64,
+        );
+        for name in [
+            names::FORBIDDEN_TOOL_USED,
+            names::DUPLICATE_SIDE_EFFECTS,
+            names::CROSS_TENANT_ACCESS,
+        ] {
+            m.insert(name.to_owned(), sum(name));
+        }
+        let injected = sum(names::FAULTS_INJECTED);
+        m.insert(names::FAULTS_INJECTED.to_owned(), injected);
+        for (kind, count) in crate::attribution::KINDS.iter().zip(self.attribution) {
+            m.insert(format!("failures_{kind}"), count as f64);
+        }
+        m.insert(
+            names::metric::RETRIES_PER_FAULT.to_owned(),
+            if injected > 0.0 {
+                sum(names::FAULT_RETRIES) / injected
+            } else {
+                f64::NAN
+            },
+        );
+        m.insert(
+            names::metric::TIME_LOST_TO_FAULTS_MS.to_owned(),
+            sum(names::FAULT_TIME_LOST_MS),
+        );
+        m.insert(
+            names::metric::TRACE_ID_COVERAGE.to_owned(),
+            rate(self.traced, n),
+        );
+        m.insert(names::metric::USER_COST_EUR.to_owned(), self.user_cost);
+        m.insert(
+            names::metric::COST_PER_SUCCESS_EUR.to_owned(),
+            if self.successes == 0 {
+                f64::NAN
+            } else {
+                self.cost / self.successes as f64
+            },
+        );
+        let distributions = std::mem::take(&mut self.distributions);
+        for (i, (d, q)) in DISTRIBUTIONS.iter().zip(distributions).enumerate() {
+            let (mean, p50, p95) = if n == 0 {
+                (f64::NAN, f64::NAN, f64::NAN)
+            } else {
+                let clusters: Vec<(f64, f64)> = self
+                    .cases
+                    .iter()
+                    .map(|c| (c.sums[i], c.trials as f64))
+                    .collect();
+                intervals.insert(
+                    format!("mean_{d}"),
+                    cluster_mean(
+                        &clusters,
+                        RESAMPLES,
+                        seed.wrapping_add(i as u64),
+                        CONFIDENCE,
+                    ),
+                );
+                let (p50, p95) = q.p50_p95();
+                (self.totals[i] / n as f64, p50, p95)
+            };
+            m.insert(format!("mean_{d}"), mean);
+            m.insert(format!("p50_{d}"), p50);
+            m.insert(format!("p95_{d}"), p95);
+        }
+
+        let counts: Vec<(u64, u64)> = self.cases.iter().map(|c| (c.trials, c.passed)).collect();
+        m.extend(pass_k_metrics(&counts));
+        let mut flaky_cases: Vec<FlakyCase> = self
+            .cases
+            .iter()
+            .filter(|c| c.passed > 0 && c.passed < c.trials)
+            .map(|c| FlakyCase {
+                case_id: c.id.clone(),
+                passed: c.passed as u32,
+                trials: c.trials as u32,
+            })
+            .collect();
+        // Flakiest first: closest to half passing, then most trials, then by id.
+        flaky_cases.sort_by(|a, b| {
+            let score = |f: &FlakyCase| (f64::from(f.passed) / f64::from(f.trials) - 0.5).abs();
+            score(a)
+                .total_cmp(&score(b))
+                .then(b.trials.cmp(&a.trials))
+                .then(a.case_id.cmp(&b.case_id))
+        });
+        m.insert(
+            names::metric::FLAKY_CASES.to_owned(),
+            flaky_cases.len() as f64,
+        );
+
+        let evaluators = std::mem::take(&mut self.evaluators)
+            .into_iter()
+            .map(|(name, (n, p, score, value))| {
+                let nf = f64::from(n);
+                (
+                    name,
+                    EvaluatorStats {
+                        trials: n,
+                        passed: p,
+                        pass_rate: f64::from(p) / nf,
+                        pass_rate_interval: wilson(u64::from(p), u64::from(n), CONFIDENCE),
+                        mean: score / nf,
+                        mean_value: value / nf,
+                    },
+                )
+            })
+            .collect();
+        let benchmark = self.benchmark.take().map(|name| {
+            let counts: Vec<(u64, u64)> = self
+                .cases
+                .iter()
+                .filter(|c| c.rewarded.0 > 0)
+                .map(|c| c.rewarded)
+                .collect();
+            gauntlet_model::BenchmarkHeadline {
+                name,
+                trials: counts.iter().map(|(n, _)| n).sum(),
+                passed: counts.iter().map(|(_, c)| c).sum(),
+                pass_k: pass_k_metrics(&counts),
+            }
+        });
+        let judges = self
+            .judges
+            .into_iter()
+            .map(|(mut r, coincidences)| {
+                let alpha = crate::agreement::alpha_from_coincidences(
+                    &coincidences,
+                    &[0.0, 1.0],
+                    gauntlet_model::labels::Level::Nominal,
+                );
+                r.agreement_alpha = alpha.is_finite().then_some(alpha);
+                r
+            })
+            .collect();
+        Aggregate {
+            metrics: m,
+            intervals,
+            evaluators,
+            segments: segments(std::mem::take(&mut self.segments)),
+            flaky_cases,
+            benchmark,
+            judges,
+        }
+    }
+}
+
+fn segments(
+    tallies: BTreeMap<&'static str, BTreeMap<String, SegmentTally>>,
+) -> BTreeMap<String, BTreeMap<String, SegmentStats>> {
+    tallies
+        .into_iter()
         .map(|(kind, values)| {
             let values = values
                 .into_iter()
@@ -514,7 +714,7 @@ fn segments(trials: &[TrialSummary]) -> BTreeMap<String, BTreeMap<String, Segmen
                     )
                 })
                 .collect();
-            (kind, values)
+            (kind.to_owned(), values)
         })
         .collect()
 }

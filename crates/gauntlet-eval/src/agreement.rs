@@ -112,34 +112,45 @@ pub fn weighted_kappa(table: &[Vec<f64>], weights: KappaWeights) -> f64 {
 /// with fewer than two values are not pairable and do not count. NaN when no unit is pairable
 /// or every pairable value is the same.
 pub fn krippendorff_alpha(units: &[Vec<Option<usize>>], values: &[f64], level: Level) -> f64 {
-    let k = values.len();
-    // The coincidence matrix: each ordered pair of values within a unit, weighted 1/(m − 1).
-    let mut o = vec![vec![0.0; k]; k];
-    let mut counts = vec![0.0; k];
+    let mut o = vec![vec![0.0; values.len()]; values.len()];
     for unit in units {
-        counts.iter_mut().for_each(|c| *c = 0.0);
-        let mut m = 0.0;
-        for &v in unit.iter().flatten() {
-            counts[v] += 1.0;
-            m += 1.0;
-        }
-        if m < 2.0 {
+        add_coincidences(&mut o, unit);
+    }
+    alpha_from_coincidences(&o, values, level)
+}
+
+/// Adds one unit's pairable values to the coincidence matrix `o` (k × k): each ordered pair of
+/// values within the unit, weighted 1/(m − 1). Units with fewer than two values add nothing.
+/// The matrix is a sum over units, so agreement can be tallied as units stream by.
+pub fn add_coincidences(o: &mut [Vec<f64>], unit: &[Option<usize>]) {
+    let k = o.len();
+    let mut counts = vec![0.0; k];
+    let mut m = 0.0;
+    for &v in unit.iter().flatten() {
+        counts[v] += 1.0;
+        m += 1.0;
+    }
+    if m < 2.0 {
+        return;
+    }
+    for c in 0..k {
+        if counts[c] == 0.0 {
             continue;
         }
-        for c in 0..k {
-            if counts[c] == 0.0 {
-                continue;
-            }
-            for kk in 0..k {
-                let pairs = if c == kk {
-                    counts[c] * (counts[c] - 1.0)
-                } else {
-                    counts[c] * counts[kk]
-                };
-                o[c][kk] += pairs / (m - 1.0);
-            }
+        for kk in 0..k {
+            let pairs = if c == kk {
+                counts[c] * (counts[c] - 1.0)
+            } else {
+                counts[c] * counts[kk]
+            };
+            o[c][kk] += pairs / (m - 1.0);
         }
     }
+}
+
+/// Krippendorff's alpha from a coincidence matrix (see [`add_coincidences`]).
+pub fn alpha_from_coincidences(o: &[Vec<f64>], values: &[f64], level: Level) -> f64 {
+    let k = values.len();
     let n_c: Vec<f64> = o.iter().map(|r| r.iter().sum()).collect();
     let n: f64 = n_c.iter().sum();
     let delta = |c: usize, kk: usize| -> f64 {

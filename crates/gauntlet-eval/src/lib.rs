@@ -26,12 +26,13 @@ pub mod trajectory_match;
 mod trial;
 
 pub use aggregate::{
-    Aggregate, DISTRIBUTIONS, MAX_K, aggregate, metric_names, pass_k_metrics, trial_status,
+    Accumulator, Aggregate, DISTRIBUTIONS, EXACT_QUANTILE_VALUES, MAX_K, aggregate, metric_names,
+    pass_k_metrics, trial_status,
 };
 pub use compare::{ALPHA, compare};
 pub use evaluators::EvalContext;
 pub use gates::{CompiledGate, GateError, GateSpec, decide_all};
-pub use results::build_results;
+pub use results::{build_results, results_of};
 pub use rubric::CompiledRubric;
 pub use sequence::{ToolSequenceScores, score_tool_sequence};
 pub use trial::{

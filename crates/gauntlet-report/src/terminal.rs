@@ -140,7 +140,21 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         row.extend([status, t.tool_calls.to_string(), failed.join(", ")]);
         table.add_row(row);
     }
-    let _ = writeln!(out, "{table}");
+    let listed = results.trials.len();
+    let total = results
+        .metrics
+        .get(names::metric::TRIALS)
+        .copied()
+        .flatten()
+        .unwrap_or(0.0) as usize;
+    if listed > 0 || total == 0 {
+        let _ = writeln!(out, "{table}");
+    } else {
+        let _ = writeln!(
+            out,
+            "({total} trials: too many to list here; each one is in the run folder's trials.jsonl, `gauntlet report RUN --format html` browses them)"
+        );
+    }
 
     let m = |name: &str| {
         results

@@ -10,6 +10,7 @@ mod index;
 mod judge_cache;
 mod recorded;
 mod run_dir;
+mod spill;
 mod states;
 mod verdicts;
 
@@ -19,5 +20,6 @@ pub use recorded::{ImportedTrial, read_trajectories};
 pub use run_dir::{
     RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean, replay,
 };
+pub use spill::SpilledSummaries;
 pub use states::StateReader;
 pub use verdicts::{JudgeVerdicts, read_judge_verdicts};

@@ -10,7 +10,7 @@ use serde_json::Value;
 pub use crate::error::StoreError;
 use crate::states::{StateReader, StateWriter};
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
         path: path.to_owned(),
         source,
@@ -19,15 +19,26 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 
 /// Writes a JSON document atomically: a temporary file in the same folder, then a rename.
 fn write_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), StoreError> {
+    write_atomic_with(path, |w, tmp| {
+        serde_json::to_writer_pretty(&mut *w, value).map_err(|e| StoreError::Format {
+            path: tmp.to_owned(),
+            line: 1,
+            message: e.to_string(),
+        })?;
+        w.write_all(b"\n").map_err(io(tmp))
+    })
+}
+
+/// Writes `path` through `write` (given the writer and the temporary path) into a temporary
+/// file beside it, synced, then renamed over it: a reader sees the old file or the new one.
+pub(crate) fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>, &Path) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let tmp = path.with_extension("json.tmp");
     let file = File::create(&tmp).map_err(io(&tmp))?;
-    let mut w = BufWriter::new(file);
-    serde_json::to_writer_pretty(&mut w, value).map_err(|e| StoreError::Format {
-        path: tmp.clone(),
-        line: 1,
-        message: e.to_string(),
-    })?;
-    w.write_all(b"\n").map_err(io(&tmp))?;
+    let mut w = BufWriter::with_capacity(1 << 16, file);
+    write(&mut w, &tmp)?;
     w.into_inner()
         .map_err(|e| StoreError::Io {
             path: tmp.clone(),
@@ -284,6 +295,21 @@ impl RunWriter {
             write_atomic(&self.dir.join("run.json"), &results.header)?;
         }
         write_atomic(&self.dir.join("results.json"), results)
+    }
+
+    /// Finishes the run as [`RunWriter::finish`], with the results' trial summaries (left
+    /// empty in `results`) copied from `spill`.
+    pub fn finish_spilled(
+        mut self,
+        results: &RunResults,
+        spill: &mut crate::SpilledSummaries,
+    ) -> Result<(), StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        self.trials.flush().map_err(io(&path))?;
+        if self.header != results.header {
+            write_atomic(&self.dir.join("run.json"), &results.header)?;
+        }
+        spill.write_results_file(results, &self.dir)
     }
 }
 

@@ -4,13 +4,13 @@ use std::collections::HashMap;
 
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialSummary};
-use gauntlet_store::{ImportedTrial, RunWriter, read_trajectories};
+use gauntlet_store::{ImportedTrial, RunWriter, SpilledSummaries, read_trajectories};
 
 use crate::cli::ScoreArgs;
 use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
 use crate::results::now;
-use gauntlet_eval::build_results;
+use gauntlet_eval::{Accumulator, results_of};
 use gauntlet_runner::{TrialEvidence, evaluate_batch};
 
 /// How many problems `score` reports before it stops reading the file.
@@ -19,6 +19,17 @@ const MAX_PROBLEMS: usize = 50;
 const BATCH: usize = 512;
 /// Threads that score a batch, at most.
 const MAX_WORKERS: usize = 8;
+/// Trial summaries held in memory, at most, unless `GAUNTLET_SCORE_KEEP` says otherwise: past
+/// this, they wait on disk for `results.json` (or, when nothing needs them whole, are not
+/// kept), so memory stays flat.
+const KEPT_SUMMARIES: usize = 10_000;
+
+fn kept_summaries() -> usize {
+    std::env::var("GAUNTLET_SCORE_KEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(KEPT_SUMMARIES)
+}
 
 /// The evidence of a read trajectory, for the trial-scoring entry point.
 fn evidence<'a>(
@@ -38,6 +49,10 @@ fn evidence<'a>(
         // A trial the harness failed stays the harness's failure.
         harness_failed: t.error.is_some(),
     }
+}
+
+fn spill_error(e: gauntlet_store::StoreError) -> ExpectedError {
+    ExpectedError::harness(format!("failed to keep trial summaries on disk: {e}"))
 }
 
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
@@ -87,7 +102,13 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         })?),
         None => None,
     };
+    // Metrics are tallied as trials stream by; summaries are kept for results.json.
+    let mut tally = Accumulator::with_judges(&header.judges);
     let mut summaries = Vec::new();
+    let mut spill: Option<SpilledSummaries> = None;
+    let summaries_needed = writer.is_some() || args.json;
+    let keep = kept_summaries();
+    let mut listing = true;
     let mut items = items.into_iter();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
     let mut stop = false;
@@ -185,14 +206,33 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             if let Some(stored) = stored {
                 summary.final_state = stored;
             }
-            if writer.is_none() && !args.json {
+            if !summaries_needed {
                 // Nothing is stored or printed whole: keep what the verdict and summary read.
                 summary.lighten();
             }
-            summaries.push(summary);
+            tally.push(&summary);
+            match &mut spill {
+                Some(spill) => spill.push(&summary).map_err(spill_error)?,
+                None if !listing => {}
+                None if summaries.len() < keep => summaries.push(summary),
+                None if summaries_needed => {
+                    let mut s = SpilledSummaries::create(writer.as_ref().map(RunWriter::dir))
+                        .map_err(spill_error)?;
+                    for kept in summaries.drain(..).chain(std::iter::once(summary)) {
+                        s.push(&kept).map_err(spill_error)?;
+                    }
+                    spill = Some(s);
+                }
+                // Only the terminal summary reads them, and it does not list this many.
+                None => {
+                    summaries = Vec::new();
+                    listing = false;
+                }
+            }
         }
     }
-    // Report in the suite's case order, as a live run does, whatever order the log has.
+    // Report in the suite's case order, as a live run does, whatever order the log has (a
+    // large scoring's summaries stay in file order on disk).
     let order: HashMap<&str, usize> = suite
         .cases
         .iter()
@@ -200,21 +240,25 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         .map(|(i, c)| (c.case.case_id.as_str(), i))
         .collect();
     summaries.sort_by_key(|r| (order.get(r.case_id.as_str()).copied(), r.epoch));
-    if summaries.is_empty() && problems.is_empty() {
+    if tally.trials() == 0 && problems.is_empty() {
         problems.push(format!("{file}: no trajectories found"));
     }
     // Judged once: the stored result and the printed one are the same.
-    let (results, gate_errors) = build_results(
+    let seed = header.seed;
+    let (results, gate_errors) = results_of(
         header,
         now(),
+        tally.finish(seed, Some(&order)),
         summaries,
         &suite.gates,
         suite.rubric.as_ref(),
     );
-    if let Some(w) = writer {
-        w.finish(&results)
-            .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+    match (writer, &mut spill) {
+        (Some(w), Some(spill)) => w.finish_spilled(&results, spill),
+        (Some(w), None) => w.finish(&results),
+        (None, _) => Ok(()),
     }
+    .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
     if !derived.is_empty() && !args.quiet && !args.json {
         let shown: Vec<&str> = derived.iter().take(5).map(String::as_str).collect();
         eprintln!(
@@ -228,7 +272,12 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             }
         );
     }
-    print_results(&results, args.json, args.quiet);
+    match &mut spill {
+        Some(spill) if args.json => spill
+            .write_results(&results, std::io::stdout().lock())
+            .map_err(|e| ExpectedError::harness(format!("failed to print results: {e}")))?,
+        _ => print_results(&results, args.json, args.quiet),
+    }
     if !problems.is_empty() {
         return Err(ExpectedError::inputs(problems));
     }

@@ -349,35 +349,7 @@ fn a_file_of_bad_items_is_summarised_not_echoed() {
 #[test]
 fn batched_light_scoring_judges_as_a_stored_scoring_does() {
     let (tmp, suite) = example();
-    let live = tmp.path().join("live");
-    let o = run(&[
-        "run",
-        s(&suite),
-        "--agent",
-        "script:naive",
-        "--epochs",
-        "3",
-        "--out",
-        s(&live),
-        "--quiet",
-    ]);
-    assert!(o.code <= 1, "{}", o.stderr);
-    // More trials than one batch, in reverse order.
-    let lines: Vec<String> = std::fs::read_to_string(live.join("trials.jsonl"))
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    let mut many = Vec::new();
-    for round in 0..40 {
-        for l in lines.iter().rev() {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["epoch"] = serde_json::json!(v["epoch"].as_u64().unwrap() + 3 * round);
-            many.push(v.to_string());
-        }
-    }
-    let file = tmp.path().join("many.jsonl");
-    std::fs::write(&file, many.join("\n") + "\n").unwrap();
+    let (file, many) = many_trials(tmp.path(), &suite);
     let light = run(&["score", s(&file), "--cases", s(&suite)]);
     let stored_dir = tmp.path().join("stored");
     let stored = run(&[
@@ -390,7 +362,7 @@ fn batched_light_scoring_judges_as_a_stored_scoring_does() {
     ]);
     assert_eq!(light.code, stored.code, "{}", light.stderr);
     assert!(
-        light.stdout.contains(&format!("trials {}", many.len())),
+        light.stdout.contains(&format!("trials {many}")),
         "{}",
         light.stdout
     );
@@ -433,11 +405,122 @@ fn batched_light_scoring_judges_as_a_stored_scoring_does() {
             .collect()
     };
     let trials = order(&a);
-    assert_eq!(trials.len(), many.len());
+    assert_eq!(trials.len(), many);
     assert_eq!(trials, order(&b));
     for pair in trials.windows(2) {
         if pair[0].0 == pair[1].0 {
             assert!(pair[0].1 < pair[1].1, "{pair:?}");
         }
     }
+}
+
+/// A file of many trials (more than one scoring batch, in reverse order) from a live run of
+/// the example suite with three epochs; the file and how many trials it holds.
+fn many_trials(dir: &Path, suite: &Path) -> (PathBuf, usize) {
+    let live = dir.join("live");
+    let o = run(&[
+        "run",
+        s(suite),
+        "--agent",
+        "script:naive",
+        "--epochs",
+        "3",
+        "--out",
+        s(&live),
+        "--quiet",
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let lines: Vec<String> = std::fs::read_to_string(live.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut many = Vec::new();
+    for round in 0..40 {
+        for l in lines.iter().rev() {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["epoch"] = serde_json::json!(v["epoch"].as_u64().unwrap() + 3 * round);
+            many.push(v.to_string());
+        }
+    }
+    let file = dir.join("many.jsonl");
+    std::fs::write(&file, many.join("\n") + "\n").unwrap();
+    (file, many.len())
+}
+
+#[test]
+fn a_scoring_too_large_to_hold_keeps_its_summaries_on_disk_and_gives_the_same_results() {
+    let (tmp, suite) = example();
+    let (file, many) = many_trials(tmp.path(), &suite);
+    let score = |out: &Path, keep: Option<&str>, json: bool| {
+        let mut cmd = gauntlet();
+        cmd.args(["score", s(&file), "--cases", s(&suite), "--out", s(out)]);
+        if json {
+            cmd.arg("--json");
+        }
+        if let Some(k) = keep {
+            cmd.env("GAUNTLET_SCORE_KEEP", k);
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.code() == Some(0) || o.status.code() == Some(1));
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            std::fs::read_to_string(out.join("results.json")).unwrap(),
+        )
+    };
+    let (_, held) = score(&tmp.path().join("held"), None, false);
+    let (printed, spilled) = score(&tmp.path().join("spilled"), Some("100"), true);
+    let held: Value = serde_json::from_str(&held).unwrap();
+    let spilled: Value = serde_json::from_str(&spilled).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&printed).unwrap()["trials"],
+        spilled["trials"],
+        "--json prints what results.json holds"
+    );
+    for key in [
+        "verdict",
+        "metrics",
+        "intervals",
+        "evaluators",
+        "segments",
+        "flaky_cases",
+        "gates",
+        "rubric",
+    ] {
+        assert_eq!(held[key], spilled[key], "{key}");
+    }
+    // The same summaries; a spilled scoring keeps them in file order.
+    let sorted = |v: &Value| {
+        let mut t = v["trials"].as_array().unwrap().clone();
+        t.sort_by_key(|t| {
+            (
+                t["case_id"].as_str().unwrap().to_owned(),
+                t["epoch"].as_u64(),
+            )
+        });
+        t
+    };
+    assert_eq!(sorted(&held).len(), many);
+    assert_eq!(sorted(&held), sorted(&spilled));
+    // The run folder reads back as any other, and no spill file is left in it.
+    let o = run(&["report", s(&tmp.path().join("spilled")), "--format", "md"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let left: Vec<_> = std::fs::read_dir(tmp.path().join("spilled"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".summaries"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // With nothing stored, the terminal summary gives the metrics and says why no table.
+    let o = gauntlet()
+        .args(["score", s(&file), "--cases", s(&suite)])
+        .env("GAUNTLET_SCORE_KEEP", "100")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("({many} trials: too many to list")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("trials {many}")), "{text}");
 }
