@@ -101,7 +101,7 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
 /// Streams the trials of a file (or run directory). Each item is scored or reported on its own.
 pub fn read_trajectories(
     path: &Path,
-) -> Result<Box<dyn Iterator<Item = Result<ImportedTrial, StoreError>>>, StoreError> {
+) -> Result<Box<dyn Iterator<Item = Result<ImportedTrial, StoreError>> + Send>, StoreError> {
     let file: PathBuf = if path.is_dir() {
         path.join("trials.jsonl")
     } else {

@@ -16,8 +16,9 @@ pub(crate) struct StateWriter {
     /// The file of each state already written, by the digest of its JSON.
     written: HashMap<[u8; 32], String>,
     /// Shared states already seen (kept alive, so their addresses stay theirs): their stored
-    /// reference, or `None` when small enough to inline.
-    shared: HashMap<*const Value, (Arc<Value>, Option<String>)>,
+    /// reference, or `None` when small enough to inline. Keyed by address (as a number, so the
+    /// writer can move between threads).
+    shared: HashMap<usize, (Arc<Value>, Option<String>)>,
 }
 
 impl StateWriter {
@@ -29,7 +30,7 @@ impl StateWriter {
         initial: &Arc<Value>,
         final_state: &Value,
     ) -> Result<Option<(Value, Value)>, StoreError> {
-        let key = Arc::as_ptr(initial);
+        let key = Arc::as_ptr(initial) as usize;
         let name = match self.shared.get(&key) {
             Some((_, name)) => name.clone(),
             None => {

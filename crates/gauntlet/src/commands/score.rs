@@ -109,7 +109,19 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let summaries_needed = writer.is_some() || args.json;
     let keep = kept_summaries();
     let mut listing = true;
-    let mut items = items.into_iter();
+    // A reader thread parses the file ahead of the scoring, a few batches at most, so parsing
+    // and scoring overlap and memory stays bounded; it stops when the scoring stops reading.
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<_>>(2);
+    std::thread::spawn(move || {
+        let mut items = items.peekable();
+        while items.peek().is_some() {
+            let chunk: Vec<_> = items.by_ref().take(BATCH / 2).collect();
+            if sender.send(chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let mut items = receiver.into_iter().flatten();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
     let mut stop = false;
     while !stop {
