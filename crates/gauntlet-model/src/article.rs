@@ -79,36 +79,59 @@ impl AgentTrajectory {
     /// numbered by their place in it, whatever their `step_number` says (see
     /// [`AgentTrajectory::step_number_warnings`]).
     pub fn to_trajectory(&self) -> Trajectory {
-        let mut events = vec![Event::UserMessage {
-            text: self.goal.clone(),
-        }];
+        self.trajectory_of(
+            self.steps.clone(),
+            self.goal.clone(),
+            self.final_answer.clone(),
+        )
+    }
+
+    /// Like [`AgentTrajectory::to_trajectory`], moving the steps' text instead of copying it;
+    /// the states and the rest are left in `self`.
+    pub fn take_trajectory(&mut self) -> Trajectory {
+        let steps = std::mem::take(&mut self.steps);
+        let goal = std::mem::take(&mut self.goal);
+        let answer = self.final_answer.take();
+        self.trajectory_of(steps, goal, answer)
+    }
+
+    fn trajectory_of(
+        &self,
+        steps: Vec<TrajectoryStep>,
+        goal: String,
+        final_answer: Option<String>,
+    ) -> Trajectory {
+        let mut events = vec![Event::UserMessage { text: goal }];
         let mut n = 0;
-        for (position, step) in self.steps.iter().enumerate() {
+        for (position, step) in steps.into_iter().enumerate() {
             let number = u32::try_from(position + 1).unwrap_or(u32::MAX);
             events.push(Event::Reasoning {
                 step: number,
-                text: step.thought.clone(),
+                text: step.thought,
             });
-            for tc in &step.tool_calls {
+            for tc in step.tool_calls {
                 n += 1;
-                let observation = tc.observation.clone().map(Value::String);
+                let (result, error) = if tc.is_error {
+                    (
+                        None,
+                        Some(ToolError {
+                            status: 500,
+                            message: tc.observation.unwrap_or_default(),
+                            retry_after_s: None,
+                        }),
+                    )
+                } else {
+                    (tc.observation.map(Value::String), None)
+                };
                 events.push(Event::ToolCall(Box::new(ToolCall {
                     id: format!("call-{n}"),
                     step: number,
-                    tool: tc.tool_name.clone(),
-                    arguments: Value::Object(tc.arguments.clone()),
+                    tool: tc.tool_name,
+                    arguments: Value::Object(tc.arguments),
                     kind: None,
                     schema_valid: None,
-                    result: if tc.is_error {
-                        None
-                    } else {
-                        observation.clone()
-                    },
-                    error: tc.is_error.then(|| ToolError {
-                        status: 500,
-                        message: tc.observation.clone().unwrap_or_default(),
-                        retry_after_s: None,
-                    }),
+                    result,
+                    error,
                     fault: None,
                     idempotency_key: None,
                     state_changes: Vec::new(),
@@ -133,14 +156,14 @@ impl AgentTrajectory {
                 fault: None,
             });
         }
-        if let Some(answer) = &self.final_answer {
+        if let Some(answer) = &final_answer {
             events.push(Event::FinalAnswer {
                 text: answer.clone(),
             });
         }
         Trajectory {
             events,
-            final_answer: self.final_answer.clone(),
+            final_answer,
             side_effects: Vec::new(),
         }
     }

@@ -43,38 +43,42 @@ pub fn pointer_segments(pointer: &str) -> Option<Vec<String>> {
 /// (side-effect keys, cassette keys, duplicate calls; Python's `json.dumps(sort_keys=True)` up
 /// to spacing). Written straight out, without building a sorted copy of the value.
 pub fn canonical_json(v: &Value) -> String {
-    fn write(v: &Value, out: &mut String) {
+    // Keys and scalars are serialised straight into the buffer (no string per key or number).
+    fn write(v: &Value, out: &mut Vec<u8>) {
         match v {
             Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
+                let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                out.push(b'{');
+                for (i, (k, x)) in entries.into_iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    out.push_str(&Value::String(k.clone()).to_string());
-                    out.push(':');
-                    write(&m[k], out);
+                    let _ = serde_json::to_writer(&mut *out, k);
+                    out.push(b':');
+                    write(x, out);
                 }
-                out.push('}');
+                out.push(b'}');
             }
             Value::Array(a) => {
-                out.push('[');
+                out.push(b'[');
                 for (i, x) in a.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     write(x, out);
                 }
-                out.push(']');
+                out.push(b']');
             }
-            other => out.push_str(&other.to_string()),
+            other => {
+                let _ = serde_json::to_writer(&mut *out, other);
+            }
         }
     }
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(64);
     write(v, &mut out);
-    out
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Equality of parsed JSON as Python's `==` sees it (the reference evaluators compare parsed
@@ -117,6 +121,17 @@ fn eq_with(a: &Value, b: &Value, bools_are_numbers: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth_as_python_does() {
+        // json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        let v = serde_json::json!({"b": [1, 2.5, {"z": null, "a": "é\"\n\\"}], "a": true,
+                                   "c": -0.001, "é": {"y": 1}});
+        assert_eq!(
+            super::canonical_json(&v),
+            r#"{"a":true,"b":[1,2.5,{"a":"é\"\n\\","z":null}],"c":-0.001,"é":{"y":1}}"#
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

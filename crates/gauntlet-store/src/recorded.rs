@@ -69,10 +69,11 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
                 warnings: Vec::new(),
                 line: 0,
             }),
-            Format::Article => {
-                serde_json::from_str::<AgentTrajectory>(text).map(|a| ImportedTrial {
-                    trajectory: a.to_trajectory(),
-                    warnings: a.step_number_warnings(),
+            Format::Article => serde_json::from_str::<AgentTrajectory>(text).map(|mut a| {
+                let warnings = a.step_number_warnings();
+                ImportedTrial {
+                    trajectory: a.take_trajectory(),
+                    warnings,
                     case_id: a.task_id,
                     epoch: 0,
                     trace_id: None,
@@ -81,8 +82,8 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
                     duration_ms: a.total_latency_seconds * 1000.0,
                     error: None,
                     line: 0,
-                })
-            }
+                }
+            }),
         };
         match r {
             Ok(t) => {
