@@ -51,6 +51,114 @@ fn evidence<'a>(
     }
 }
 
+/// A scored trial on its way to the sink.
+type Scored<'a> = (
+    ImportedTrial,
+    &'a gauntlet_suite::LoadedCase,
+    gauntlet_runner::Evaluation,
+);
+
+/// Where scored trials go, in file order: the run folder, the tally, and the summaries kept for
+/// `results.json` (in memory up to `keep`, then on disk).
+struct Sink {
+    writer: Option<RunWriter>,
+    tally: Accumulator,
+    summaries: Vec<TrialSummary>,
+    spill: Option<SpilledSummaries>,
+    summaries_needed: bool,
+    keep: usize,
+    listing: bool,
+    /// Trials whose trace id was made up, as `CASE#EPOCH`.
+    derived: Vec<String>,
+    epochs: u32,
+    /// The file's name, for derived trace ids.
+    source: String,
+}
+
+impl Sink {
+    fn take(
+        &mut self,
+        t: ImportedTrial,
+        loaded: &gauntlet_suite::LoadedCase,
+        evaluation: gauntlet_runner::Evaluation,
+    ) -> Result<(), ExpectedError> {
+        let case = &loaded.case;
+        // Many trials of a large world are kept by what changed, not whole.
+        let large = serde_json::to_vec(&t.initial_state)
+            .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
+        let (initial_state, final_state) = if large {
+            gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
+        } else {
+            (t.initial_state, t.final_state)
+        };
+        let record = TrialRecord {
+            trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
+                Some(id) => id,
+                None => {
+                    self.derived.push(format!("{}#{}", t.case_id, t.epoch));
+                    // Deterministic: the same file scores to the same ids.
+                    gauntlet_runner::trace_id(
+                        &format!("{}:{}", self.source, t.line),
+                        &t.case_id,
+                        t.epoch,
+                    )
+                }
+            },
+            case_id: t.case_id,
+            epoch: t.epoch,
+            seed: 0,
+            status: evaluation.status,
+            error: t.error,
+            tags: case.tags.clone(),
+            difficulty: case.difficulty.clone(),
+            initial_state,
+            final_state,
+            trajectory: t.trajectory,
+            scores: evaluation.scores,
+            duration_ms: t.duration_ms,
+            started_at: None,
+            not_applicable: evaluation.not_applicable,
+            judges: evaluation.judges,
+        };
+        self.epochs = self.epochs.max(record.epoch + 1);
+        let stored = match &mut self.writer {
+            Some(w) => w
+                .append(&record)
+                .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?,
+            None => None,
+        };
+        let mut summary = TrialSummary::of_owned(record);
+        // A large final state is summarised as stored: its reference and changes.
+        if let Some(stored) = stored {
+            summary.final_state = stored;
+        }
+        if !self.summaries_needed {
+            // Nothing is stored or printed whole: keep what the verdict and summary read.
+            summary.lighten();
+        }
+        self.tally.push(&summary);
+        match &mut self.spill {
+            Some(spill) => spill.push(&summary).map_err(spill_error)?,
+            None if !self.listing => {}
+            None if self.summaries.len() < self.keep => self.summaries.push(summary),
+            None if self.summaries_needed => {
+                let mut s = SpilledSummaries::create(self.writer.as_ref().map(RunWriter::dir))
+                    .map_err(spill_error)?;
+                for kept in self.summaries.drain(..).chain(std::iter::once(summary)) {
+                    s.push(&kept).map_err(spill_error)?;
+                }
+                self.spill = Some(s);
+            }
+            // Only the terminal summary reads them, and it does not list this many.
+            None => {
+                self.summaries = Vec::new();
+                self.listing = false;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn spill_error(e: gauntlet_store::StoreError) -> ExpectedError {
     ExpectedError::harness(format!("failed to keep trial summaries on disk: {e}"))
 }
@@ -71,7 +179,6 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let (_runtime, judges) =
         crate::commands::shared::offline_judges(&suite, args.gateway_upstream.clone())?;
     let mut problems = Vec::new();
-    let mut derived = Vec::new();
     let source = args
         .trajectories
         .file_name()
@@ -96,21 +203,29 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         shard: None,
         judges: judges.as_ref().map(|j| j.headers()).unwrap_or_default(),
     };
-    let mut writer = match &args.out {
+    let writer = match &args.out {
         Some(out) => Some(RunWriter::create(out, &header).map_err(|e| {
             ExpectedError::harness(format!("failed to create the run folder: {e}"))
         })?),
         None => None,
     };
-    // Metrics are tallied as trials stream by; summaries are kept for results.json.
-    let mut tally = Accumulator::with_judges(&header.judges);
-    let mut summaries = Vec::new();
-    let mut spill: Option<SpilledSummaries> = None;
     let summaries_needed = writer.is_some() || args.json;
-    let keep = kept_summaries();
-    let mut listing = true;
-    // A reader thread parses the file ahead of the scoring, a few batches at most, so parsing
-    // and scoring overlap and memory stays bounded; it stops when the scoring stops reading.
+    let sink = Sink {
+        tally: Accumulator::with_judges(&header.judges),
+        writer,
+        summaries: Vec::new(),
+        spill: None,
+        summaries_needed,
+        keep: kept_summaries(),
+        listing: true,
+        derived: Vec::new(),
+        epochs: header.epochs,
+        source,
+    };
+    // Three stages overlap, with a few batches between them at most (memory stays bounded): a
+    // reader thread parses the file, this thread checks each item and scores a batch on every
+    // core, and a sink thread writes and tallies the scored trials in file order. Each stage
+    // stops when the next one stops taking.
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<_>>(2);
     std::thread::spawn(move || {
         let mut items = items.peekable();
@@ -123,126 +238,89 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     });
     let mut items = receiver.into_iter().flatten();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
-    let mut stop = false;
-    while !stop {
-        // A batch is read (and checked) in file order, scored on every core, then written
-        // and summarised in file order again.
-        let mut batch: Vec<(ImportedTrial, &gauntlet_suite::LoadedCase)> = Vec::new();
-        while batch.len() < BATCH {
-            // A file of bad items is summarised, not echoed line by line (nor read to its end).
-            if problems.len() >= MAX_PROBLEMS {
-                problems.push(format!(
-                    "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
-                ));
-                stop = true;
-                break;
+    let sink = std::thread::scope(|scope| {
+        let (scored, to_sink) = std::sync::mpsc::sync_channel::<Vec<Scored<'_>>>(1);
+        let sink = scope.spawn(move || {
+            let mut sink = sink;
+            for batch in to_sink {
+                for (t, loaded, evaluation) in batch {
+                    sink.take(t, loaded, evaluation)?;
+                }
             }
-            let Some(item) = items.next() else {
-                stop = true;
-                break;
-            };
-            let t = match item {
-                Ok(t) => t,
-                Err(e) => {
-                    problems.push(e.to_string());
+            Ok::<Sink, ExpectedError>(sink)
+        });
+        let mut stop = false;
+        while !stop {
+            // A batch is read (and checked) in file order, then scored on every core.
+            let mut batch: Vec<(ImportedTrial, &gauntlet_suite::LoadedCase)> = Vec::new();
+            while batch.len() < BATCH {
+                // A file of bad items is summarised, not echoed line by line (nor read to its
+                // end).
+                if problems.len() >= MAX_PROBLEMS {
+                    problems.push(format!(
+                        "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
+                    ));
+                    stop = true;
+                    break;
+                }
+                let Some(item) = items.next() else {
+                    stop = true;
+                    break;
+                };
+                let t = match item {
+                    Ok(t) => t,
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        continue;
+                    }
+                };
+                let Some(loaded) = by_id.get(t.case_id.as_str()) else {
+                    problems.push(format!(
+                        "{file}:{}:1: no case `{}` in suite `{}`",
+                        t.line, t.case_id, suite.config.name
+                    ));
                     continue;
-                }
-            };
-            let Some(loaded) = by_id.get(t.case_id.as_str()) else {
-                problems.push(format!(
-                    "{file}:{}:1: no case `{}` in suite `{}`",
-                    t.line, t.case_id, suite.config.name
-                ));
-                continue;
-            };
-            if !args.quiet && !args.json {
-                for w in &t.warnings {
-                    eprintln!("warning: {file}:{}: {w}", t.line);
-                }
-            }
-            batch.push((t, loaded));
-        }
-        let evidence: Vec<TrialEvidence<'_>> = batch
-            .iter()
-            .map(|(t, loaded)| evidence(t, loaded, &suite))
-            .collect();
-        let evaluations = evaluate_batch(&evidence, &custom, judges.as_deref(), workers);
-        for ((t, loaded), evaluation) in batch.into_iter().zip(evaluations) {
-            let case = &loaded.case;
-            // Many trials of a large world are kept by what changed, not whole.
-            let large = serde_json::to_vec(&t.initial_state)
-                .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
-            let (initial_state, final_state) = if large {
-                gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
-            } else {
-                (t.initial_state, t.final_state)
-            };
-            let record = TrialRecord {
-                trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
-                    Some(id) => id,
-                    None => {
-                        derived.push(format!("{}#{}", t.case_id, t.epoch));
-                        // Deterministic: the same file scores to the same ids.
-                        gauntlet_runner::trace_id(
-                            &format!("{source}:{}", t.line),
-                            &t.case_id,
-                            t.epoch,
-                        )
+                };
+                if !args.quiet && !args.json {
+                    for w in &t.warnings {
+                        eprintln!("warning: {file}:{}: {w}", t.line);
                     }
-                },
-                case_id: t.case_id,
-                epoch: t.epoch,
-                seed: 0,
-                status: evaluation.status,
-                error: t.error,
-                tags: case.tags.clone(),
-                difficulty: case.difficulty.clone(),
-                initial_state,
-                final_state,
-                trajectory: t.trajectory,
-                scores: evaluation.scores,
-                duration_ms: t.duration_ms,
-                started_at: None,
-                not_applicable: evaluation.not_applicable,
-                judges: evaluation.judges,
-            };
-            header.epochs = header.epochs.max(record.epoch + 1);
-            let stored = match &mut writer {
-                Some(w) => w.append(&record).map_err(|e| {
-                    ExpectedError::harness(format!("failed to record a trial: {e}"))
-                })?,
-                None => None,
-            };
-            let mut summary = TrialSummary::of_owned(record);
-            // A large final state is summarised as stored: its reference and changes.
-            if let Some(stored) = stored {
-                summary.final_state = stored;
-            }
-            if !summaries_needed {
-                // Nothing is stored or printed whole: keep what the verdict and summary read.
-                summary.lighten();
-            }
-            tally.push(&summary);
-            match &mut spill {
-                Some(spill) => spill.push(&summary).map_err(spill_error)?,
-                None if !listing => {}
-                None if summaries.len() < keep => summaries.push(summary),
-                None if summaries_needed => {
-                    let mut s = SpilledSummaries::create(writer.as_ref().map(RunWriter::dir))
-                        .map_err(spill_error)?;
-                    for kept in summaries.drain(..).chain(std::iter::once(summary)) {
-                        s.push(&kept).map_err(spill_error)?;
-                    }
-                    spill = Some(s);
                 }
-                // Only the terminal summary reads them, and it does not list this many.
-                None => {
-                    summaries = Vec::new();
-                    listing = false;
-                }
+                batch.push((t, loaded));
+            }
+            let evidence: Vec<TrialEvidence<'_>> = batch
+                .iter()
+                .map(|(t, loaded)| evidence(t, loaded, &suite))
+                .collect();
+            let evaluations = evaluate_batch(&evidence, &custom, judges.as_deref(), workers);
+            drop(evidence);
+            let done: Vec<Scored<'_>> = batch
+                .into_iter()
+                .zip(evaluations)
+                .map(|((t, loaded), e)| (t, loaded, e))
+                .collect();
+            if scored.send(done).is_err() {
+                // The sink stopped on an error, which its join gives.
+                break;
             }
         }
-    }
+        drop(scored);
+        sink.join().unwrap_or_else(|_| {
+            Err(ExpectedError::harness(
+                "the scoring sink panicked".to_owned(),
+            ))
+        })
+    })?;
+    let Sink {
+        tally,
+        writer,
+        mut summaries,
+        mut spill,
+        derived,
+        epochs,
+        ..
+    } = sink;
+    header.epochs = epochs;
     // Report in the suite's case order, as a live run does, whatever order the log has (a
     // large scoring's summaries stay in file order on disk).
     let order: HashMap<&str, usize> = suite
