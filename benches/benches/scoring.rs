@@ -48,6 +48,25 @@ fn scoring(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // The run metrics of as many trials, tallied one by one as `score` does, then finished
+    // (intervals by case, pass@k, segments, p50/p95): what aggregation adds to the whole path.
+    let summaries: Vec<gauntlet_model::TrialSummary> = (0..TRAJECTORIES)
+        .map(|i| gauntlet_model::TrialSummary::of_owned(gauntlet_bench::record(i)))
+        .collect();
+    let mut group = c.benchmark_group(format!("run metrics, {TRAJECTORIES} trials"));
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(TRAJECTORIES as u64));
+    group.bench_function("tally + finish", |b| {
+        b.iter(|| {
+            let mut tally = gauntlet_eval::Accumulator::default();
+            for s in &summaries {
+                tally.push(s);
+            }
+            black_box(tally.finish(7, None))
+        })
+    });
+    group.finish();
     eprintln!(
         "corpus: {TRAJECTORIES} trajectories, {:.1} MB ({} bytes per trajectory)",
         bytes.len() as f64 / 1e6,

@@ -139,6 +139,14 @@ pub fn persona_models(
     Ok(models)
 }
 
+/// The upstream's key: `GAUNTLET_UPSTREAM_API_KEY`, else `OPENAI_API_KEY` (kept in the harness,
+/// never handed to the agent).
+pub fn upstream_key() -> Option<String> {
+    std::env::var("GAUNTLET_UPSTREAM_API_KEY")
+        .or_else(|_| std::env::var("OPENAI_API_KEY"))
+        .ok()
+}
+
 /// Where a run's model calls go: its options for the LLM gateway.
 #[derive(Debug, Clone, Default)]
 pub struct GatewayOptions {

@@ -29,7 +29,7 @@ use gauntlet_model::{
 use gauntlet_store::{CachedReply, JudgeCache};
 use tokio::sync::Semaphore;
 
-use crate::plan::PlanError;
+use crate::error::PlanError;
 
 /// A judge ready to run: its spec, its rubric, its hash and whether it may gate.
 #[derive(Debug, Clone)]
@@ -374,7 +374,7 @@ impl JudgePanel {
                     prompt_tokens: call.prompt_tokens,
                     completion_tokens: call.completion_tokens,
                 },
-                &crate::run::now(),
+                &crate::clock::now(),
             );
         }
         Ok(Reply {

@@ -6,7 +6,9 @@
 #![warn(missing_docs)]
 
 pub mod agents;
+mod clock;
 mod custom;
+mod error;
 mod evaluate;
 mod ids;
 pub mod judge;

@@ -9,12 +9,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::{
-    Classified, ErrorKind, FORMAT_VERSION, RunHeader, Shard, TrialSummary, Versions,
-};
+use gauntlet_model::{FORMAT_VERSION, RunHeader, Shard, TrialSummary, Versions};
 use gauntlet_suite::{EvaluatorSource, LoadedCase, Suite};
 use gauntlet_world::{FaultPlan, FaultRule};
 use serde_json::Value;
+
+pub use crate::error::PlanError;
 
 use crate::custom::{CustomEvaluator, CustomKind};
 use crate::evaluate::CustomEvaluators;
@@ -26,60 +26,6 @@ pub const MAX_TRIALS: u64 = 10_000_000;
 
 /// The agent a run plays when neither the options nor the suite name one.
 pub const DEFAULT_AGENT: &str = "script:reference";
-
-/// Why a run cannot be planned. Every variant is the user's input.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    /// `--epochs 0`.
-    #[error("--epochs must be at least 1")]
-    NoEpochs,
-    /// No case id contains the filter.
-    #[error("no case id contains `{0}`")]
-    NoCaseMatches(String),
-    /// The fault profile is not in the suite.
-    #[error("no fault profile `{name}` in {file} (it has: {known})")]
-    UnknownFaultProfile {
-        /// The profile asked for.
-        name: String,
-        /// The suite's configuration file.
-        file: String,
-        /// The profiles it has.
-        known: String,
-    },
-    /// A run id with characters that do not belong in a folder name.
-    #[error("--run-id `{0}`: use letters, digits, `.`, `_` and `-` only")]
-    BadRunId(String),
-    /// A plan too large to be meant (and to fit in memory).
-    #[error(
-        "the plan has {trials} trials ({cases} cases x {epochs} epochs), more than the {MAX_TRIALS} a run may have: lower --epochs or --filter the cases"
-    )]
-    TooManyTrials {
-        /// Trials planned.
-        trials: u64,
-        /// Cases.
-        cases: usize,
-        /// Epochs.
-        epochs: u32,
-    },
-    /// The suite changed since the resumed run started.
-    #[error("cannot resume the run: the {0} changed since it started; start a new run")]
-    ChangedSinceStart(String),
-    /// A custom evaluator cannot be read.
-    #[error("{0}")]
-    Evaluator(String),
-    /// The agent cannot be made, or plays none of the cases.
-    #[error("{0}")]
-    Agent(String),
-    /// A judge is declared wrongly, or a gate reads an uncalibrated judge.
-    #[error("{0}")]
-    Judge(String),
-}
-
-impl Classified for PlanError {
-    fn kind(&self) -> ErrorKind {
-        ErrorKind::InvalidInput
-    }
-}
 
 /// What the user asked for on the command line; `None` defers to the suite.
 #[derive(Debug, Clone, Default)]
@@ -224,6 +170,7 @@ impl Settings {
                 trials,
                 cases: cases.len(),
                 epochs: self.epochs,
+                max: MAX_TRIALS,
             });
         }
         Ok(cases)
@@ -430,6 +377,7 @@ pub fn custom_evaluators(suite: &Suite) -> Result<CustomEvaluators, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gauntlet_model::{Classified, ErrorKind};
 
     fn example() -> Suite {
         let root =

@@ -1,5 +1,6 @@
 //! Scheduling trials and turning each into a [`TrialRecord`].
 
+pub use crate::clock::now;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -107,11 +108,6 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     while let Some(event) = rx.recv().await {
         on_event(event);
     }
-}
-
-/// The current time, RFC 3339 (events' timestamps).
-pub fn now() -> String {
-    jiff::Timestamp::now().to_string()
 }
 
 fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {

@@ -465,14 +465,7 @@ impl RunArgs {
             upstream: self.gateway_upstream.clone(),
             record: self.record.clone(),
             replay: self.replay.clone(),
-            api_key: upstream_key(),
+            api_key: gauntlet_runner::agents::upstream_key(),
         })
     }
-}
-
-/// The upstream's key: `GAUNTLET_UPSTREAM_API_KEY`, else `OPENAI_API_KEY` (kept in the harness).
-pub fn upstream_key() -> Option<String> {
-    std::env::var("GAUNTLET_UPSTREAM_API_KEY")
-        .or_else(|_| std::env::var("OPENAI_API_KEY"))
-        .ok()
 }

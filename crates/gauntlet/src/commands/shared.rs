@@ -116,7 +116,7 @@ pub fn offline_judges(
     }
     let options = gauntlet_runner::agents::GatewayOptions {
         upstream,
-        api_key: crate::cli::upstream_key(),
+        api_key: gauntlet_runner::agents::upstream_key(),
         ..Default::default()
     };
     let gateway = runtime

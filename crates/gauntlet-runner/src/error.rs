@@ -1,0 +1,59 @@
+//! Why a run cannot be planned (or a judge prepared): the user's input, every time.
+
+use gauntlet_model::{Classified, ErrorKind};
+
+/// Why a run cannot be planned. Every variant is the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// `--epochs 0`.
+    #[error("--epochs must be at least 1")]
+    NoEpochs,
+    /// No case id contains the filter.
+    #[error("no case id contains `{0}`")]
+    NoCaseMatches(String),
+    /// The fault profile is not in the suite.
+    #[error("no fault profile `{name}` in {file} (it has: {known})")]
+    UnknownFaultProfile {
+        /// The profile asked for.
+        name: String,
+        /// The suite's configuration file.
+        file: String,
+        /// The profiles it has.
+        known: String,
+    },
+    /// A run id with characters that do not belong in a folder name.
+    #[error("--run-id `{0}`: use letters, digits, `.`, `_` and `-` only")]
+    BadRunId(String),
+    /// A plan too large to be meant (and to fit in memory).
+    #[error(
+        "the plan has {trials} trials ({cases} cases x {epochs} epochs), more than the {max} a run may have: lower --epochs or --filter the cases"
+    )]
+    TooManyTrials {
+        /// Trials planned.
+        trials: u64,
+        /// Cases.
+        cases: usize,
+        /// Epochs.
+        epochs: u32,
+        /// The most a run may have.
+        max: u64,
+    },
+    /// The suite changed since the resumed run started.
+    #[error("cannot resume the run: the {0} changed since it started; start a new run")]
+    ChangedSinceStart(String),
+    /// A custom evaluator cannot be read.
+    #[error("{0}")]
+    Evaluator(String),
+    /// The agent cannot be made, or plays none of the cases.
+    #[error("{0}")]
+    Agent(String),
+    /// A judge is declared wrongly, or a gate reads an uncalibrated judge.
+    #[error("{0}")]
+    Judge(String),
+}
+
+impl Classified for PlanError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidInput
+    }
+}
