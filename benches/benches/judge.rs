@@ -21,13 +21,16 @@ fn judge(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let cache = JudgeCache::open(&dir.path().join("judge-cache.sqlite")).expect("cache");
     let key_of = |body: &serde_json::Value| JudgeCache::key(body, 0);
-    let body = request(
-        "gpt-4o",
-        &render_prompt(&rubric, &view),
-        &rubric,
-        0.0,
-        Some(7),
-    );
+    let ask = || {
+        request(
+            "gpt-4o",
+            &render_prompt(&rubric, &view),
+            &rubric,
+            0.0,
+            Some(7),
+        )
+    };
+    let body = ask();
     cache.put(
         &key_of(&body),
         "gpt-4o",
@@ -45,13 +48,7 @@ fn judge(c: &mut Criterion) {
     });
     group.bench_function("render + request + cache key + cache hit + parse", |b| {
         b.iter(|| {
-            let body = request(
-                "gpt-4o",
-                &render_prompt(&rubric, &view),
-                &rubric,
-                0.0,
-                Some(7),
-            );
+            let body = ask();
             let hit = cache.get(&key_of(&body)).expect("cached");
             black_box(parse_reply(&rubric, &hit.content).expect("parses"))
         })

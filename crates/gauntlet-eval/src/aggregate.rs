@@ -6,6 +6,7 @@
 //! [`crate::stats::cluster_mean`]); percentiles use statrs' order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
 
 use gauntlet_model::names;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use gauntlet_model::labels::trial_item;
@@ -488,17 +489,23 @@ impl Accumulator {
         let keys = t
             .tags
             .iter()
-            .map(|g| ("tag", g.clone()))
-            .chain(t.difficulty.iter().map(|d| ("difficulty", d.clone())))
-            .chain(t.tools.iter().map(|d| ("tool", d.clone())))
-            .chain(faults.map(|f| ("fault", f)));
+            .map(|g| ("tag", Cow::Borrowed(g.as_str())))
+            .chain(
+                t.difficulty
+                    .iter()
+                    .map(|d| ("difficulty", Cow::Borrowed(d.as_str()))),
+            )
+            .chain(t.tools.iter().map(|d| ("tool", Cow::Borrowed(d.as_str()))))
+            .chain(faults.map(|f| ("fault", Cow::Owned(f))));
         for (kind, value) in keys {
-            let s = self
-                .segments
-                .entry(kind)
-                .or_default()
-                .entry(value)
-                .or_default();
+            let values = self.segments.entry(kind).or_default();
+            // A segment seen before is found by reference; only a new one stores its name.
+            if !values.contains_key(value.as_ref()) {
+                values.insert(value.to_string(), SegmentTally::default());
+            }
+            let Some(s) = values.get_mut(value.as_ref()) else {
+                continue;
+            };
             s.n += 1;
             s.passed += u32::from(t.status == TrialStatus::Passed);
             s.ok += u32::from(succeeded);

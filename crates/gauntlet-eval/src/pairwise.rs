@@ -142,13 +142,14 @@ pub fn resolve(ab: Shown, ba: Shown) -> (PairPreference, bool) {
     }
 }
 
-/// The summary of judged pairs (cost left at zero for the caller): counts, B's win rate, and an
-/// exact sign test on wins and losses.
+/// The summary of judged pairs that cost `cost_eur`: counts, B's win rate, and an exact sign
+/// test on wins and losses.
 pub fn summarise(
     judge: &str,
     model: &str,
     items: Vec<PairwiseItem>,
     skipped: usize,
+    cost_eur: f64,
 ) -> PairwiseReport {
     let count = |p: PairPreference| items.iter().filter(|i| i.preference == p).count() as u64;
     let (a_wins, b_wins, ties, invalid) = (
@@ -170,7 +171,7 @@ pub fn summarise(
         position_bias: items.iter().filter(|i| i.flipped).count() as u64,
         b_win_rate: (decided > 0).then(|| (b_wins as f64 + 0.5 * ties as f64) / decided as f64),
         sign_test_p: crate::stats::mcnemar_exact(a_wins, b_wins),
-        cost_eur: 0.0,
+        cost_eur,
         items,
     }
 }

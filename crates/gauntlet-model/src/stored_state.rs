@@ -13,6 +13,26 @@ use crate::path::{escape_segment, pointer_segments, same_value};
 /// States whose JSON is longer than this are stored once per run folder.
 pub const INLINE_STATE_LIMIT: usize = 64 * 1024;
 
+/// Whether `v`'s JSON is longer than [`INLINE_STATE_LIMIT`]: serialised into a counter that
+/// stops at the limit, so a small state costs no buffer and a huge one no more than the limit.
+pub fn is_large(v: &Value) -> bool {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > INLINE_STATE_LIMIT {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, v).is_err() && count.0 > INLINE_STATE_LIMIT
+}
+
 /// The reference to a stored state, when `v` is one: (file, changes).
 pub fn stored_ref(v: &Value) -> Option<(&str, Option<&Map<String, Value>>)> {
     let o = v.as_object()?;
@@ -129,6 +149,15 @@ pub fn lean(initial: &Value, final_state: &Value) -> (Value, Value) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_state_is_large_exactly_when_its_json_passes_the_limit() {
+        for len in [0, INLINE_STATE_LIMIT - 2, INLINE_STATE_LIMIT - 1, INLINE_STATE_LIMIT * 3] {
+            let v = serde_json::Value::String("x".repeat(len));
+            let text = serde_json::to_vec(&v).unwrap();
+            assert_eq!(super::is_large(&v), text.len() > INLINE_STATE_LIMIT, "{len}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

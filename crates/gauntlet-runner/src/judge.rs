@@ -532,10 +532,13 @@ pub async fn pairwise_report(
         items.push(item);
         cost += c;
     }
-    Ok(PairwiseReport {
-        cost_eur: cost,
-        ..summarise(&judge.spec.name, &judge.spec.model, items, skipped)
-    })
+    Ok(summarise(
+        &judge.spec.name,
+        &judge.spec.model,
+        items,
+        skipped,
+        cost,
+    ))
 }
 
 /// What the gateway recorded of a judge's call.

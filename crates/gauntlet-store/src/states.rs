@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gauntlet_model::stored_state::{INLINE_STATE_LIMIT, apply, changes, restrict, stored_ref};
+use gauntlet_model::stored_state::{apply, changes, is_large, restrict, stored_ref};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -60,14 +60,14 @@ impl StateWriter {
     /// Writes a large state under `states/` (once per distinct content) and names its file;
     /// `None` for a state small enough to inline.
     fn store(&mut self, dir: &Path, state: &Value) -> Result<Option<String>, StoreError> {
+        if !is_large(state) {
+            return Ok(None);
+        }
         let text = serde_json::to_vec(state).map_err(|e| StoreError::Format {
             path: dir.to_owned(),
             line: 0,
             message: e.to_string(),
         })?;
-        if text.len() <= INLINE_STATE_LIMIT {
-            return Ok(None);
-        }
         let digest: [u8; 32] = Sha256::digest(&text).into();
         if let Some(n) = self.written.get(&digest) {
             return Ok(Some(n.clone()));

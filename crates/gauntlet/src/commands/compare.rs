@@ -79,8 +79,7 @@ fn pairwise(
     upstream: Option<String>,
 ) -> Result<PairwiseReport, ExpectedError> {
     let suite = load_suite(suite)?;
-    let (runtime, panel) = offline_judges(&suite, upstream)?;
-    let Some(panel) = panel else {
+    let Some((runtime, panel)) = offline_judges(&suite, upstream)? else {
         return Err(ExpectedError::input(format!(
             "--pairwise: the suite {} has no `judges:` to compare with",
             suite.root.display()

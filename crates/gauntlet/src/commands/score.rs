@@ -84,13 +84,12 @@ impl Sink {
     ) -> Result<(), ExpectedError> {
         let case = &loaded.case;
         // Many trials of a large world are kept by what changed, not whole.
-        let large = serde_json::to_vec(&t.initial_state)
-            .is_ok_and(|v| v.len() > gauntlet_model::stored_state::INLINE_STATE_LIMIT);
-        let (initial_state, final_state) = if large {
-            gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
-        } else {
-            (t.initial_state, t.final_state)
-        };
+        let (initial_state, final_state) =
+            if gauntlet_model::stored_state::is_large(&t.initial_state) {
+                gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
+            } else {
+                (t.initial_state, t.final_state)
+            };
         let record = TrialRecord {
             trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
                 Some(id) => id,
@@ -176,8 +175,8 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     // Judges ask through a gateway of their own (on a runtime that serves it while the scoring
     // threads call it), or answer from the judge cache only.
-    let (_runtime, judges) =
-        crate::commands::shared::offline_judges(&suite, args.gateway_upstream.clone())?;
+    let offline = crate::commands::shared::offline_judges(&suite, args.gateway_upstream.clone())?;
+    let judges = offline.as_ref().map(|(_runtime, panel)| panel);
     let mut problems = Vec::new();
     let source = args
         .trajectories
@@ -201,7 +200,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
         filter: None,
         shard: None,
-        judges: judges.as_ref().map(|j| j.headers()).unwrap_or_default(),
+        judges: judges.map(|j| j.headers()).unwrap_or_default(),
     };
     let writer = match &args.out {
         Some(out) => Some(RunWriter::create(out, &header).map_err(|e| {
@@ -292,7 +291,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
                 .iter()
                 .map(|(t, loaded)| evidence(t, loaded, &suite))
                 .collect();
-            let evaluations = evaluate_batch(&evidence, &custom, judges.as_deref(), workers);
+            let evaluations = evaluate_batch(&evidence, &custom, judges.map(|j| &**j), workers);
             drop(evidence);
             let done: Vec<Scored<'_>> = batch
                 .into_iter()

@@ -94,26 +94,26 @@ pub fn index_run(state: &Path, results: &RunResults, out: &Path) {
 
 /// The suite's LLM judges outside a live run (`score`, `compare --pairwise`): a runtime that
 /// serves their gateway while the caller works, the gateway (calls go to `upstream`, or the
-/// suite's `gateway.upstream`), and the panel with the suite's judge cache in front. No panel
-/// when the suite has no judges.
+/// suite's `gateway.upstream`), and the panel with the suite's judge cache in front. Neither
+/// runtime nor panel when the suite has no judges.
 pub fn offline_judges(
     suite: &Suite,
     upstream: Option<String>,
 ) -> Result<
-    (
+    Option<(
         tokio::runtime::Runtime,
-        Option<std::sync::Arc<gauntlet_runner::judge::JudgePanel>>,
-    ),
+        std::sync::Arc<gauntlet_runner::judge::JudgePanel>,
+    )>,
     ExpectedError,
 > {
+    if suite.config.judges.is_empty() {
+        return Ok(None);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
-    if suite.config.judges.is_empty() {
-        return Ok((runtime, None));
-    }
     let options = gauntlet_runner::agents::GatewayOptions {
         upstream,
         api_key: gauntlet_runner::agents::upstream_key(),
@@ -128,5 +128,5 @@ pub fn offline_judges(
         &state_dir(suite).join("judge-cache.sqlite"),
         false,
     )?;
-    Ok((runtime, panel))
+    Ok(panel.map(|p| (runtime, p)))
 }
