@@ -151,10 +151,19 @@ pub fn lean(initial: &Value, final_state: &Value) -> (Value, Value) {
 mod tests {
     #[test]
     fn a_state_is_large_exactly_when_its_json_passes_the_limit() {
-        for len in [0, INLINE_STATE_LIMIT - 2, INLINE_STATE_LIMIT - 1, INLINE_STATE_LIMIT * 3] {
+        for len in [
+            0,
+            INLINE_STATE_LIMIT - 2,
+            INLINE_STATE_LIMIT - 1,
+            INLINE_STATE_LIMIT * 3,
+        ] {
             let v = serde_json::Value::String("x".repeat(len));
             let text = serde_json::to_vec(&v).unwrap();
-            assert_eq!(super::is_large(&v), text.len() > INLINE_STATE_LIMIT, "{len}");
+            assert_eq!(
+                super::is_large(&v),
+                text.len() > INLINE_STATE_LIMIT,
+                "{len}"
+            );
         }
     }
 
