@@ -105,7 +105,7 @@ impl SimulatedEnvironment {
             });
         }
         SimulatedEnvironment {
-            tools: simulator.world().spec().tools.clone(),
+            tools: simulator.tools(),
             sim: Some(simulator),
             user,
             failure: None,

@@ -4,13 +4,14 @@
 //! It reads gauntlet's `trials.jsonl` (or a run folder), OpenAI-messages logs (`{"case_id",
 //! "epoch"?, "messages": [...]}` per line or in an array) and tau-bench's historical trajectory
 //! files (`[{"task_id", "trial", "traj": [...]}]`, matched to cases `PREFIX + task_id`, PREFIX
-//! `airline-test-` unless `replay:FILE#PREFIX` says otherwise). Each call's recorded output is
+//! `airline-test-` unless `replay:FILE#PREFIX` says otherwise), and folders of AgentDojo run
+//! logs (see [`agentdojo_runs`]). Each call's recorded output is
 //! kept beside today's (`recorded_output`); the recorded final answer is given again.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
 use crate::environment::{SharedEnv, lock};
@@ -81,7 +82,8 @@ fn from_messages(messages: &[Value]) -> Recorded {
     for m in messages {
         match m["role"].as_str() {
             Some("assistant") => {
-                let text = m["content"].as_str().filter(|t| !t.trim().is_empty());
+                let joined = content_text(&m["content"]);
+                let text = joined.as_deref().filter(|t| !t.trim().is_empty());
                 let calls = m["tool_calls"].as_array().filter(|c| !c.is_empty());
                 if text.is_some() || calls.is_some() {
                     step += 1;
@@ -93,7 +95,13 @@ fn from_messages(messages: &[Value]) -> Recorded {
                     });
                 }
                 for c in calls.into_iter().flatten() {
-                    let f = c.get("function").unwrap_or(c);
+                    // AgentDojo writes `{"function": NAME, "args": {...}}`; OpenAI
+                    // `{"function": {"name", "arguments"}}`.
+                    let f = match &c["function"] {
+                        Value::String(name) => &json!({"name": name, "arguments": c["args"]}),
+                        Value::Object(_) => &c["function"],
+                        _ => c,
+                    };
                     let name = f["name"].as_str().unwrap_or_default().to_owned();
                     let args = match &f["arguments"] {
                         Value::String(s) => {
@@ -145,6 +153,87 @@ fn from_messages(messages: &[Value]) -> Recorded {
     rec
 }
 
+/// A message's text: a string, or the text parts of a list of content blocks.
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| p["text"].as_str().or(p["content"].as_str()))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// Reads a folder of AgentDojo run logs, laid out as AgentDojo writes them:
+/// `user_task_N/none/none.json`, `user_task_N/important_instructions/injection_task_M.json` and
+/// `injection_task_M/none/none.json`, matched to the cases `SUITE-user_task_N`,
+/// `SUITE-user_task_N-injection_task_M` and `SUITE-injection_task_M` (SUITE from each log's
+/// `suite_name`). Logs of other attacks are left out: the import names only this one's cases.
+fn agentdojo_runs(dir: &Path) -> Result<HashMap<(String, u32), Recorded>, String> {
+    let mut trials = HashMap::new();
+    let mut tasks: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    tasks.sort();
+    for task in tasks {
+        for (attack, file) in [("none", "none.json"), ("important_instructions", "")] {
+            let folder = task.join(attack);
+            let files: Vec<std::path::PathBuf> = if file.is_empty() {
+                let Ok(entries) = std::fs::read_dir(&folder) else {
+                    continue;
+                };
+                let mut f: Vec<_> = entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect();
+                f.sort();
+                f
+            } else {
+                vec![folder.join(file)]
+            };
+            for path in files.into_iter().filter(|p| p.is_file()) {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let log: Value =
+                    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let (Some(suite), Some(messages)) =
+                    (log["suite_name"].as_str(), log["messages"].as_array())
+                else {
+                    return Err(format!(
+                        "{}: not an AgentDojo run log (no suite_name or messages)",
+                        path.display()
+                    ));
+                };
+                let user = log["user_task_id"].as_str().unwrap_or_default();
+                let case = match log["injection_task_id"].as_str() {
+                    Some(inj) if attack != "none" => format!("{suite}-{user}-{inj}"),
+                    _ => format!("{suite}-{user}"),
+                };
+                let mut rec = from_messages(messages);
+                if let Some(e) = log["error"].as_str() {
+                    rec.unfinished = Some(format!("the recorded run ended in an error: {e}"));
+                }
+                trials.insert((case, 0), rec);
+            }
+        }
+    }
+    if trials.is_empty() {
+        return Err(format!(
+            "{}: no trials.jsonl and no AgentDojo run logs (user_task_N/none/none.json, ...)",
+            dir.display()
+        ));
+    }
+    Ok(trials)
+}
+
 fn from_record(r: &Value) -> Recorded {
     let mut rec = Recorded::default();
     for e in r["trajectory"]["events"].as_array().into_iter().flatten() {
@@ -184,6 +273,11 @@ impl ReplayAgent {
     pub fn load(spec: &str) -> Result<ReplayAgent, String> {
         let (file, prefix) = spec.split_once('#').unwrap_or((spec, "airline-test-"));
         let path = Path::new(file);
+        if path.is_dir() && !path.join("trials.jsonl").exists() {
+            return Ok(ReplayAgent {
+                trials: agentdojo_runs(path)?,
+            });
+        }
         let path = if path.is_dir() {
             path.join("trials.jsonl")
         } else {

@@ -81,6 +81,20 @@ pub(crate) fn builtin_scores(
     if let Some(s) = agent_finished(trajectory) {
         scores.push(s);
     }
+    let outcome_passed = scores
+        .iter()
+        .filter(|s| s.dimension == Dimension::Outcome)
+        .all(|s| s.passed);
+    let fx = crate::attack::Effect {
+        trajectory,
+        pre: cx.initial_state.unwrap_or(&Value::Null),
+        post: final_state,
+    };
+    scores.extend(crate::attack::utility_and_security(
+        case,
+        &fx,
+        outcome_passed,
+    ));
     let task_success = task_success(case, &scores);
     scores.push(task_success);
     if let Some(b) = cx.benchmark {

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use gauntlet_model::{GateOutcome, Interval};
+use gauntlet_model::{GateOutcome, Interval, names};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -34,6 +34,9 @@ fn interval_metrics() -> Vec<String> {
         "task_success_rate",
         "error_rate",
         "safe_trial_rate",
+        "utility_rate",
+        "utility_under_attack",
+        "attack_success_rate",
     ]
     .map(str::to_owned)
     .to_vec();
@@ -197,7 +200,23 @@ impl CompiledGate {
             .collect();
         variables.sort();
         for v in &variables {
-            if v == "evaluators" || v == "segments" || v.starts_with("__") || known.contains(v) {
+            // Per attack and per vector: `attack_success_rate_attack_NAME`, `..._vector_NAME`.
+            let per_attack = [
+                names::metric::ATTACK_SUCCESS_RATE,
+                names::metric::UTILITY_UNDER_ATTACK,
+            ]
+            .iter()
+            .any(|m| {
+                v.strip_prefix(m).is_some_and(|rest| {
+                    rest.starts_with("_attack_") || rest.starts_with("_vector_")
+                })
+            });
+            if v == "evaluators"
+                || v == "segments"
+                || v.starts_with("__")
+                || known.contains(v)
+                || per_attack
+            {
                 continue;
             }
             let hint = known

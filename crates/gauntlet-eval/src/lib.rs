@@ -8,6 +8,7 @@
 mod aggregate;
 pub mod agreement;
 pub mod arguments;
+pub mod attack;
 pub mod attribution;
 pub mod bfcl;
 pub mod calibration;

@@ -1,10 +1,11 @@
 //! Importing peer benchmarks as gauntlet suites.
 //!
-//! Today: tau-bench's airline and retail domains ([`tau_bench`]) and tau2-bench's mock and
-//! retail domains ([`tau2`]). An importer reads the peer's data as it is
+//! Today: tau-bench's airline and retail domains ([`tau_bench`]), tau2-bench's mock and
+//! retail domains ([`tau2`]) and AgentDojo's banking suite ([`agentdojo`]). An importer reads the peer's data as it is
 //! published, runs its gold actions in gauntlet's own re-implementation of the domain, and writes
 //! a suite folder (config, world, state, cases) that `gauntlet run` takes as it is.
 
+pub mod agentdojo;
 pub mod labels;
 pub mod tau2;
 pub mod tau_bench;

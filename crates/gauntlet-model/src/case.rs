@@ -84,6 +84,15 @@ pub struct Case {
     /// The evaluator that decides this case's task success, when not the state verification.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub primary_metric: Option<String>,
+    /// The attack the case runs under: attacker text at some of the world's injection vectors
+    /// and the attacker's goal, judged by its effect (`security`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<crate::attack::Attack>,
+    /// When the user's task counts as done (`utility`), judged by its effect; reported beside
+    /// `security` for every case that has either. Without it, a case with an attack counts its
+    /// task done when its deterministic outcome checks pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utility: Option<crate::attack::Predicate>,
 }
 
 impl Case {
@@ -137,6 +146,15 @@ impl Case {
         for (i, f) in self.faults.iter().enumerate() {
             if let Some(t) = &f.tool {
                 out.push((format!("faults[{i}].tool"), t.as_str()));
+            }
+        }
+        let predicates = [
+            ("utility", self.utility.as_ref()),
+            ("attack.success", self.attack.as_ref().map(|a| &a.success)),
+        ];
+        for (at, pred) in predicates {
+            for (i, c) in pred.iter().flat_map(|p| p.calls.iter().enumerate()) {
+                out.push((format!("{at}.calls[{i}].tool"), c.tool.as_str()));
             }
         }
         for (i, s) in self.reference_trajectory.iter().enumerate() {

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod article;
+pub mod attack;
 pub mod benchmark;
 pub mod case;
 pub mod compare;
@@ -27,6 +28,7 @@ pub mod stored_state;
 pub mod trajectory;
 pub mod world;
 
+pub use attack::{Attack, CallPattern, InjectionVector, Predicate};
 pub use benchmark::{BenchmarkHeadline, BenchmarkSpec, Metrics};
 pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,

@@ -13,9 +13,15 @@ pub const TASK_SUCCESS: &str = "task_success";
 pub const AGENT_FINISHED: &str = "agent_finished";
 /// An imported benchmark's own reward for the trial, by the benchmark's rule (informational).
 pub const BENCHMARK_REWARD: &str = "benchmark_reward";
-/// The scores whose details run metrics read: the benchmark's name, and tool precision and
-/// recall per segment.
-pub const DETAILS_AGGREGATED: [&str; 2] = [BENCHMARK_REWARD, TOOL_SELECTION_ACCURACY];
+/// The user's task done, judged by its effect (AgentDojo's `utility`: 1 or 0); with `security`
+/// for cases with an attack or a utility check.
+pub const UTILITY: &str = "utility";
+/// The attacker's goal reached, judged by its effect (AgentDojo's `security`: 1 when reached in an
+/// attacked trial, and 1 in a trial without an attack); a reached goal is critical.
+pub const SECURITY: &str = "security";
+/// The scores whose details run metrics read: the benchmark's name, tool precision and recall
+/// per segment, and the attack and vectors of an attacked trial.
+pub const DETAILS_AGGREGATED: [&str; 3] = [BENCHMARK_REWARD, TOOL_SELECTION_ACCURACY, SECURITY];
 
 // Trajectory.
 /// Share of required tools called at least once.
@@ -113,4 +119,12 @@ pub mod metric {
     pub const TIME_LOST_TO_FAULTS_MS: &str = "time_lost_to_faults_ms";
     /// Share of trials with a valid W3C trace id.
     pub const TRACE_ID_COVERAGE: &str = "trace_id_coverage";
+    /// Share of trials with a `utility` score whose user task was done.
+    pub const UTILITY_RATE: &str = "utility_rate";
+    /// Share of attacked trials whose user task was still done.
+    pub const UTILITY_UNDER_ATTACK: &str = "utility_under_attack";
+    /// Share of attacked trials whose attacker's goal was reached (targeted attack success).
+    pub const ATTACK_SUCCESS_RATE: &str = "attack_success_rate";
+    /// Attacked trials.
+    pub const ATTACKED_TRIALS: &str = "attacked_trials";
 }

@@ -46,6 +46,10 @@ pub struct WorldSpec {
     /// agent's answer, messages or tool arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub canaries: Vec<String>,
+    /// Where attacker text can enter a trial, by name: a `{NAME}` placeholder in the state's
+    /// strings, a field of a tool's output, or a tool's description.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub injection_vectors: std::collections::BTreeMap<String, crate::attack::InjectionVector>,
 }
 
 impl WorldSpec {

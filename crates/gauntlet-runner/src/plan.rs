@@ -204,7 +204,7 @@ impl Settings {
         for lc in cases {
             let case = Arc::new(lc.case.clone());
             let world = suite.world_of(lc);
-            let initial_state = if lc.case.initial_state.is_empty() {
+            let initial_state = if lc.case.initial_state.is_empty() && lc.case.attack.is_none() {
                 let name = world.world.spec().name.clone();
                 Arc::clone(
                     world_states

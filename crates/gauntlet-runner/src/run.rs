@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use gauntlet_agent::{Agent, AgentInput, PersonaModels, SimulatedEnvironment, SimulatedUser};
 use gauntlet_model::{Case, Context, RunEvent, RunHeader, TrialRecord, TrialStatus};
-use gauntlet_world::{FaultPlan, Simulator, World};
+use gauntlet_world::{FaultPlan, Injections, Simulator, World};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 
@@ -152,12 +152,17 @@ async fn run_one(
         Ok(user) => user,
         Err(why) => return error_record(&trial, why),
     };
+    let injections = match Injections::for_trial(trial.world.spec(), case.attack.as_ref()) {
+        Ok(i) => i,
+        Err(why) => return error_record(&trial, why),
+    };
     let simulator = Simulator::new(
         Arc::clone(&trial.world),
         (*trial.initial_state).clone(),
         trial.context.clone(),
         trial.faults.clone(),
-    );
+    )
+    .inject(injections);
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
         let user_input = gauntlet_agent::conversation::open(&env, &case.user_input).await?;

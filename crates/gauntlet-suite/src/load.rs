@@ -202,8 +202,19 @@ impl Suite {
 
     /// A case's initial state: the world's default state with the case's merged over it.
     pub fn initial_state(&self, case: &LoadedCase) -> Value {
-        let mut state = Value::Object(self.world_of(case).world.spec().state.clone());
+        let spec = self.world_of(case).world.spec();
+        let mut state = Value::Object(spec.state.clone());
         merge_state(&mut state, &Value::Object(case.case.initial_state.clone()));
+        // Attacker text (or each vector's default) at the `{NAME}` placeholders of the state;
+        // an attack that cannot be rendered was reported when the suite was checked.
+        if !spec.injection_vectors.is_empty()
+            && let Ok(texts) = gauntlet_model::attack::vector_texts(
+                &spec.injection_vectors,
+                case.case.attack.as_ref(),
+            )
+        {
+            gauntlet_model::attack::place_in_state(&mut state, &spec.injection_vectors, &texts);
+        }
         state
     }
 }
@@ -479,6 +490,7 @@ fn check_cases(
                 ));
             }
         }
+        attack_problems(case, world.spec(), world_name, lc, problems);
         let scripts = std::iter::once((
             "reference_trajectory".to_owned(),
             &case.reference_trajectory,
@@ -727,5 +739,56 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         Ok(gates)
     } else {
         Err(problems)
+    }
+}
+
+/// What is wrong with a case's attack and utility check: vectors the world lacks, an attack
+/// without a template, matchers and CEL expressions that do not parse.
+fn attack_problems(
+    case: &gauntlet_model::Case,
+    world: &gauntlet_model::WorldSpec,
+    world_name: &str,
+    lc: &LoadedCase,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let predicates = [
+        ("/utility", case.utility.as_ref()),
+        ("/attack/success", case.attack.as_ref().map(|a| &a.success)),
+    ];
+    if let Some(a) = &case.attack {
+        for (i, v) in a.vectors.iter().enumerate() {
+            if !world.injection_vectors.contains_key(v) {
+                let known: Vec<&str> = world.injection_vectors.keys().map(String::as_str).collect();
+                problems.push(lc.diagnostic(
+                    &format!("/attack/vectors/{i}"),
+                    format!(
+                        "`attack.vectors[{i}]` names vector `{v}`, which world `{world_name}` does not declare (it has: {})",
+                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    ),
+                ));
+            }
+        }
+        if let Err(e) = gauntlet_model::attack::render_attack(a) {
+            problems.push(lc.diagnostic("/attack/name", e));
+        }
+        if a.success.is_empty() {
+            problems.push(lc.diagnostic(
+                "/attack/success",
+                "`attack.success` needs at least one of `state`, `calls`, `leaks`, `cel`: the attacker's goal is judged by its effect",
+            ));
+        }
+    }
+    for (at, p) in predicates {
+        let Some(p) = p else { continue };
+        for (path, want) in &p.state {
+            if let Err(e) = gauntlet_model::Matcher::from_json(want) {
+                problems.push(lc.diagnostic(&format!("{at}/state"), format!("`{path}`: {e}")));
+            }
+        }
+        if let Some(expr) = &p.cel
+            && let Err(e) = gauntlet_eval::attack::check_cel(expr)
+        {
+            problems.push(lc.diagnostic(&format!("{at}/cel"), format!("CEL does not parse: {e}")));
+        }
     }
 }

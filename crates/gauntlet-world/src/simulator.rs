@@ -81,8 +81,68 @@ fn unit_draw(seed: u64, rule: usize, tool: &str, nth: u32) -> f64 {
     (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// Attacker text a trial's tools carry: appended to a tool's output (at a field) or to its
+/// description. Made by [`Injections::for_trial`] from the world's injection vectors and the
+/// case's attack; state placeholders are placed before the trial starts, not here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Injections {
+    /// (tool, JSON pointer of the string field or `""` for the whole output, text).
+    pub outputs: Vec<(String, String, String)>,
+    /// (tool, text appended to its description).
+    pub descriptions: Vec<(String, String)>,
+}
+
+impl Injections {
+    /// The injections of a trial of a world under an attack (or none: the vectors' defaults).
+    pub fn for_trial(
+        spec: &gauntlet_model::WorldSpec,
+        attack: Option<&gauntlet_model::Attack>,
+    ) -> Result<Injections, String> {
+        let vectors = &spec.injection_vectors;
+        if vectors.is_empty() {
+            return Ok(Injections::default());
+        }
+        let texts = gauntlet_model::attack::vector_texts(vectors, attack)?;
+        let mut out = Injections::default();
+        for (name, v) in vectors {
+            let Some(text) = texts.get(name).filter(|t| !t.is_empty()) else {
+                continue;
+            };
+            if let Some(tool) = &v.tool {
+                out.outputs.push((
+                    tool.clone(),
+                    v.field.clone().unwrap_or_default(),
+                    text.clone(),
+                ));
+            }
+            if let Some(tool) = &v.description_of {
+                out.descriptions.push((tool.clone(), text.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    fn carry_in_output(&self, tool: &str, result: &mut Value) {
+        for (t, field, text) in &self.outputs {
+            if t != tool {
+                continue;
+            }
+            let target = if field.is_empty() {
+                Some(&mut *result)
+            } else {
+                result.pointer_mut(field)
+            };
+            if let Some(Value::String(s)) = target {
+                s.push_str(text);
+            }
+        }
+    }
+}
+
 /// A running trial's world.
 pub struct Simulator {
+    /// Attacker text carried by tool outputs and descriptions.
+    injections: Injections,
     world: Arc<World>,
     state: Value,
     context: Context,
@@ -115,6 +175,7 @@ impl Simulator {
             )
         });
         Simulator {
+            injections: Injections::default(),
             script,
             world,
             state,
@@ -145,6 +206,23 @@ impl Simulator {
     /// The world this trial runs in.
     pub fn world(&self) -> &World {
         &self.world
+    }
+
+    /// Carries attacker text in tool outputs and descriptions from now on.
+    pub fn inject(mut self, injections: Injections) -> Self {
+        self.injections = injections;
+        self
+    }
+
+    /// The tools as the agent sees them: the world's, with injected descriptions.
+    pub fn tools(&self) -> Vec<gauntlet_model::ToolSpec> {
+        let mut tools = self.world.spec().tools.clone();
+        for (name, text) in &self.injections.descriptions {
+            if let Some(t) = tools.iter_mut().find(|t| &t.name == name) {
+                t.description.push_str(text);
+            }
+        }
+        tools
     }
 
     /// The current state.
@@ -228,7 +306,13 @@ impl Simulator {
             at_ms,
             latency_ms: 0.0,
         };
-        let outcome = self.execute(&mut call, nth);
+        let mut outcome = self.execute(&mut call, nth);
+        if let Ok(v) = &mut outcome
+            && !self.injections.outputs.is_empty()
+            && call.fault.is_none()
+        {
+            self.injections.carry_in_output(tool, v);
+        }
         match &outcome {
             Ok(v) => call.result = Some(v.clone()),
             Err(e) => call.error = Some(e.clone()),

@@ -114,6 +114,24 @@ impl World {
                 },
             );
         }
+        for (name, v) in &spec.injection_vectors {
+            for (key, tool) in [("tool", &v.tool), ("description_of", &v.description_of)] {
+                if let Some(tool) = tool
+                    && !tools.contains_key(tool)
+                {
+                    errors.push(WorldError {
+                        field: format!("/injection_vectors/{name}/{key}"),
+                        message: format!("injection vector `{name}` names tool `{tool}`, which the world does not have"),
+                    });
+                }
+            }
+            if v.field.is_some() && v.tool.is_none() {
+                errors.push(WorldError {
+                    field: format!("/injection_vectors/{name}/field"),
+                    message: "`field` points into a tool's output: give `tool` too".to_owned(),
+                });
+            }
+        }
         if errors.is_empty() {
             Ok(World {
                 spec,

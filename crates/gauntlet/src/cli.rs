@@ -145,6 +145,7 @@ pub enum Command {
     ///   gauntlet import tau2-bench ../tau2-bench --domain mock --out suites/tau2-mock
     ///   gauntlet import tau2-bench ../tau2-bench --domain retail --tau-bench-data ../tau-bench \
     ///       --out suites/tau2-retail
+    ///   gauntlet import agentdojo ../agentdojo --suite banking --out suites/banking
     ///
     /// tau-bench: DATA_DIR is laid out like the tau-bench repository, with the task lists
     /// exported as JSON under derived/ (see docs/reference.md, "Importing tau-bench"). One case
@@ -155,6 +156,12 @@ pub enum Command {
     /// (data/tau2/domains/DOMAIN/{tasks.json,db.json,...}). One case per task (`mock-update_task_1`,
     /// `retail-0`, ...), tau2's reward basis as expectations; the import replays every task's
     /// gold actions and reports each environment assertion they do not meet.
+    ///
+    /// agentdojo: DATA_DIR is laid out like the AgentDojo repository
+    /// (src/agentdojo/data/suites/SUITE/{environment,injection_vectors}.yaml). One case per
+    /// AgentDojo run kind: `banking-user_task_N`, `banking-injection_task_M`, and
+    /// `banking-user_task_N-injection_task_M` (user task N under the important_instructions
+    /// attack carrying injection task M). Each trial scores `utility` and `security`.
     Import {
         /// The benchmark.
         #[arg(value_enum)]
@@ -185,6 +192,9 @@ pub enum Command {
         /// a model: --user-model and --gateway-upstream (or --replay-cassette).
         #[arg(long)]
         persona: bool,
+        /// AgentDojo only: the suite (banking).
+        #[arg(long)]
+        suite: Option<String>,
     },
     /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
     ///

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use gauntlet_import::{ImportError, tau_bench, tau2};
+use gauntlet_import::{ImportError, agentdojo, tau_bench, tau2};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 
@@ -14,6 +14,9 @@ pub enum Benchmark {
     /// tau2-bench (Sierra Research): mock and retail domains.
     #[value(name = "tau2-bench")]
     Tau2Bench,
+    /// AgentDojo (ETH Zurich): the banking suite, with its injection tasks as attacks.
+    #[value(name = "agentdojo")]
+    AgentDojo,
 }
 
 /// The command line's import request, for either benchmark.
@@ -25,6 +28,7 @@ pub struct Request {
     pub tau_bench_data: Option<PathBuf>,
     pub out: PathBuf,
     pub persona: bool,
+    pub suite: Option<String>,
 }
 
 pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> {
@@ -36,13 +40,33 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
             Benchmark::Tau2Bench => {
                 "tau2-bench's data: data/tau2/domains/DOMAIN/tasks.json, db.json"
             }
+            Benchmark::AgentDojo => {
+                "AgentDojo's data: src/agentdojo/data/suites/SUITE/environment.yaml, injection_vectors.yaml"
+            }
         };
         return Err(ExpectedError::input(format!(
             "{}: no such folder (it should hold {layout})",
             req.data_dir.display()
         )));
     }
+    if req.suite.is_some() && !matches!(benchmark, Benchmark::AgentDojo) {
+        return Err(ExpectedError::input(
+            "--suite is for `import agentdojo`; tau-bench and tau2-bench take --domain",
+        ));
+    }
     match benchmark {
+        Benchmark::AgentDojo => {
+            if req.domain.is_some() || req.split.is_some() || req.users.is_some() || req.persona {
+                return Err(ExpectedError::input(
+                    "`import agentdojo` takes --suite and --out only",
+                ));
+            }
+            agentdojo_import(agentdojo::Options {
+                data_dir: req.data_dir,
+                suite: req.suite.unwrap_or_else(|| "banking".into()),
+                out: req.out,
+            })
+        }
         Benchmark::TauBench => {
             if req.tau_bench_data.is_some() {
                 return Err(ExpectedError::input(
@@ -137,6 +161,27 @@ fn tau2_import(opts: tau2::Options) -> Result<i32, ExpectedError> {
         eprintln!("  policy: {} is the agents' system_prompt", p.display());
     }
     run_it(&opts.out);
+    Ok(GATES_PASSED)
+}
+
+fn agentdojo_import(opts: agentdojo::Options) -> Result<i32, ExpectedError> {
+    let summary = agentdojo::import(&opts).map_err(failed)?;
+    eprintln!(
+        "wrote {} cases to {}: {} user tasks, {} injection tasks, {} user tasks under attack ({})",
+        summary.user_tasks + summary.injection_tasks + summary.attacked,
+        opts.out.display(),
+        summary.user_tasks,
+        summary.injection_tasks,
+        summary.attacked,
+        agentdojo::ATTACK
+    );
+    for p in &summary.ground_truth_problems {
+        eprintln!("  note: {p}");
+    }
+    eprintln!(
+        "run it:  gauntlet run {} --agent replay:RUNS_DIR   (AgentDojo's run logs: user_task_N/none/none.json, ...)",
+        opts.out.display()
+    );
     Ok(GATES_PASSED)
 }
 

@@ -48,6 +48,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             tau_bench_data,
             out,
             persona,
+            suite,
         } => import::import(
             benchmark,
             import::Request {
@@ -58,6 +59,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
                 tau_bench_data,
                 out,
                 persona,
+                suite,
             },
         ),
         Command::Serve {

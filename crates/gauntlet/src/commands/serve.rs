@@ -32,12 +32,16 @@ pub fn serve(
     };
     let trial = gauntlet_runner::plan::single_trial(&suite, lc);
     let case = &lc.case;
+    let injections =
+        gauntlet_world::Injections::for_trial(trial.world.spec(), case.attack.as_ref())
+            .map_err(ExpectedError::input)?;
     let sim = Simulator::new(
         trial.world.clone(),
         (*trial.initial_state).clone(),
         trial.context.clone(),
         trial.faults.clone(),
-    );
+    )
+    .inject(injections);
     if case.user.as_ref().is_some_and(|u| u.persona.is_some()) {
         eprintln!(
             "note: the case's user persona is played only by `gauntlet run`; here the user answers from its scripted replies"

@@ -1,6 +1,7 @@
 //! The CLI's integration tests, one binary split by what they exercise (the layout uv uses):
 //! `common` holds the shared context; each module drives one part of the product end to end.
 
+mod agentdojo;
 mod agents;
 mod calibrate;
 mod check;
@@ -13,6 +14,7 @@ mod judge;
 mod report;
 mod resume;
 mod run;
+mod safety;
 mod score;
 mod tau2_bench;
 mod tau_bench;
