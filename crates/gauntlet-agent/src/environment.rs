@@ -46,6 +46,11 @@ impl ModelCallRecorder for EnvRecorder {
 pub trait Environment: Send {
     /// The tools the agent may call.
     fn tools(&self) -> Vec<ToolSpec>;
+    /// A number that changes whenever [`Environment::tools`] does (a rug pull), so a server
+    /// can tell its clients without comparing lists.
+    fn tools_version(&self) -> u32 {
+        0
+    }
     /// Calls a tool; an error is what the agent sees (and is recorded), never a harness failure.
     fn call_tool(
         &mut self,
@@ -126,7 +131,15 @@ impl SimulatedEnvironment {
 
 impl Environment for SimulatedEnvironment {
     fn tools(&self) -> Vec<ToolSpec> {
-        self.tools.clone()
+        // Live: a rug pull changes the list mid-session.
+        match &self.sim {
+            Some(sim) if sim.tools_version() > 0 => sim.tools(),
+            _ => self.tools.clone(),
+        }
+    }
+
+    fn tools_version(&self) -> u32 {
+        self.sim.as_ref().map_or(0, Simulator::tools_version)
     }
 
     fn call_tool(

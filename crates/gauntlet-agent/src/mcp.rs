@@ -127,11 +127,16 @@ impl WorldServer {
 
 impl ServerHandler for WorldServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("gauntlet", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "A simulated world for an evaluation. Use gauntlet_confirm before any write.",
-            )
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("gauntlet", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "A simulated world for an evaluation. Use gauntlet_confirm before any write.",
+        )
     }
 
     async fn list_tools(
@@ -145,8 +150,9 @@ impl ServerHandler for WorldServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let before = lock(&self.env).tools_version();
         let key = request
             .meta
             .as_ref()
@@ -157,7 +163,12 @@ impl ServerHandler for WorldServer {
                     .map(str::to_owned)
             });
         let args = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(&request.name, args, key).await.into())
+        let result = self.call(&request.name, args, key).await;
+        // The world's tools changed with this call (a rug pull): tell the client, as MCP does.
+        if lock(&self.env).tools_version() != before {
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        Ok(result.into())
     }
 }
 

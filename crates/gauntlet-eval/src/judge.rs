@@ -81,6 +81,11 @@ pub fn render_trajectory(t: &Trajectory, budget: usize) -> String {
             }
             Event::Wait { step, ms } => writeln!(out, "Step {step} waits {ms} ms"),
             Event::Unfinished { reason } => writeln!(out, "The agent stopped unfinished: {reason}"),
+            Event::ToolsChanged { tools, after_calls } => writeln!(
+                out,
+                "After {after_calls} calls the tools changed: {}",
+                tools.join(", ")
+            ),
             Event::FinalAnswer { .. }
             | Event::ModelCall { .. }
             | Event::AgentStderr { .. }

@@ -55,6 +55,9 @@ pub struct RunHeader {
     /// The suite-wide fault profile applied, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_profile: Option<String>,
+    /// The suite-wide attack every case ran under (`--attack`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<String>,
     /// The suite's rubric, kept so that a stored run can be re-decided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<crate::rubric::RubricDef>,

@@ -133,6 +133,15 @@ pub enum Event {
         /// The text (truncated to a bounded size).
         text: String,
     },
+    /// The tools the agent is offered changed mid-session (a rug pull: a description rewritten
+    /// after the agent first listed the tools); MCP clients are told with
+    /// `notifications/tools/list_changed`.
+    ToolsChanged {
+        /// The tools whose description changed.
+        tools: Vec<String>,
+        /// Tool calls made before the change.
+        after_calls: u32,
+    },
     /// The agent stopped before finishing its task (it ran out of steps): the agent's failure,
     /// judged by `agent_finished`.
     Unfinished {

@@ -262,6 +262,14 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             v.title = "agent stderr".into();
             v.body = text.clone();
         }
+        Event::ToolsChanged { tools, after_calls } => {
+            v.kind = "fault";
+            v.title = "tools changed".into();
+            v.body = format!(
+                "after {after_calls} calls the descriptions of {} changed (a rug pull)",
+                tools.join(", ")
+            );
+        }
         Event::Unfinished { reason } => {
             v.kind = "stderr";
             v.title = "agent did not finish".into();
@@ -578,6 +586,18 @@ pub fn render_html(
         .iter()
         .map(|(k, i)| (k.as_str(), format!("[{}, {}]", fmt(i.lower), fmt(i.upper))))
         .collect();
+    let attacks: Vec<Value> = crate::terminal::attack_groups(results)
+        .into_iter()
+        .map(|(group, rate)| {
+            let key = format!(
+                "{}_{}",
+                gauntlet_model::names::metric::ATTACK_SUCCESS_RATE,
+                group.replacen(' ', "_", 1)
+            );
+            serde_json::json!({"group": group, "rate": fmt(rate),
+                               "interval": intervals.get(key.as_str()).cloned().unwrap_or_default()})
+        })
+        .collect();
     let gates: Vec<Value> = results
         .gates
         .iter()
@@ -602,6 +622,7 @@ pub fn render_html(
         metrics => V::from(minijinja::value::Serde(&metrics)),
         intervals => V::from(minijinja::value::Serde(&intervals)),
         gates => V::from(minijinja::value::Serde(&gates)),
+        attacks => V::from(minijinja::value::Serde(&attacks)),
         plots => plots.iter().map(|p| minijinja::context! {
             title => p["title"].as_str().unwrap_or_default(),
             svg => minijinja::Value::from_safe_string(p["svg"].as_str().unwrap_or_default().to_owned()),

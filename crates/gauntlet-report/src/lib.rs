@@ -18,4 +18,6 @@ pub use compare::render_comparison;
 pub use html::{ReportError, render_html};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use terminal::{SummaryOptions, TerminalReporter, benchmark_line, render_summary};
+pub use terminal::{
+    SummaryOptions, TerminalReporter, attack_groups, attack_line, benchmark_line, render_summary,
+};

@@ -73,6 +73,9 @@ pub fn render_markdown(results: &RunResults) -> String {
     if let Some(line) = crate::terminal::benchmark_line(results, fmt) {
         let _ = writeln!(out, "{}\n", escape(&line));
     }
+    if let Some(line) = crate::terminal::attack_line(results, fmt) {
+        let _ = writeln!(out, "{}\n", escape(&line));
+    }
     if !results.gates.is_empty() {
         let _ = writeln!(out, "| gate | result | values |\n|---|---|---|");
         for g in &results.gates {

@@ -37,6 +37,50 @@ fn fmt_num(x: f64) -> String {
 /// pass^k is shown for k up to this in the one-line benchmark headline.
 const MAX_SHOWN_K: u32 = 8;
 
+/// The attack figures of a run with attacked trials: utility, utility under attack and the
+/// targeted attack success rate, each with its interval, then the rate per attack and vector.
+pub fn attack_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<String> {
+    let m = |name: &str| results.metrics.get(name).copied().flatten();
+    let attacked = m(names::metric::ATTACKED_TRIALS).filter(|n| *n > 0.0)?;
+    let with_ci = |name: &str| {
+        let v = m(name).map_or("n/a".to_owned(), fmt);
+        match results.intervals.get(name) {
+            Some(i) => format!("{v} [{}, {}]", fmt(i.lower), fmt(i.upper)),
+            None => v,
+        }
+    };
+    let per: Vec<String> = attack_groups(results)
+        .into_iter()
+        .map(|(group, rate)| format!("{group} {}", fmt(rate)))
+        .collect();
+    Some(format!(
+        "attacks: {} attacked trials  attack success {}  utility under attack {}  utility {}{}",
+        fmt(attacked),
+        with_ci(names::metric::ATTACK_SUCCESS_RATE),
+        with_ci(names::metric::UTILITY_UNDER_ATTACK),
+        with_ci(names::metric::UTILITY_RATE),
+        if per.is_empty() {
+            String::new()
+        } else {
+            format!("  (success by {})", per.join(", "))
+        }
+    ))
+}
+
+/// The attack success rate per attack (`attack NAME`) and per vector (`vector NAME`).
+pub fn attack_groups(results: &RunResults) -> Vec<(String, f64)> {
+    let prefix = format!("{}_", names::metric::ATTACK_SUCCESS_RATE);
+    results
+        .metrics
+        .iter()
+        .filter_map(|(k, v)| {
+            let rest = k.strip_prefix(&prefix)?;
+            let (kind, name) = rest.split_once('_')?;
+            Some((format!("{kind} {name}"), (*v)?))
+        })
+        .collect()
+}
+
 /// The imported benchmark's headline by its own rule, in one line, beside gauntlet's verdicts.
 pub fn benchmark_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<String> {
     let b = results.metrics.benchmark.as_ref()?;
@@ -189,6 +233,9 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         ci("task_success_rate"),
     );
     if let Some(line) = benchmark_line(results, fmt_num) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(line) = attack_line(results, fmt_num) {
         let _ = writeln!(out, "{line}");
     }
     if h.epochs > 1 {

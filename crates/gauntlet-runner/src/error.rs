@@ -21,6 +21,16 @@ pub enum PlanError {
         /// The profiles it has.
         known: String,
     },
+    /// `--attack` names an attack the suite does not define.
+    #[error("--attack `{name}`: {file} defines no such attack under `attacks` (it has: {known})")]
+    UnknownAttack {
+        /// The attack asked for.
+        name: String,
+        /// The suite's configuration file.
+        file: String,
+        /// The attacks it has.
+        known: String,
+    },
     /// A run id with characters that do not belong in a folder name.
     #[error("--run-id `{0}`: use letters, digits, `.`, `_` and `-` only")]
     BadRunId(String),

@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub filter: Option<String>,
     /// `--faults`: a fault profile of the suite, or `none`.
     pub faults: Option<String>,
+    /// `--attack`: one of the suite's attacks, placed in every case.
+    pub attack: Option<String>,
     /// `--shard I/N`.
     pub shard: Option<Shard>,
     /// `--run-id`.
@@ -61,6 +63,8 @@ pub struct Settings {
     pub fault_profile: Option<String>,
     /// Its rules.
     pub profile_rules: Vec<FaultRule>,
+    /// The suite-wide attack (`--attack`) and its definition, named by its key.
+    pub attack: Option<(String, gauntlet_model::Attack)>,
     /// The run id.
     pub run_id: String,
     /// When the run started (RFC 3339).
@@ -124,6 +128,30 @@ impl Settings {
                 }
             },
         };
+        let attack = match resumed.map_or(options.attack.as_deref(), |h| h.attack.as_deref()) {
+            None => None,
+            Some(name) => match cfg.attacks.get(name) {
+                Some(a) => {
+                    let mut a = a.clone();
+                    if a.name.is_empty() {
+                        a.name = name.to_owned();
+                    }
+                    Some((name.to_owned(), a))
+                }
+                None => {
+                    let known: Vec<&str> = cfg.attacks.keys().map(String::as_str).collect();
+                    return Err(PlanError::UnknownAttack {
+                        name: name.to_owned(),
+                        file: suite.config_file.display().to_string(),
+                        known: if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        },
+                    });
+                }
+            },
+        };
         if let Some(id) = &options.run_id
             && (id.is_empty()
                 || !id
@@ -139,6 +167,7 @@ impl Settings {
             filter,
             fault_profile,
             profile_rules,
+            attack,
             run_id: resumed.map_or_else(
                 || options.run_id.clone().unwrap_or_else(new_run_id),
                 |h| h.run_id.clone(),
@@ -188,6 +217,7 @@ impl Settings {
             started_at: self.started_at.clone(),
             versions: versions(suite, sha256_hex(self.agent.as_bytes())),
             fault_profile: self.fault_profile.clone(),
+            attack: self.attack.as_ref().map(|(n, _)| n.clone()),
             rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
             filter: self.filter.clone(),
             shard: self.shard,
@@ -202,9 +232,13 @@ impl Settings {
         // Cases without their own initial_state share their world's state.
         let mut world_states: HashMap<String, Arc<Value>> = HashMap::new();
         for lc in cases {
-            let case = Arc::new(lc.case.clone());
+            let mut case = lc.case.clone();
+            if let Some((_, attack)) = &self.attack {
+                case.attack = Some(attack.clone());
+            }
+            let case = Arc::new(case);
             let world = suite.world_of(lc);
-            let initial_state = if lc.case.initial_state.is_empty() && lc.case.attack.is_none() {
+            let initial_state = if case.initial_state.is_empty() && case.attack.is_none() {
                 let name = world.world.spec().name.clone();
                 Arc::clone(
                     world_states
@@ -212,7 +246,7 @@ impl Settings {
                         .or_insert_with(|| Arc::new(suite.initial_state(lc))),
                 )
             } else {
-                Arc::new(suite.initial_state(lc))
+                Arc::new(suite.initial_state_of(lc, &case))
             };
             let context = context_of(suite, lc);
             let rules: Vec<FaultRule> = case_rules(lc)

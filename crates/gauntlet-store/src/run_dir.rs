@@ -520,6 +520,7 @@ mod tests {
             started_at: "2026-12-01T10:00:00Z".into(),
             versions: Versions::default(),
             fault_profile: None,
+            attack: None,
             rubric: None,
             filter: None,
             shard: None,

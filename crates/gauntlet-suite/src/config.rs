@@ -42,6 +42,10 @@ pub struct SuiteConfig {
     /// The profile used when `--faults` is not given (none when absent).
     #[serde(default)]
     pub fault_profile: Option<String>,
+    /// Named suite-wide attacks, applied to every case with `--attack NAME` (each case's own
+    /// attack, if any, is replaced).
+    #[serde(default)]
+    pub attacks: std::collections::BTreeMap<String, gauntlet_model::Attack>,
     /// Custom evaluators: commands that score each trial (JSON in, JSON out).
     #[serde(default)]
     pub evaluators: Vec<CustomEvaluatorSpec>,

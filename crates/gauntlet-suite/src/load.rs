@@ -132,6 +132,7 @@ impl Suite {
         }
         check_cases(&cases, &worlds, worlds_complete, &mut problems);
         check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
+        check_config_attacks(&config, &worlds, &config_file, &config_spans, &mut problems);
         for (i, e) in config.evaluators.iter().enumerate() {
             let at = |field: &str| config_spans.locate(&format!("/evaluators/{i}{field}"));
             let problem = match e.source() {
@@ -202,16 +203,20 @@ impl Suite {
 
     /// A case's initial state: the world's default state with the case's merged over it.
     pub fn initial_state(&self, case: &LoadedCase) -> Value {
-        let spec = self.world_of(case).world.spec();
+        self.initial_state_of(case, &case.case)
+    }
+
+    /// The initial state of a loaded case played as `case` (the same case under a suite-wide
+    /// attack): its world's state, the case's own merged over it, attacks placed.
+    pub fn initial_state_of(&self, loaded: &LoadedCase, case: &gauntlet_model::Case) -> Value {
+        let spec = self.world_of(loaded).world.spec();
         let mut state = Value::Object(spec.state.clone());
-        merge_state(&mut state, &Value::Object(case.case.initial_state.clone()));
+        merge_state(&mut state, &Value::Object(case.initial_state.clone()));
         // Attacker text (or each vector's default) at the `{NAME}` placeholders of the state;
         // an attack that cannot be rendered was reported when the suite was checked.
         if !spec.injection_vectors.is_empty()
-            && let Ok(texts) = gauntlet_model::attack::vector_texts(
-                &spec.injection_vectors,
-                case.case.attack.as_ref(),
-            )
+            && let Ok(texts) =
+                gauntlet_model::attack::vector_texts(&spec.injection_vectors, case.attack.as_ref())
         {
             gauntlet_model::attack::place_in_state(&mut state, &spec.injection_vectors, &texts);
         }
@@ -725,6 +730,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         rubric: None,
         fault_profiles: Default::default(),
         fault_profile: None,
+        attacks: Default::default(),
         evaluators: Vec::new(),
         judges: Vec::new(),
         gateway: None,
@@ -751,44 +757,107 @@ fn attack_problems(
     lc: &LoadedCase,
     problems: &mut Vec<Diagnostic>,
 ) {
-    let predicates = [
-        ("/utility", case.utility.as_ref()),
-        ("/attack/success", case.attack.as_ref().map(|a| &a.success)),
-    ];
-    if let Some(a) = &case.attack {
+    let known: Vec<&str> = world.injection_vectors.keys().map(String::as_str).collect();
+    let found = attack_checks(
+        case.attack.as_ref(),
+        case.utility.as_ref(),
+        &|v| world.injection_vectors.contains_key(v),
+        &format!("world `{world_name}`"),
+        &known,
+    );
+    for (at, message) in found {
+        problems.push(lc.diagnostic(&at, message));
+    }
+}
+
+/// The problems of an attack and a utility predicate, as (JSON pointer below the attack's
+/// parent, message). `has_vector` says whether `whose` vectors include a name.
+fn attack_checks(
+    attack: Option<&gauntlet_model::Attack>,
+    utility: Option<&gauntlet_model::Predicate>,
+    has_vector: &dyn Fn(&str) -> bool,
+    whose: &str,
+    known: &[&str],
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(a) = attack {
         for (i, v) in a.vectors.iter().enumerate() {
-            if !world.injection_vectors.contains_key(v) {
-                let known: Vec<&str> = world.injection_vectors.keys().map(String::as_str).collect();
-                problems.push(lc.diagnostic(
-                    &format!("/attack/vectors/{i}"),
+            if !has_vector(v) {
+                out.push((
+                    format!("/attack/vectors/{i}"),
                     format!(
-                        "`attack.vectors[{i}]` names vector `{v}`, which world `{world_name}` does not declare (it has: {})",
+                        "`attack.vectors[{i}]` names vector `{v}`, which {whose} does not declare (it has: {})",
                         if known.is_empty() { "none".to_owned() } else { known.join(", ") }
                     ),
                 ));
             }
         }
         if let Err(e) = gauntlet_model::attack::render_attack(a) {
-            problems.push(lc.diagnostic("/attack/name", e));
+            out.push(("/attack/name".to_owned(), e));
         }
         if a.success.is_empty() {
-            problems.push(lc.diagnostic(
-                "/attack/success",
-                "`attack.success` needs at least one of `state`, `calls`, `leaks`, `cel`: the attacker's goal is judged by its effect",
+            out.push((
+                "/attack/success".to_owned(),
+                "`attack.success` needs at least one of `state`, `calls`, `leaks`, `cel`: the attacker's goal is judged by its effect".to_owned(),
             ));
         }
     }
+    let predicates = [
+        ("/utility", utility),
+        ("/attack/success", attack.map(|a| &a.success)),
+    ];
     for (at, p) in predicates {
         let Some(p) = p else { continue };
         for (path, want) in &p.state {
             if let Err(e) = gauntlet_model::Matcher::from_json(want) {
-                problems.push(lc.diagnostic(&format!("{at}/state"), format!("`{path}`: {e}")));
+                out.push((format!("{at}/state"), format!("`{path}`: {e}")));
             }
         }
         if let Some(expr) = &p.cel
             && let Err(e) = gauntlet_eval::attack::check_cel(expr)
         {
-            problems.push(lc.diagnostic(&format!("{at}/cel"), format!("CEL does not parse: {e}")));
+            out.push((format!("{at}/cel"), format!("CEL does not parse: {e}")));
+        }
+    }
+    out
+}
+
+/// The suite's `attacks` (for `--attack`): each must render, judge its goal, and name vectors
+/// some world declares.
+fn check_config_attacks(
+    config: &SuiteConfig,
+    worlds: &BTreeMap<String, LoadedWorld>,
+    file: &Path,
+    spans: &SpanIndex,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let mut known: Vec<&str> = worlds
+        .values()
+        .flat_map(|w| w.world.spec().injection_vectors.keys().map(String::as_str))
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    for (name, attack) in &config.attacks {
+        let mut attack = attack.clone();
+        if attack.name.is_empty() {
+            attack.name = name.clone();
+        }
+        let found = attack_checks(
+            Some(&attack),
+            None,
+            &|v| known.contains(&v),
+            "no world of the suite",
+            &known,
+        );
+        for (at, message) in found {
+            let pointer = format!("/attacks/{name}{}", at.trim_start_matches("/attack"));
+            let (line, col) = spans.locate(&pointer);
+            problems.push(Diagnostic::at(
+                file,
+                line,
+                col,
+                format!("attack `{name}`: {message}"),
+            ));
         }
     }
 }

@@ -86,10 +86,11 @@ fn unit_draw(seed: u64, rule: usize, tool: &str, nth: u32) -> f64 {
 /// case's attack; state placeholders are placed before the trial starts, not here.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Injections {
-    /// (tool, JSON pointer of the string field or `""` for the whole output, text).
-    pub outputs: Vec<(String, String, String)>,
-    /// (tool, text appended to its description).
-    pub descriptions: Vec<(String, String)>,
+    /// (tool, JSON pointer of the string field or `""` for the whole output, text, from the
+    /// n-th call on).
+    pub outputs: Vec<(String, String, String, u32)>,
+    /// (tool, text appended to its description, from the n-th call on: 0 from the start).
+    pub descriptions: Vec<(String, String, u32)>,
 }
 
 impl Injections {
@@ -108,23 +109,25 @@ impl Injections {
             let Some(text) = texts.get(name).filter(|t| !t.is_empty()) else {
                 continue;
             };
+            let from = v.after_calls.unwrap_or(0);
             if let Some(tool) = &v.tool {
                 out.outputs.push((
                     tool.clone(),
                     v.field.clone().unwrap_or_default(),
                     text.clone(),
+                    from,
                 ));
             }
             if let Some(tool) = &v.description_of {
-                out.descriptions.push((tool.clone(), text.clone()));
+                out.descriptions.push((tool.clone(), text.clone(), from));
             }
         }
         Ok(out)
     }
 
-    fn carry_in_output(&self, tool: &str, result: &mut Value) {
-        for (t, field, text) in &self.outputs {
-            if t != tool {
+    fn carry_in_output(&self, tool: &str, calls_before: u32, result: &mut Value) {
+        for (t, field, text, from) in &self.outputs {
+            if t != tool || calls_before < *from {
                 continue;
             }
             let target = if field.is_empty() {
@@ -214,10 +217,24 @@ impl Simulator {
         self
     }
 
-    /// The tools as the agent sees them: the world's, with injected descriptions.
+    /// How many rug pulls have happened so far (0 until the first): changes when
+    /// [`Simulator::tools`] does.
+    pub fn tools_version(&self) -> u32 {
+        self.injections
+            .descriptions
+            .iter()
+            .filter(|(_, _, from)| *from > 0 && self.next_call >= *from)
+            .count() as u32
+    }
+
+    /// The tools as the agent sees them now: the world's, with injected descriptions (those of a
+    /// rug pull once its call count is reached).
     pub fn tools(&self) -> Vec<gauntlet_model::ToolSpec> {
         let mut tools = self.world.spec().tools.clone();
-        for (name, text) in &self.injections.descriptions {
+        for (name, text, from) in &self.injections.descriptions {
+            if self.next_call < *from {
+                continue;
+            }
             if let Some(t) = tools.iter_mut().find(|t| &t.name == name) {
                 t.description.push_str(text);
             }
@@ -311,7 +328,8 @@ impl Simulator {
             && !self.injections.outputs.is_empty()
             && call.fault.is_none()
         {
-            self.injections.carry_in_output(tool, v);
+            self.injections
+                .carry_in_output(tool, self.next_call.saturating_sub(1), v);
         }
         match &outcome {
             Ok(v) => call.result = Some(v.clone()),
@@ -319,6 +337,20 @@ impl Simulator {
         }
         call.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.events.push(Event::ToolCall(Box::new(call)));
+        // A rug pull whose moment has come: the tool list changes now, and the trajectory says so.
+        let pulled: Vec<String> = self
+            .injections
+            .descriptions
+            .iter()
+            .filter(|(_, _, from)| *from > 0 && *from == self.next_call)
+            .map(|(tool, _, _)| tool.clone())
+            .collect();
+        if !pulled.is_empty() {
+            self.events.push(Event::ToolsChanged {
+                tools: pulled,
+                after_calls: self.next_call,
+            });
+        }
         outcome
     }
 

@@ -319,6 +319,10 @@ pub struct RunArgs {
     /// default: the suite's `fault_profile`).
     #[arg(long)]
     pub faults: Option<String>,
+    /// Run every case under one of gauntlet.yaml's `attacks`: its text at its injection vectors,
+    /// its goal judged by effect (each case scores `utility` and `security`).
+    #[arg(long)]
+    pub attack: Option<String>,
     /// The model endpoint behind the LLM gateway (an OpenAI-compatible base URL); agents get the
     /// gateway as OPENAI_BASE_URL and never see the upstream key.
     #[arg(long)]
@@ -456,6 +460,7 @@ impl RunArgs {
             epochs: self.epochs,
             filter: self.filter.clone(),
             faults: self.faults.clone(),
+            attack: self.attack.clone(),
             shard: self.shard,
             run_id: self.run_id.clone(),
         }

@@ -197,6 +197,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         started_at: now(),
         versions: gauntlet_runner::plan::versions(&suite, String::new()),
         fault_profile: None,
+        attack: None,
         rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
         filter: None,
         shard: None,
