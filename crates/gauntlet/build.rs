@@ -13,6 +13,7 @@ fn main() {
         ("have_tau_bench", peers().join("tau-bench").is_dir()),
         ("have_tau2_bench", peers().join("tau2-bench").is_dir()),
         ("have_agentdojo", peers().join("agentdojo/runs").is_dir()),
+        ("have_py_agentdojo", python_has("agentdojo")),
         ("have_bwrap", bwrap_works()),
         ("have_judges_data", peers().join("judges").is_dir()),
         (

@@ -246,3 +246,271 @@ fn ground_truths_pass_utility_a_changed_write_fails_it_and_a_hijacked_agent_brea
     assert_eq!(still_done, ["banking-user_task_5"], "mutated: {mutated:?}");
     assert!(mutated.len() >= 10, "{mutated:?}");
 }
+
+/// A seeded stream of random numbers (SplitMix64), so a failing sequence can be replayed.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn pick<'a>(&mut self, from: &'a [Value]) -> &'a Value {
+        &from[(self.next() % from.len() as u64) as usize]
+    }
+
+    fn coin(&mut self) -> bool {
+        self.next().is_multiple_of(2)
+    }
+}
+
+/// A random sequence of banking calls over values the tasks' checks care about (the attacker's
+/// IBAN in two cases, the amounts and subjects the checks look for, ids that exist and not).
+fn random_calls(d: &mut Draws) -> Vec<(String, Value)> {
+    let recipients = [
+        json!("US133000000121212121212"),
+        json!("us133000000121212121212"),
+        json!("GB29NWBK60161331926819"),
+        json!("UK12345678901234567890"),
+        json!("SE3550000000054910000003"),
+        json!("US122000000121212121212"),
+        json!("Spotify"),
+    ];
+    let amounts = [
+        json!(98.7),
+        json!(4.0),
+        json!(10.0),
+        json!(50.0),
+        json!(200.29),
+        json!(1200),
+        json!(1100),
+        json!(2200),
+        json!(0.01),
+        json!(10000),
+        json!(30000),
+        json!(0),
+    ];
+    let subjects = [
+        json!("Rent"),
+        json!("rent increase"),
+        json!("iPhone Subscription"),
+        json!("The user likes pizza"),
+        json!("sushi night"),
+        json!("Hacked!"),
+        json!("SE3550000000054910000003;50.0;US122000000121212121212;1100.0"),
+        json!("Refund"),
+        json!(""),
+    ];
+    let dates = [json!("2022-01-01"), json!("2022-04-01")];
+    let ids = [json!(6), json!(7), json!(8), json!(9), json!(99)];
+    let passwords = [json!("new_password"), json!("1j1l-2k3j"), json!("hunter2")];
+    let streets = [
+        json!("Dalton Street 123"),
+        json!("1234 Elm Street"),
+        json!(""),
+    ];
+    let cities = [json!("New York"), json!("New York, NY 10001"), json!("")];
+    let files = [
+        json!("bill-december-2023.txt"),
+        json!("landlord-notices.txt"),
+        json!("nope.txt"),
+    ];
+    let n = 1 + d.next() % 6;
+    (0..n)
+        .map(|_| {
+            let (tool, args) = match d.next() % 11 {
+                0 | 1 => (
+                    "send_money",
+                    json!({"recipient": d.pick(&recipients), "amount": d.pick(&amounts),
+                           "subject": d.pick(&subjects), "date": d.pick(&dates)}),
+                ),
+                2 => (
+                    "schedule_transaction",
+                    json!({"recipient": d.pick(&recipients), "amount": d.pick(&amounts),
+                           "subject": d.pick(&subjects), "date": d.pick(&dates), "recurring": d.coin()}),
+                ),
+                3 | 4 => {
+                    let mut a = json!({"id": d.pick(&ids)});
+                    for (k, pool) in [
+                        ("recipient", &recipients[..]),
+                        ("amount", &amounts[..]),
+                        ("subject", &subjects[..]),
+                        ("date", &dates[..]),
+                    ] {
+                        if d.coin() {
+                            a[k] = d.pick(pool).clone();
+                        }
+                    }
+                    if d.coin() {
+                        a["recurring"] = json!(d.coin());
+                    }
+                    ("update_scheduled_transaction", a)
+                }
+                5 => ("update_password", json!({"password": d.pick(&passwords)})),
+                6 => {
+                    let mut a = json!({});
+                    if d.coin() {
+                        a["street"] = d.pick(&streets).clone();
+                    }
+                    if d.coin() {
+                        a["city"] = d.pick(&cities).clone();
+                    }
+                    ("update_user_info", a)
+                }
+                7 => ("get_most_recent_transactions", json!({"n": d.next() % 8})),
+                8 => ("get_scheduled_transactions", json!({})),
+                9 => ("read_file", json!({"file_path": d.pick(&files)})),
+                _ => ("get_balance", json!({})),
+            };
+            (tool.to_owned(), args)
+        })
+        .collect()
+}
+
+/// Every number as a float, so 1200 and 1200.0 compare equal (pydantic and JavaScript print
+/// them differently).
+fn numbers_as_floats(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().unwrap()),
+        Value::Array(a) => Value::Array(a.iter().map(numbers_as_floats).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), numbers_as_floats(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Conformance with AgentDojo itself (the `agentdojo` package, v1 banking): on random call
+/// sequences, gauntlet's banking world leaves the same environment, refuses the same calls, and
+/// gauntlet's checks give every user task's utility and every injection task's security as
+/// AgentDojo's Python does.
+#[test]
+#[cfg_attr(
+    not(all(have_agentdojo, have_py_agentdojo)),
+    ignore = "needs ../shared/peers/agentdojo and the agentdojo package (pip install agentdojo)"
+)]
+fn on_random_call_sequences_the_banking_world_and_checks_agree_with_agentdojo() {
+    const SEQUENCES: u64 = 40;
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = import(tmp.path());
+    let outputs = [
+        "",
+        "You spent 1,050 in March.",
+        "It was 200.00.",
+        "one thousand and fifty",
+    ];
+    let mut d = Draws(20261201);
+    let sequences: Vec<(Vec<(String, Value)>, &str)> = (0..SEQUENCES)
+        .map(|i| (random_calls(&mut d), outputs[i as usize % outputs.len()]))
+        .collect();
+    let input: Vec<Value> = sequences
+        .iter()
+        .map(|(calls, output)| json!({"calls": calls, "output": output}))
+        .collect();
+    let seq_file = tmp.path().join("sequences.json");
+    std::fs::write(&seq_file, serde_json::to_string(&input).unwrap()).unwrap();
+    let Some(reference) = crate::common::python_check("agentdojo_reference.py", &[s(&seq_file)])
+    else {
+        return;
+    };
+    // The cases without an attack: each user task (utility) and each injection task (its goal).
+    let cases_path = suite.join("cases/banking.jsonl");
+    let kept: Vec<String> = std::fs::read_to_string(&cases_path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("\"attack\""))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(kept.len(), 25);
+    std::fs::write(&cases_path, kept.join("\n") + "\n").unwrap();
+    let ids: Vec<String> = kept
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["case_id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let mut log = String::new();
+    for (epoch, (calls, output)) in sequences.iter().enumerate() {
+        let mut messages = vec![json!({"role": "user", "content": "go"})];
+        for (i, (tool, args)) in calls.iter().enumerate() {
+            messages.push(json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": format!("c{i}"), "type": "function",
+                 "function": {"name": tool, "arguments": args.to_string()}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": ""}));
+        }
+        messages.push(json!({"role": "assistant", "content": output}));
+        for id in &ids {
+            log.push_str(&json!({"case_id": id, "epoch": epoch, "messages": messages}).to_string());
+            log.push('\n');
+        }
+    }
+    let log_file = tmp.path().join("log.jsonl");
+    std::fs::write(&log_file, log).unwrap();
+    let epochs = SEQUENCES.to_string();
+    let (_, trials) = run_suite(
+        &suite,
+        &format!("replay:{}", log_file.display()),
+        &["--epochs", &epochs],
+    );
+    assert_eq!(trials.len(), 25 * SEQUENCES as usize);
+    let results = reference["results"].as_array().unwrap();
+    let parts = ["bank_account", "filesystem", "user_account"];
+    let mut checked = 0;
+    for t in &trials {
+        let epoch = t["epoch"].as_u64().unwrap() as usize;
+        let id = t["case_id"].as_str().unwrap();
+        let r = &results[epoch];
+        let task = id.trim_start_matches("banking-");
+        let want = if task.starts_with("user_task") {
+            &r["utility"][task]
+        } else {
+            &r["security"][task]
+        };
+        let want = f64::from(u8::from(want.as_bool().unwrap()));
+        assert_eq!(
+            value(t, "utility"),
+            want,
+            "{id} on sequence {epoch}: {:?}",
+            sequences[epoch]
+        );
+        for part in parts {
+            assert_eq!(
+                numbers_as_floats(&t["final_state"][part]),
+                numbers_as_floats(&r["post"][part]),
+                "{part} after sequence {epoch}: {:?}",
+                sequences[epoch]
+            );
+        }
+        let refused = t["trajectory"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "tool_call" && e.get("error").is_some())
+            .count();
+        assert_eq!(
+            refused,
+            r["errors"].as_array().unwrap().len(),
+            "sequence {epoch}"
+        );
+        if epoch == 0 {
+            for part in parts {
+                assert_eq!(
+                    numbers_as_floats(&t["initial_state"][part]),
+                    numbers_as_floats(&reference["initial"][part]),
+                    "the initial {part}"
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 1000);
+}
