@@ -51,6 +51,10 @@ pub trait Environment: Send {
     fn tools_version(&self) -> u32 {
         0
     }
+    /// Whether a trap ended the trial (the agent is then stopped).
+    fn trapped(&self) -> bool {
+        false
+    }
     /// Calls a tool; an error is what the agent sees (and is recorded), never a harness failure.
     fn call_tool(
         &mut self,
@@ -140,6 +144,10 @@ impl Environment for SimulatedEnvironment {
 
     fn tools_version(&self) -> u32 {
         self.sim.as_ref().map_or(0, Simulator::tools_version)
+    }
+
+    fn trapped(&self) -> bool {
+        self.sim.as_ref().is_some_and(|s| s.trapped().is_some())
     }
 
     fn call_tool(

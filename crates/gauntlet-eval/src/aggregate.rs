@@ -31,6 +31,8 @@ pub struct Aggregate {
     pub segments: BTreeMap<String, BTreeMap<String, SegmentStats>>,
     /// Cases whose verdict changed across epochs, flakiest first.
     pub flaky_cases: Vec<FlakyCase>,
+    /// Per case, the step of the earliest failed checkpoint: step → trials.
+    pub first_wrong_steps: BTreeMap<String, BTreeMap<String, u32>>,
     /// An imported benchmark's headline by its own rule, when trials carry its reward.
     pub benchmark: Option<gauntlet_model::BenchmarkHeadline>,
     /// Each LLM judge over the run (when the accumulator was given the run's judges).
@@ -317,6 +319,8 @@ pub struct Accumulator {
     /// Utility and attacks: over all trials with a `utility` score, over attacked trials, and
     /// per attack (`attack:NAME`) and per vector (`vector:NAME`).
     attacks: AttackTally,
+    /// Per case, the step of each trial's earliest failed checkpoint: step → trials.
+    first_wrong: BTreeMap<String, BTreeMap<u32, u32>>,
 }
 
 /// Trials, tasks done and attacker goals reached, per group of trials.
@@ -572,6 +576,14 @@ impl Accumulator {
         }
         self.segment(t, selection, succeeded);
         self.attacks.push(t);
+        if let Some(s) = t.scores.iter().find(|s| s.name == names::FIRST_WRONG_STEP) {
+            *self
+                .first_wrong
+                .entry(t.case_id.clone())
+                .or_default()
+                .entry(s.value as u32)
+                .or_default() += 1;
+        }
         if !self.judges.is_empty() {
             self.judge(t);
         }
@@ -792,6 +804,13 @@ impl Accumulator {
             evaluators,
             segments: segments(std::mem::take(&mut self.segments)),
             flaky_cases,
+            first_wrong_steps: std::mem::take(&mut self.first_wrong)
+                .into_iter()
+                .map(|(case, steps)| {
+                    let steps = steps.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                    (case, steps)
+                })
+                .collect(),
             benchmark,
             judges,
         }

@@ -81,6 +81,11 @@ pub(crate) fn builtin_scores(
     if let Some(s) = agent_finished(trajectory) {
         scores.push(s);
     }
+    scores.extend(crate::checkpoints::checkpoint_scores(
+        case,
+        trajectory,
+        cx.initial_state,
+    ));
     let outcome_passed = scores
         .iter()
         .filter(|s| s.dimension == Dimension::Outcome)

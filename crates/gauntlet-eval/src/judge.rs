@@ -81,6 +81,14 @@ pub fn render_trajectory(t: &Trajectory, budget: usize) -> String {
             }
             Event::Wait { step, ms } => writeln!(out, "Step {step} waits {ms} ms"),
             Event::Unfinished { reason } => writeln!(out, "The agent stopped unfinished: {reason}"),
+            Event::Trapped {
+                checkpoint,
+                step,
+                reason,
+            } => writeln!(
+                out,
+                "The trial ended at step {step}: checkpoint {checkpoint} failed ({reason})"
+            ),
             Event::ToolsChanged { tools, after_calls } => writeln!(
                 out,
                 "After {after_calls} calls the tools changed: {}",

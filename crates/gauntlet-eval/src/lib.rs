@@ -12,6 +12,7 @@ pub mod attack;
 pub mod attribution;
 pub mod bfcl;
 pub mod calibration;
+pub mod checkpoints;
 mod compare;
 mod evaluators;
 pub mod faults;

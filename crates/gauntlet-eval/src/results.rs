@@ -63,6 +63,7 @@ pub fn results_of(
             evaluators: agg.evaluators,
             segments: agg.segments,
             flaky_cases: agg.flaky_cases,
+            first_wrong_steps: agg.first_wrong_steps,
             rubric,
             gates: outcomes,
             judges,

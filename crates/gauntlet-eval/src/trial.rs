@@ -70,6 +70,7 @@ pub const NEEDS: &[(&str, Needs)] = &[
     (names::BFCL_AST_MATCH, Needs::Reference),
     (names::TASK_SUCCESS, Needs::Case),
     (names::BENCHMARK_REWARD, Needs::Case),
+    (names::CHECKPOINTS, Needs::Case),
 ];
 
 /// What a built-in evaluator needs besides the trajectory ([`Needs::Nothing`] for the

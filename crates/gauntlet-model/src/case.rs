@@ -93,6 +93,10 @@ pub struct Case {
     /// task done when its deterministic outcome checks pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utility: Option<crate::attack::Predicate>,
+    /// Assertions on the state inside the trajectory (after step N, after the k-th call of a
+    /// tool, after the first write); one marked `trap` ends the trial where it fails.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<crate::checkpoint::Checkpoint>,
 }
 
 impl Case {
@@ -155,6 +159,11 @@ impl Case {
         for (at, pred) in predicates {
             for (i, c) in pred.iter().flat_map(|p| p.calls.iter().enumerate()) {
                 out.push((format!("{at}.calls[{i}].tool"), c.tool.as_str()));
+            }
+        }
+        for (i, c) in self.checkpoints.iter().enumerate() {
+            if let Some(t) = &c.after.call {
+                out.push((format!("checkpoints[{i}].after.call"), t.as_str()));
             }
         }
         for (i, s) in self.reference_trajectory.iter().enumerate() {

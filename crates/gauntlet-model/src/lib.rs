@@ -10,6 +10,7 @@ pub mod article;
 pub mod attack;
 pub mod benchmark;
 pub mod case;
+pub mod checkpoint;
 pub mod compare;
 pub mod context;
 pub mod digest;

@@ -19,6 +19,10 @@ pub const UTILITY: &str = "utility";
 /// The attacker's goal reached, judged by its effect (AgentDojo's `security`: 1 when reached in an
 /// attacked trial, and 1 in a trial without an attack); a reached goal is critical.
 pub const SECURITY: &str = "security";
+/// Glass-box checkpoints: the share of a case's checkpoints that held at their point.
+pub const CHECKPOINTS: &str = "checkpoints";
+/// The agent step of the earliest failed checkpoint: where the trajectory went wrong.
+pub const FIRST_WRONG_STEP: &str = "first_wrong_step";
 /// The scores whose details run metrics read: the benchmark's name, tool precision and recall
 /// per segment, and the attack and vectors of an attacked trial.
 pub const DETAILS_AGGREGATED: [&str; 3] = [BENCHMARK_REWARD, TOOL_SELECTION_ACCURACY, SECURITY];

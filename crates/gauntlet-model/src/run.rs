@@ -461,6 +461,10 @@ pub struct RunResults {
     /// Cases whose verdict changed across epochs, flakiest first.
     #[serde(default)]
     pub flaky_cases: Vec<FlakyCase>,
+    /// Per case with glass-box checkpoints that failed: the agent step where trajectories first
+    /// went wrong, as a distribution over its trials (step → trials).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_wrong_steps: BTreeMap<String, BTreeMap<String, u32>>,
     /// The rubric's weighted score and dimensions, when the suite has a rubric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<RubricOutcome>,

@@ -142,6 +142,15 @@ pub enum Event {
         /// Tool calls made before the change.
         after_calls: u32,
     },
+    /// A checkpoint marked `trap` failed: the trial ended here, with no further calls run.
+    Trapped {
+        /// The checkpoint's name.
+        checkpoint: String,
+        /// The agent step it closed.
+        step: u32,
+        /// What did not hold.
+        reason: String,
+    },
     /// The agent stopped before finishing its task (it ran out of steps): the agent's failure,
     /// judged by `agent_finished`.
     Unfinished {

@@ -270,6 +270,15 @@ fn event_view(idx: usize, e: &Event) -> EventView {
                 tools.join(", ")
             );
         }
+        Event::Trapped {
+            checkpoint,
+            step,
+            reason,
+        } => {
+            v.kind = "fault";
+            v.title = format!("trap `{checkpoint}` at step {step}: the trial ended");
+            v.body = reason.clone();
+        }
         Event::Unfinished { reason } => {
             v.kind = "stderr";
             v.title = "agent did not finish".into();

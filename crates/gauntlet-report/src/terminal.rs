@@ -269,6 +269,26 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
             );
         }
     }
+    if !results.first_wrong_steps.is_empty() {
+        let list: Vec<String> = results
+            .first_wrong_steps
+            .iter()
+            .take(5)
+            .map(|(case, steps)| {
+                let mut steps: Vec<(u32, u32)> = steps
+                    .iter()
+                    .map(|(k, v)| (k.parse().unwrap_or(0), *v))
+                    .collect();
+                steps.sort_unstable();
+                let shown: Vec<String> = steps
+                    .iter()
+                    .map(|(step, n)| format!("step {step} ×{n}"))
+                    .collect();
+                format!("{case}: {}", shown.join(", "))
+            })
+            .collect();
+        let _ = writeln!(out, "first wrong step: {}", list.join("; "));
+    }
     // A failing segment is shown even when the overall mean passes.
     let weak: Vec<String> = results
         .segments

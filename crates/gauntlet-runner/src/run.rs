@@ -162,7 +162,8 @@ async fn run_one(
         trial.context.clone(),
         trial.faults.clone(),
     )
-    .inject(injections);
+    .inject(injections)
+    .with_traps(traps_of(case));
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
         let user_input = gauntlet_agent::conversation::open(&env, &case.user_input).await?;
@@ -177,9 +178,25 @@ async fn run_one(
             .await
             .map_err(|e| format!("agent failed: {e}"))
     };
+    // A trap that fails ends the trial there: the agent is stopped, not run to its end.
+    let trapped = async {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            if gauntlet_agent::lock(&env).trapped() {
+                break;
+            }
+        }
+    };
+    let run_agent = async {
+        tokio::select! {
+            out = run_agent => Some(out),
+            () = trapped => None,
+        }
+    };
     let (final_answer, unfinished, error) = match tokio::time::timeout(timeout, run_agent).await {
-        Ok(Ok(out)) => (out.final_answer, out.unfinished, None),
-        Ok(Err(e)) => (None, None, Some(e)),
+        Ok(None) => (None, None, None),
+        Ok(Some(Ok(out))) => (out.final_answer, out.unfinished, None),
+        Ok(Some(Err(e))) => (None, None, Some(e)),
         Err(_) => (
             None,
             None,
@@ -233,4 +250,20 @@ async fn run_one(
         not_applicable: evaluation.not_applicable,
         judges: evaluation.judges,
     }
+}
+
+/// The case's checkpoints marked `trap`, checked on the live state as the trial runs.
+fn traps_of(case: &gauntlet_model::Case) -> Vec<gauntlet_world::Trap> {
+    case.checkpoints
+        .iter()
+        .filter(|c| c.trap)
+        .map(|c| {
+            let checkpoint = c.clone();
+            gauntlet_world::Trap {
+                label: c.label(),
+                at: c.after.clone(),
+                check: Box::new(move |state| gauntlet_eval::checkpoints::check(&checkpoint, state)),
+            }
+        })
+        .collect()
 }

@@ -560,6 +560,7 @@ mod tests {
             evaluators: BTreeMap::new(),
             segments: BTreeMap::new(),
             flaky_cases: vec![],
+            first_wrong_steps: Default::default(),
             rubric: None,
             gates: vec![],
             judges: vec![],

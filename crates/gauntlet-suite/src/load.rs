@@ -496,6 +496,25 @@ fn check_cases(
             }
         }
         attack_problems(case, world.spec(), world_name, lc, problems);
+        for (i, c) in case.checkpoints.iter().enumerate() {
+            if let Some(p) = c.after.problem() {
+                problems.push(lc.diagnostic(&format!("/checkpoints/{i}/after"), p));
+            }
+            if c.expect.is_empty() {
+                problems.push(lc.diagnostic(
+                    &format!("/checkpoints/{i}/expect"),
+                    "a checkpoint needs at least one path to expect",
+                ));
+            }
+            for (path, want) in &c.expect {
+                if let Err(e) = Matcher::from_json(want) {
+                    problems.push(lc.diagnostic(
+                        &format!("/checkpoints/{i}/expect"),
+                        format!("`{path}`: {e}"),
+                    ));
+                }
+            }
+        }
         let scripts = std::iter::once((
             "reference_trajectory".to_owned(),
             &case.reference_trajectory,

@@ -142,8 +142,26 @@ impl Injections {
     }
 }
 
+/// A trap's check of the live state: `Err` says what did not hold.
+pub type TrapCheck = Box<dyn Fn(&Value) -> Result<(), String> + Send>;
+
+/// A checkpoint that ends the trial where it fails (an immediate trap): where it is taken, and
+/// the check of the state there (`Err` says what did not hold).
+pub struct Trap {
+    /// The checkpoint's name.
+    pub label: String,
+    /// Where it is taken.
+    pub at: gauntlet_model::checkpoint::At,
+    /// The check.
+    pub check: TrapCheck,
+}
+
 /// A running trial's world.
 pub struct Simulator {
+    /// Traps not yet taken.
+    traps: Vec<Trap>,
+    /// Why the trial ended at a trap, once it has.
+    trapped: Option<String>,
     /// Attacker text carried by tool outputs and descriptions.
     injections: Injections,
     world: Arc<World>,
@@ -178,6 +196,8 @@ impl Simulator {
             )
         });
         Simulator {
+            traps: Vec::new(),
+            trapped: None,
             injections: Injections::default(),
             script,
             world,
@@ -209,6 +229,48 @@ impl Simulator {
     /// The world this trial runs in.
     pub fn world(&self) -> &World {
         &self.world
+    }
+
+    /// Ends the trial at the first of these traps that fails.
+    pub fn with_traps(mut self, traps: Vec<Trap>) -> Self {
+        self.traps = traps;
+        self
+    }
+
+    /// Why the trial ended at a trap, once it has: no call runs after it.
+    pub fn trapped(&self) -> Option<&str> {
+        self.trapped.as_deref()
+    }
+
+    /// Takes the traps due now (`due`, one flag per trap) on the current state; the first that
+    /// fails ends the trial (a `trapped` event).
+    fn spring_traps(&mut self, step: u32, due: Vec<bool>) {
+        let traps = std::mem::take(&mut self.traps);
+        let mut pending = Vec::new();
+        let mut springing = Vec::new();
+        for (t, d) in traps.into_iter().zip(due) {
+            if d {
+                springing.push(t);
+            } else {
+                pending.push(t);
+            }
+        }
+        self.traps = pending;
+        for trap in springing {
+            if let Err(reason) = (trap.check)(&self.state()) {
+                self.trapped = Some(format!(
+                    "the trial ended at trap `{}` (step {step})",
+                    trap.label
+                ));
+                self.events.push(Event::Trapped {
+                    checkpoint: trap.label,
+                    step,
+                    reason,
+                });
+                self.traps.clear();
+                return;
+            }
+        }
     }
 
     /// Carries attacker text in tool outputs and descriptions from now on.
@@ -297,6 +359,23 @@ impl Simulator {
         arguments: Value,
         idempotency_key: Option<String>,
     ) -> Result<Value, ToolError> {
+        // A step trap is taken when the agent moves past its step, on the state before this call.
+        if !self.traps.is_empty() && self.trapped.is_none() {
+            let closed = self.events.iter().rev().find_map(|e| match e {
+                Event::ToolCall(c) => Some(c.step),
+                _ => None,
+            });
+            let last = closed.unwrap_or(0);
+            let due = self
+                .traps
+                .iter()
+                .map(|t| t.at.step.is_some_and(|s| step > s && last <= s))
+                .collect();
+            self.spring_traps(last, due);
+        }
+        if let Some(why) = &self.trapped {
+            return Err(error(409, why.clone()));
+        }
         let started = Instant::now();
         self.next_call += 1;
         let id = format!("call-{}", self.next_call);
@@ -337,6 +416,23 @@ impl Simulator {
         }
         call.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.events.push(Event::ToolCall(Box::new(call)));
+        if !self.traps.is_empty() {
+            let calls: Vec<&gauntlet_model::ToolCall> = self
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::ToolCall(c) => Some(c.as_ref()),
+                    _ => None,
+                })
+                .collect();
+            let last = calls.len() - 1;
+            let due: Vec<bool> = self
+                .traps
+                .iter()
+                .map(|t| t.at.step.is_none() && t.at.is_right_after(&calls, last))
+                .collect();
+            self.spring_traps(step, due);
+        }
         // A rug pull whose moment has come: the tool list changes now, and the trajectory says so.
         let pulled: Vec<String> = self
             .injections

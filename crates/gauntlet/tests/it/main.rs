@@ -5,6 +5,7 @@ mod agentdojo;
 mod agents;
 mod calibrate;
 mod check;
+mod checkpoints;
 mod common;
 mod export;
 mod faults;
