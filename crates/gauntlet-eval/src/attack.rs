@@ -18,7 +18,7 @@ use gauntlet_model::{
 };
 use serde_json::{Value, json};
 
-use crate::evaluators::matches;
+use crate::matching::matches;
 
 /// What a predicate is judged on.
 #[derive(Debug, Clone, Copy)]

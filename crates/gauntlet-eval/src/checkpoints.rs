@@ -5,7 +5,7 @@ use gauntlet_model::checkpoint::{Checkpoint, state_at};
 use gauntlet_model::{Case, Dimension, Matcher, Score, Severity, ToolCall, Trajectory, names};
 use serde_json::{Map, Value, json};
 
-use crate::evaluators::matches;
+use crate::matching::matches;
 
 /// What does not hold of `expect` in `state`: path → {expected, actual}.
 pub fn mismatches(expect: &Map<String, Value>, state: &Value) -> Map<String, Value> {

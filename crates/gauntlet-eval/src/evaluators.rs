@@ -10,12 +10,11 @@ use gauntlet_model::names;
 use std::collections::BTreeSet;
 
 use gauntlet_model::matcher::state_expectations;
-use gauntlet_model::path::{canonical_json, json_eq};
-use gauntlet_model::{
-    Case, Dimension, Event, Matcher, ReservedKey, Score, Severity, ToolKind, Trajectory,
-};
+use gauntlet_model::path::canonical_json;
+use gauntlet_model::{Case, Dimension, Event, ReservedKey, Score, Severity, ToolKind, Trajectory};
 use serde_json::{Value, json};
 
+use crate::matching::matches;
 use crate::sequence::score_tool_sequence;
 
 /// What evaluators may know about the world besides the trajectory.
@@ -277,40 +276,6 @@ fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>)
     );
     s.details = json!({"mismatches": mismatches, "matched_keys": matched, "total_keys": total});
     s
-}
-
-/// Whether a value (or its absence) satisfies a matcher.
-pub(crate) fn matches(matcher: &Matcher, actual: Option<&Value>) -> bool {
-    match (matcher, actual) {
-        (Matcher::Absent, a) => a.is_none(),
-        (Matcher::Present, a) => a.is_some(),
-        (_, None) => false,
-        (Matcher::Equals(want), Some(v)) => json_eq(want, v),
-        (Matcher::OneOf(options), Some(v)) => options.iter().any(|o| json_eq(o, v)),
-        (Matcher::Contains(want), Some(v)) => match (v, want) {
-            (Value::String(s), Value::String(w)) => s.contains(w.as_str()),
-            (Value::Array(items), w) => items.iter().any(|i| json_eq(i, w)),
-            (Value::Object(map), Value::String(k)) => map.contains_key(k),
-            _ => false,
-        },
-        (Matcher::Regex(re), Some(Value::String(s))) => {
-            regex::Regex::new(re).is_ok_and(|r| r.is_match(s))
-        }
-        (Matcher::Regex(_), Some(_)) => false,
-        (Matcher::Range { min, max }, Some(v)) => v.as_f64().is_some_and(|x| within(x, *min, *max)),
-        (Matcher::Count { min, max }, Some(v)) => {
-            let n = match v {
-                Value::Array(a) => a.len(),
-                Value::Object(o) => o.len(),
-                _ => return false,
-            };
-            within(n as f64, *min, *max)
-        }
-    }
-}
-
-fn within(x: f64, min: Option<f64>, max: Option<f64>) -> bool {
-    min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
 }
 
 fn texts(v: &Value) -> Vec<String> {

@@ -18,6 +18,7 @@ mod evaluators;
 pub mod faults;
 mod gates;
 pub mod judge;
+mod matching;
 pub mod pairwise;
 mod results;
 mod rubric;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use crate::context::Context;
+pub use crate::fault::FaultKind;
 
 /// One evaluation case.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -225,28 +226,6 @@ pub struct Constraints {
     /// Optimal step count for `StepEfficiency` (overrides `optimal_step_count`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal_steps: Option<u32>,
-}
-
-/// The failure kinds of the fault table (docs/reference.md, "Faults").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultKind {
-    /// Transient timeout: the call did not complete.
-    Timeout,
-    /// 429 with a retry-after.
-    RateLimited,
-    /// 400: the arguments were rejected.
-    BadRequest,
-    /// 403: not allowed.
-    Forbidden,
-    /// 404: the entity does not exist.
-    NotFound,
-    /// The call succeeded with an empty result.
-    Empty,
-    /// The write was applied but its response was lost (the agent sees a timeout).
-    LostResponse,
-    /// The tool is unavailable (503).
-    Unavailable,
 }
 
 /// One fault rule: which calls fail (by tool, by kind of tool, by call number, by chance) and how.

@@ -16,6 +16,7 @@ pub mod context;
 pub mod digest;
 pub mod error;
 pub mod events;
+pub mod fault;
 pub mod judge;
 pub mod labels;
 pub mod matcher;

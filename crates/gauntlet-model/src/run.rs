@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::case::FaultKind;
+use crate::fault::FaultKind;
 use crate::score::Score;
 use crate::trajectory::Trajectory;
 

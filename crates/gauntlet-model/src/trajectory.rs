@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::case::FaultKind;
+use crate::fault::FaultKind;
 use crate::world::ToolKind;
 
 /// Everything that happened in one trial, in order.
