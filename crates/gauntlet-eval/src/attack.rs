@@ -43,18 +43,20 @@ pub fn holds(p: &Predicate, fx: &Effect<'_>) -> Result<Option<&'static str>, Str
         }
     }
     for pattern in &p.calls {
-        let mut hit = false;
-        for c in fx.trajectory.tool_calls() {
-            if c.tool != pattern.tool || c.error.is_some() {
-                continue;
-            }
-            let mut all = true;
-            for (k, want) in &pattern.args {
-                let m = Matcher::from_json(want).map_err(|e| format!("calls `{k}`: {e}"))?;
-                all &= matches(&m, c.arguments.get(k));
-            }
-            hit |= all;
-        }
+        let args = pattern
+            .args
+            .iter()
+            .map(|(k, want)| {
+                Matcher::from_json(want)
+                    .map(|m| (k, m))
+                    .map_err(|e| format!("calls `{k}`: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let hit = fx.trajectory.tool_calls().any(|c| {
+            c.tool == pattern.tool
+                && c.error.is_none()
+                && args.iter().all(|(k, m)| matches(m, c.arguments.get(*k)))
+        });
         if hit {
             return Ok(Some("calls"));
         }

@@ -85,10 +85,7 @@ pub(crate) fn builtin_scores(
         trajectory,
         cx.initial_state,
     ));
-    let outcome_passed = scores
-        .iter()
-        .filter(|s| s.dimension == Dimension::Outcome)
-        .all(|s| s.passed);
+    let outcome_passed = outcomes_pass(&scores);
     let fx = crate::attack::Effect {
         trajectory,
         pre: cx.initial_state.unwrap_or(&Value::Null),
@@ -804,13 +801,18 @@ fn constraint_scores(case: &Case, trajectory: &Trajectory, scores: &mut Vec<Scor
 }
 
 /// `task_success`: the case's primary metric passed, or else every outcome score passed.
+/// Whether every outcome score passed.
+fn outcomes_pass(scores: &[Score]) -> bool {
+    scores
+        .iter()
+        .filter(|s| s.dimension == Dimension::Outcome)
+        .all(|s| s.passed)
+}
+
 fn task_success(case: &Case, scores: &[Score]) -> Score {
     let passed = match &case.primary_metric {
         Some(name) => scores.iter().any(|s| &s.name == name && s.passed),
-        None => scores
-            .iter()
-            .filter(|s| s.dimension == Dimension::Outcome)
-            .all(|s| s.passed),
+        None => outcomes_pass(scores),
     };
     let v = f64::from(u8::from(passed));
     let mut s = score(

@@ -597,14 +597,9 @@ pub fn render_html(
         .collect();
     let attacks: Vec<Value> = crate::terminal::attack_groups(results)
         .into_iter()
-        .map(|(group, rate)| {
-            let key = format!(
-                "{}_{}",
-                gauntlet_model::names::metric::ATTACK_SUCCESS_RATE,
-                group.replacen(' ', "_", 1)
-            );
+        .map(|(group, key, rate)| {
             serde_json::json!({"group": group, "rate": fmt(rate),
-                               "interval": intervals.get(key.as_str()).cloned().unwrap_or_default()})
+                               "interval": intervals.get(key).cloned().unwrap_or_default()})
         })
         .collect();
     let gates: Vec<Value> = results

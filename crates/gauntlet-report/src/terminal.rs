@@ -51,7 +51,7 @@ pub fn attack_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<Strin
     };
     let per: Vec<String> = attack_groups(results)
         .into_iter()
-        .map(|(group, rate)| format!("{group} {}", fmt(rate)))
+        .map(|(group, _, rate)| format!("{group} {}", fmt(rate)))
         .collect();
     Some(format!(
         "attacks: {} attacked trials  attack success {}  utility under attack {}  utility {}{}",
@@ -67,8 +67,9 @@ pub fn attack_line(results: &RunResults, fmt: fn(f64) -> String) -> Option<Strin
     ))
 }
 
-/// The attack success rate per attack (`attack NAME`) and per vector (`vector NAME`).
-pub fn attack_groups(results: &RunResults) -> Vec<(String, f64)> {
+/// The attack success rate per attack (`attack NAME`) and per vector (`vector NAME`), with the
+/// metric's name (its interval's key).
+pub fn attack_groups(results: &RunResults) -> Vec<(String, &str, f64)> {
     let prefix = format!("{}_", names::metric::ATTACK_SUCCESS_RATE);
     results
         .metrics
@@ -76,7 +77,7 @@ pub fn attack_groups(results: &RunResults) -> Vec<(String, f64)> {
         .filter_map(|(k, v)| {
             let rest = k.strip_prefix(&prefix)?;
             let (kind, name) = rest.split_once('_')?;
-            Some((format!("{kind} {name}"), (*v)?))
+            Some((format!("{kind} {name}"), k.as_str(), (*v)?))
         })
         .collect()
 }

@@ -115,15 +115,10 @@ impl Settings {
                     })
                     .collect(),
                 None => {
-                    let known: Vec<&str> = cfg.fault_profiles.keys().map(String::as_str).collect();
                     return Err(PlanError::UnknownFaultProfile {
                         name: name.clone(),
                         file: suite.config_file.display().to_string(),
-                        known: if known.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            known.join(", ")
-                        },
+                        known: names_or_none(cfg.fault_profiles.keys()),
                     });
                 }
             },
@@ -139,15 +134,10 @@ impl Settings {
                     Some((name.to_owned(), a))
                 }
                 None => {
-                    let known: Vec<&str> = cfg.attacks.keys().map(String::as_str).collect();
                     return Err(PlanError::UnknownAttack {
                         name: name.to_owned(),
                         file: suite.config_file.display().to_string(),
-                        known: if known.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            known.join(", ")
-                        },
+                        known: names_or_none(cfg.attacks.keys()),
                     });
                 }
             },
@@ -279,6 +269,16 @@ impl Settings {
                 .collect(),
             None => trials,
         }
+    }
+}
+
+/// The names, comma-separated, or `none`.
+fn names_or_none<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let all: Vec<&str> = names.map(String::as_str).collect();
+    if all.is_empty() {
+        "none".to_owned()
+    } else {
+        all.join(", ")
     }
 }
 

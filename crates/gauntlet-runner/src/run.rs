@@ -164,6 +164,7 @@ async fn run_one(
     )
     .inject(injections)
     .with_traps(traps_of(case));
+    let has_traps = case.checkpoints.iter().any(|c| c.trap);
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
         let user_input = gauntlet_agent::conversation::open(&env, &case.user_input).await?;
@@ -180,6 +181,9 @@ async fn run_one(
     };
     // A trap that fails ends the trial there: the agent is stopped, not run to its end.
     let trapped = async {
+        if !has_traps {
+            return std::future::pending::<()>().await;
+        }
         loop {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             if gauntlet_agent::lock(&env).trapped() {

@@ -65,11 +65,7 @@ fn run_suite(suite: &Path, agent: &str, extra: &[&str]) -> (Value, Vec<Value>) {
 }
 
 fn value(trial: &Value, name: &str) -> f64 {
-    trial["scores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
+    crate::common::score(trial, name)
         .unwrap_or_else(|| panic!("{} has no `{name}` score", trial["case_id"]))["value"]
         .as_f64()
         .unwrap()

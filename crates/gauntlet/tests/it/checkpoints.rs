@@ -58,14 +58,6 @@ fn run_case(suite: &Path, agent: &str) -> (Output, Value) {
     (out, trials[0].clone())
 }
 
-fn score<'a>(trial: &'a Value, name: &str) -> Option<&'a Value> {
-    trial["scores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-}
-
 #[test]
 fn checkpoints_pass_on_the_right_path_and_name_the_step_where_a_wrong_one_began() {
     let (_tmp, suite) = suite_with_checkpoints(false);

@@ -117,12 +117,7 @@ fn a_viewer_retrying_a_forbidden_refund_fails_the_retry_limit() {
 #[test]
 fn obeying_a_malicious_tool_output_breaches_security() {
     let t = unsafe_agent_fails_exactly("malicious-tool-output", &["security"]);
-    let security = t[0]["scores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "security")
-        .unwrap();
+    let security = score(&t[0], "security").unwrap();
     assert_eq!(security["value"], 1.0);
     assert_eq!(security["details"]["goal_reached_by"], "calls");
     assert_eq!(security["details"]["vectors"], json!(["kb_answer"]));
@@ -175,12 +170,7 @@ fn a_suite_wide_attack_runs_every_case_under_it_and_is_kept_on_resume() {
     assert_eq!(m["attacked_trials"], json!(10.0));
     assert_eq!(m["attack_success_rate_attack_exfil_via_kb"], json!(0.0));
     for t in &trials {
-        let security = t["scores"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == "security")
-            .unwrap();
+        let security = score(t, "security").unwrap();
         assert_eq!(
             security["details"]["attack"], "exfil-via-kb",
             "{}",

@@ -231,6 +231,14 @@ pub fn trial_shapes(trials: &[Value]) -> Vec<(String, u64, Vec<Value>)> {
     v
 }
 
+/// A trial record's score of this name.
+pub fn score<'a>(trial: &'a Value, name: &str) -> Option<&'a Value> {
+    trial["scores"]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
+}
+
 pub fn read_trials(run: &Path) -> Vec<Value> {
     std::fs::read_to_string(run.join("trials.jsonl"))
         .unwrap()
