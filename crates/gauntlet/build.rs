@@ -1,6 +1,13 @@
 include!("../../build/test_probes.rs");
 
+/// The MCP servers from npm the shadow tests run (`npm ci --prefix crates/gauntlet/tests/npm`).
+fn npm_servers() -> std::path::PathBuf {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    std::path::Path::new(&manifest).join("tests/npm/node_modules/@modelcontextprotocol")
+}
+
 fn main() {
+    println!("cargo::rerun-if-changed=tests/npm/package-lock.json");
     emit(&[
         ("have_py_mcp", python_has("mcp")),
         ("have_py_openai", python_has("openai")),
@@ -15,6 +22,15 @@ fn main() {
         ("have_agentdojo", peers().join("agentdojo/runs").is_dir()),
         ("have_py_agentdojo", python_has("agentdojo")),
         ("have_bwrap", bwrap_works()),
+        (
+            "have_npm_mcp_servers",
+            python_has("mcp")
+                && on_path("node")
+                && npm_servers()
+                    .join("server-filesystem/dist/index.js")
+                    .is_file()
+                && npm_servers().join("server-memory/dist/index.js").is_file(),
+        ),
         ("have_judges_data", peers().join("judges").is_dir()),
         (
             "have_py_agreement",

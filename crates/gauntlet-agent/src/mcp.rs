@@ -105,22 +105,29 @@ impl WorldServer {
                 let body = json!({"approved": approved, "answer": answer});
                 CallToolResult::success(vec![ContentBlock::text(body.to_string())])
             }
-            _ => match lock(&self.env).call_tool(step, name, args, idempotency_key) {
-                Ok(v) => {
-                    let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
-                    if v.is_object() {
-                        r.structured_content = Some(v);
-                    }
-                    r
-                }
-                Err(e) => {
-                    let mut msg = format!("error {}: {}", e.status, e.message);
-                    if let Some(s) = e.retry_after_s {
-                        msg.push_str(&format!(" (retry after {s} s)"));
-                    }
-                    CallToolResult::error(vec![ContentBlock::text(msg)])
-                }
-            },
+            _ => reply(&lock(&self.env).call_tool(step, name, args, idempotency_key)),
+        }
+    }
+}
+
+/// A tool's outcome as MCP: a success carries the value as text (and as structured content
+/// when it is an object); an error, injected or not, is a tool error saying its status and
+/// message (`error 429: rate limited (retry after 1 s)`).
+pub fn reply(outcome: &Result<Value, gauntlet_model::ToolError>) -> CallToolResult {
+    match outcome {
+        Ok(v) => {
+            let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
+            if v.is_object() {
+                r.structured_content = Some(v.clone());
+            }
+            r
+        }
+        Err(e) => {
+            let mut msg = format!("error {}: {}", e.status, e.message);
+            if let Some(s) = e.retry_after_s {
+                msg.push_str(&format!(" (retry after {s} s)"));
+            }
+            CallToolResult::error(vec![ContentBlock::text(msg)])
         }
     }
 }
@@ -153,15 +160,11 @@ impl ServerHandler for WorldServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         let before = lock(&self.env).tools_version();
-        let key = request
-            .meta
-            .as_ref()
-            .and_then(|m| serde_json::to_value(m).ok())
-            .and_then(|m| {
-                m.get("idempotency_key")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
+        let key = request_meta(&request, &context).and_then(|m| {
+            m.get("idempotency_key")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
         let args = Value::Object(request.arguments.unwrap_or_default());
         let result = self.call(&request.name, args, key).await;
         // The world's tools changed with this call (a rug pull): tell the client, as MCP does.
@@ -172,9 +175,32 @@ impl ServerHandler for WorldServer {
     }
 }
 
+/// A tool call's `_meta`, wherever the SDK put it (the request's parameters, or the request
+/// context it moves them to), as JSON.
+pub fn request_meta(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<Value> {
+    let from_params = request
+        .meta
+        .as_ref()
+        .and_then(|m| serde_json::to_value(m).ok())
+        .filter(|m| m.as_object().is_some_and(|o| !o.is_empty()));
+    from_params.or_else(|| {
+        serde_json::to_value(&context.meta)
+            .ok()
+            .filter(|m| m.as_object().is_some_and(|o| !o.is_empty()))
+    })
+}
+
 /// Serves the environment over stdio until the client disconnects.
 pub async fn serve_stdio(env: SharedEnv) -> std::io::Result<()> {
-    let running = rmcp::serve_server(WorldServer::new(env), rmcp::transport::io::stdio())
+    serve_stdio_handler(WorldServer::new(env)).await
+}
+
+/// Serves one MCP session with this handler over stdio until the client disconnects.
+pub async fn serve_stdio_handler<H: ServerHandler>(handler: H) -> std::io::Result<()> {
+    let running = rmcp::serve_server(handler, rmcp::transport::io::stdio())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running
@@ -211,6 +237,21 @@ pub async fn serve_http(
     addr: SocketAddr,
     token: String,
 ) -> std::io::Result<HttpServer> {
+    let server = WorldServer::new(env);
+    serve_handlers(move || server.clone(), addr, token).await
+}
+
+/// Serves MCP over streamable HTTP on `addr` (port 0 picks one), loopback only, requiring
+/// `Authorization: Bearer TOKEN`; `make` gives each new MCP session its handler.
+pub async fn serve_handlers<H, F>(
+    make: F,
+    addr: SocketAddr,
+    token: String,
+) -> std::io::Result<HttpServer>
+where
+    H: ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
     if !addr.ip().is_loopback() {
         return Err(std::io::Error::other(format!(
             "the MCP server binds loopback only, not {addr}"
@@ -219,9 +260,8 @@ pub async fn serve_http(
     let cancel = CancellationToken::new();
     let config =
         StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
-    let server = WorldServer::new(env);
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(make()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
@@ -236,9 +276,16 @@ pub async fn serve_http(
                         .get("authorization")
                         .and_then(|v| v.to_str().ok())
                         == Some(expected.as_str());
+                    let delete = req.method() == axum::http::Method::DELETE;
                     async move {
                         if ok {
-                            next.run(req).await
+                            let mut r = next.run(req).await;
+                            // A session ended by DELETE is answered 200, as the official
+                            // clients expect (the SDK says 202, which they log as a failure).
+                            if delete && r.status() == StatusCode::ACCEPTED {
+                                *r.status_mut() = StatusCode::OK;
+                            }
+                            r
                         } else {
                             let r: Response =
                                 (StatusCode::UNAUTHORIZED, "missing or wrong bearer token")

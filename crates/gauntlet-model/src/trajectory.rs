@@ -256,6 +256,33 @@ pub struct SideEffect {
     pub call_ids: Vec<String>,
 }
 
+impl SideEffect {
+    /// Logs an applied write. The effect is the operation itself (the tool and its
+    /// arguments), whatever idempotency key the call carried: a retry under the same key is
+    /// answered without applying it again and never gets here, while a blind retry, or one
+    /// under a new key, applies the same effect twice, which is a duplicate side effect.
+    pub fn log(effects: &mut Vec<SideEffect>, call: &ToolCall) {
+        let effect = format!(
+            "{}{}",
+            call.tool,
+            crate::path::canonical_json(&call.arguments)
+        );
+        match effects.iter_mut().find(|s| s.effect == effect) {
+            Some(s) => {
+                s.count += 1;
+                s.call_ids.push(call.id.clone());
+            }
+            None => effects.push(SideEffect {
+                tool: call.tool.clone(),
+                idempotency_key: call.idempotency_key.clone(),
+                effect,
+                count: 1,
+                call_ids: vec![call.id.clone()],
+            }),
+        }
+    }
+}
+
 impl Trajectory {
     /// The tool calls, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {

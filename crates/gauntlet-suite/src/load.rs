@@ -880,3 +880,19 @@ fn check_config_attacks(
         }
     }
 }
+
+/// Reads one YAML or JSON file (by extension) into a typed value, every problem as
+/// `file:line:col: message` (for files outside a suite, such as `gauntlet shadow --config`).
+pub fn load_document<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Vec<Diagnostic>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![Diagnostic::at(
+            path,
+            0,
+            0,
+            format!("cannot read the file: {e}"),
+        )]
+    })?;
+    parse::<T>(path, &text, is_json(path), 0)
+        .map(|d| d.value)
+        .map_err(|d| vec![d])
+}

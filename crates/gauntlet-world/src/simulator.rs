@@ -52,6 +52,20 @@ impl FaultPlan {
 }
 
 impl FaultPlan {
+    /// The fault for the `nth` call (1-based) of `tool` outside a simulated world (the shadow
+    /// proxy's calls): the rule that hits it and the error its caller sees, `None` for the
+    /// kinds that are not an error (`empty`, `lost_response`).
+    pub fn tool_fault(
+        &self,
+        tool: &str,
+        kind: ToolKind,
+        nth: u32,
+    ) -> Option<(&FaultRule, Option<ToolError>)> {
+        let (_, rule) = self.hit(tool, Some(kind), nth)?;
+        let error = injected_error(rule.spec.kind, rule.spec.retry_after_s, Target::Tool);
+        Some((rule, error))
+    }
+
     /// The rule hitting the trial's `nth` model call (1-based), if any; drawn as for tools.
     fn hit_model(&self, nth: u32) -> Option<&FaultRule> {
         self.rules.iter().enumerate().find_map(|(i, r)| {
@@ -547,7 +561,7 @@ impl Simulator {
         match result {
             Ok(value) => {
                 if tool.spec.kind == ToolKind::Write {
-                    self.log_side_effect(call);
+                    SideEffect::log(&mut self.side_effects, call);
                     if let Some(key) = &call.idempotency_key {
                         self.idempotent
                             .insert(key.clone(), (call.tool.clone(), value.clone()));
@@ -596,31 +610,6 @@ impl Simulator {
                     tenant: t,
                 });
             }
-        }
-    }
-
-    /// Logs an applied write. The effect is the operation itself (the tool and its arguments),
-    /// whatever idempotency key the call carried: a retry under the same key is answered
-    /// without applying it again and never gets here, while a blind retry, or one under a new
-    /// key, applies the same effect twice, which is a duplicate side effect.
-    fn log_side_effect(&mut self, call: &ToolCall) {
-        let effect = format!(
-            "{}{}",
-            call.tool,
-            gauntlet_model::path::canonical_json(&call.arguments)
-        );
-        match self.side_effects.iter_mut().find(|s| s.effect == effect) {
-            Some(s) => {
-                s.count += 1;
-                s.call_ids.push(call.id.clone());
-            }
-            None => self.side_effects.push(SideEffect {
-                tool: call.tool.clone(),
-                idempotency_key: call.idempotency_key.clone(),
-                effect,
-                count: 1,
-                call_ids: vec![call.id.clone()],
-            }),
         }
     }
 

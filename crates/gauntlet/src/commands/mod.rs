@@ -13,6 +13,7 @@ mod runs;
 mod schema;
 mod score;
 mod serve;
+mod shadow;
 mod shared;
 
 use crate::cli::{Cli, Command};
@@ -68,6 +69,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             stdio,
             http,
         } => serve::serve(&suite, &case, stdio, http),
+        Command::Shadow(args) => shadow::shadow(*args),
         Command::Report {
             run,
             format,

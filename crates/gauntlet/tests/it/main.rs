@@ -17,5 +17,6 @@ mod resume;
 mod run;
 mod safety;
 mod score;
+mod shadow;
 mod tau2_bench;
 mod tau_bench;

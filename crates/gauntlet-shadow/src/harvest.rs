@@ -1,0 +1,174 @@
+//! Stored shadow sessions into a suite that replays them offline: a recorded world (each tool
+//! answers from the session's recording, matched by tool and canonical arguments, in order;
+//! an unrecorded call is a clear tool error), and one case per session whose input is the
+//! user's request and whose expected outcome is the writes it made. Pure: records in, files
+//! out.
+
+use std::path::PathBuf;
+
+use gauntlet_model::{Event, TrialRecord, WorldSpec};
+use serde_json::{Value, json};
+
+/// The world's name in a harvested suite.
+pub const WORLD: &str = "recorded";
+
+/// The script every harvested world runs (its tool table is prepended).
+const SCRIPT: &str = r#"
+// Every tool answers from the case's recording (its initial state's `answers`): the k-th call
+// of a tool with the same arguments (in any key order) gets the k-th recorded answer, or the
+// last one when the session made fewer. A write that was answered is appended to `writes`, the
+// state the case's expected outcome checks.
+function canonical(v) {
+  if (Array.isArray(v)) return "[" + v.map(canonical).join(",") + "]";
+  if (v !== null && typeof v === "object") {
+    return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canonical(v[k]); }).join(",") + "}";
+  }
+  return JSON.stringify(v);
+}
+
+function answer(tool, kind, args, ctx) {
+  const key = tool + canonical(args);
+  const mine = ctx.state.answers.filter(function (a) { return a.tool + canonical(a.arguments) === key; });
+  if (mine.length === 0) {
+    throw ctx.error(404, "no recorded answer for `" + tool + "` with arguments " + canonical(args) +
+      ": the shadow session never made this call (harvest a session that did, or add it to this case's answers)");
+  }
+  const seen = ctx.state.seen[key] || 0;
+  ctx.state.seen[key] = seen + 1;
+  const a = mine[Math.min(seen, mine.length - 1)];
+  if (a.error) throw ctx.error(a.error.status, a.error.message);
+  if (kind === "write") ctx.state.writes.push({ tool: tool, arguments: args });
+  return a.result;
+}
+
+for (const name of Object.keys(TOOLS)) {
+  globalThis[name] = function (args, ctx) { return answer(name, TOOLS[name], args, ctx); };
+}
+"#;
+
+/// A harvested suite: its files (paths relative to the suite folder) and what was left out.
+#[derive(Debug, Default)]
+pub struct Harvest {
+    /// Files to write.
+    pub files: Vec<(PathBuf, String)>,
+    /// Cases written.
+    pub cases: usize,
+    /// Sessions left out, with why.
+    pub skipped: Vec<String>,
+}
+
+/// The suite for the sessions of one shadow run (`world`: the tools the proxy served).
+pub fn harvest(
+    run_id: &str,
+    world: &WorldSpec,
+    trials: impl IntoIterator<Item = TrialRecord>,
+) -> Harvest {
+    let mut out = Harvest::default();
+    let mut lines = String::new();
+    for t in trials {
+        if let Some(e) = &t.error {
+            out.skipped.push(format!(
+                "{}: it ended early ({e}); its replay would differ",
+                t.case_id
+            ));
+            continue;
+        }
+        let calls: Vec<&gauntlet_model::ToolCall> = t.trajectory.tool_calls().collect();
+        if calls.is_empty() {
+            out.skipped
+                .push(format!("{}: it made no tool calls", t.case_id));
+            continue;
+        }
+        let answers: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                let mut a = json!({"tool": c.tool, "arguments": c.arguments});
+                match (&c.result, &c.error) {
+                    (_, Some(e)) => a["error"] = json!({"status": e.status, "message": e.message}),
+                    (Some(r), None) => a["result"] = r.clone(),
+                    (None, None) => a["result"] = Value::Null,
+                }
+                a
+            })
+            .collect();
+        let writes = t.final_state.get("writes").cloned().unwrap_or(json!([]));
+        let reference: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                let mut step = json!({"tool": c.tool, "args": c.arguments});
+                if let Some(k) = &c.idempotency_key {
+                    step["idempotency_key"] = json!(k);
+                }
+                step
+            })
+            .collect();
+        let user_input = t
+            .trajectory
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::UserMessage { text } => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| format!("(the request of shadow session {})", t.case_id));
+        let n_writes = writes.as_array().map_or(0, Vec::len);
+        let case = json!({
+            "case_id": t.case_id,
+            "description": format!(
+                "Shadow session {} of run {run_id}: {} calls, {n_writes} writes, replayed from its recording.",
+                t.case_id, calls.len()
+            ),
+            "user_input": user_input,
+            "world": WORLD,
+            "initial_state": {"answers": answers, "seen": {}, "writes": []},
+            "expected_outcome": {"writes": {"$equals": writes}},
+            "reference_trajectory": reference,
+            "tags": ["shadow"],
+        });
+        lines.push_str(&serde_json::to_string(&case).expect("a case serialises"));
+        lines.push('\n');
+        out.cases += 1;
+    }
+    let tools: serde_json::Map<String, Value> = world
+        .tools
+        .iter()
+        .map(|t| {
+            let kind = match t.kind {
+                gauntlet_model::ToolKind::Read => "read",
+                gauntlet_model::ToolKind::Write => "write",
+            };
+            (t.name.clone(), json!(kind))
+        })
+        .collect();
+    let mut spec = world.clone();
+    spec.name = WORLD.to_owned();
+    spec.script = Some(format!("{WORLD}.js"));
+    spec.state = json!({"answers": [], "seen": {}, "writes": []})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let script = format!(
+        "// Recorded by `gauntlet shadow` (run {run_id}); written by `gauntlet shadow harvest`.\nconst TOOLS = {};\n{SCRIPT}",
+        Value::Object(tools)
+    );
+    let config = format!(
+        "# Sessions recorded by `gauntlet shadow` (run {run_id}), replayed offline from their recording.\n\
+         # Run them: gauntlet run . (each case's reference trajectory is the session's calls)\n\
+         # Replay the agent's own calls: gauntlet run . --agent replay:RUN_DIR\n\
+         name: {run_id}\n\
+         agent: script:reference\n\
+         epochs: 1\n\
+         worlds:\n  - worlds/{WORLD}.json\n\
+         datasets:\n  - path: cases/sessions.jsonl\n    world: {WORLD}\n"
+    );
+    out.files = vec![
+        (PathBuf::from("gauntlet.yaml"), config),
+        (
+            PathBuf::from(format!("worlds/{WORLD}.json")),
+            serde_json::to_string_pretty(&spec).expect("a world serialises"),
+        ),
+        (PathBuf::from(format!("worlds/{WORLD}.js")), script),
+        (PathBuf::from("cases/sessions.jsonl"), lines),
+    ];
+    out
+}

@@ -1,0 +1,793 @@
+//! The proxy: one session per MCP client session, each with its own upstream connections (a
+//! command upstream is started per session, so a crash or a hang ends that session only).
+//! Reads are forwarded; writes are recorded and answered by a responder (shadow), or forwarded
+//! when the canary allows them; every call is recorded as the simulator records a world's.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use gauntlet_model::shadow::{Responder, ShadowConfig};
+use gauntlet_model::trajectory::ToolCall;
+use gauntlet_model::{Event, SideEffect, ToolError, ToolKind, ToolSpec, Trajectory, WorldSpec};
+use gauntlet_world::{FaultPlan, FaultRule};
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::respond::{render_template, schema_shaped};
+use crate::upstream::{CallFailure, Upstream, UpstreamSpec, call};
+
+/// The `_meta` key under which a client may send the user's request (it becomes the
+/// trajectory's first user message and a harvested case's input).
+pub const USER_INPUT_META: &str = "gauntlet/user_input";
+
+/// Seconds an upstream may take to answer a call, unless the configuration says otherwise.
+const DEFAULT_TIMEOUT_S: f64 = 30.0;
+/// Seconds an upstream may take to start, unless the configuration says otherwise.
+const DEFAULT_START_TIMEOUT_S: f64 = 60.0;
+
+/// What the proxy was told: its upstreams, its configuration, and whether it is a canary.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The upstream servers, in order.
+    pub upstreams: Vec<UpstreamSpec>,
+    /// The configuration file's content (defaults when there is none).
+    pub config: ShadowConfig,
+    /// Canary mode: allowed writes reach the upstream, within budgets.
+    pub canary: bool,
+}
+
+impl Settings {
+    /// How long an upstream may take to answer one call.
+    pub fn timeout(&self) -> Duration {
+        seconds(self.config.timeout_s, DEFAULT_TIMEOUT_S)
+    }
+
+    /// How long an upstream may take to start and list its tools.
+    pub fn start_timeout(&self) -> Duration {
+        seconds(self.config.start_timeout_s, DEFAULT_START_TIMEOUT_S)
+    }
+}
+
+fn seconds(configured: Option<f64>, default: f64) -> Duration {
+    Duration::from_secs_f64(
+        configured
+            .filter(|t| t.is_finite() && *t > 0.0 && *t < 1e9)
+            .unwrap_or(default),
+    )
+}
+
+/// Where a tool's kind came from, for the start-up summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindSource {
+    /// The MCP tool annotations (`readOnlyHint`).
+    Annotation,
+    /// The configuration's `tools:` entry.
+    Config,
+    /// No annotation: the configuration's `unannotated` (write unless it says read).
+    Default,
+}
+
+/// One tool as the agent sees it, and where it goes.
+pub struct ProxiedTool {
+    /// The name the agent calls (`PREFIX__name` with several upstreams).
+    pub exposed: String,
+    /// Which upstream serves it.
+    pub upstream: usize,
+    /// Its name there.
+    pub name: String,
+    /// Read (forwarded) or write (recorded, or forwarded by a canary).
+    pub kind: ToolKind,
+    /// Why it has that kind.
+    pub kind_source: KindSource,
+    /// The tool as listed to the agent.
+    pub listed: Tool,
+    /// Its declared output schema, which a recorded write's answer satisfies.
+    pub output_schema: Option<Value>,
+    responder: Responder,
+    validator: Option<jsonschema::Validator>,
+}
+
+/// The tools of a session's upstreams.
+pub struct Catalog {
+    /// Every tool, in upstream order.
+    pub tools: Vec<ProxiedTool>,
+    /// The upstreams' names, in order.
+    pub upstream_names: Vec<String>,
+    peers: Vec<Option<Peer<RoleClient>>>,
+}
+
+impl Catalog {
+    /// Classifies and names the upstreams' tools; a configuration rule for a tool no upstream
+    /// has is an error that lists the tools there are.
+    pub fn build(settings: &Settings, upstreams: &[Upstream]) -> Result<Catalog, String> {
+        let config = &settings.config;
+        let prefixed = upstreams.len() > 1;
+        let mut names: Vec<String> = Vec::new();
+        for u in upstreams {
+            let mut n = u.name.clone();
+            let mut i = 2;
+            while names.contains(&n) {
+                n = format!("{}{i}", u.name);
+                i += 1;
+            }
+            names.push(n);
+        }
+        let mut tools = Vec::new();
+        for (i, u) in upstreams.iter().enumerate() {
+            for t in &u.tools {
+                let exposed = if prefixed {
+                    format!("{}__{}", names[i], t.name)
+                } else {
+                    t.name.to_string()
+                };
+                let rule = config.tools.get(&exposed);
+                let annotated = t.annotations.as_ref().and_then(|a| a.read_only_hint);
+                let (kind, kind_source) = match (rule.and_then(|r| r.kind()), annotated) {
+                    (Some(k), _) => (k, KindSource::Config),
+                    (None, Some(true)) => (ToolKind::Read, KindSource::Annotation),
+                    (None, Some(false)) => (ToolKind::Write, KindSource::Annotation),
+                    (None, None) => (
+                        config.unannotated.unwrap_or(ToolKind::Write),
+                        KindSource::Default,
+                    ),
+                };
+                let responder = rule
+                    .and_then(|r| r.responder())
+                    .or(config.respond.as_ref())
+                    .cloned()
+                    .unwrap_or(Responder::Schema);
+                let input = Value::Object((*t.input_schema).clone());
+                let output_schema = t
+                    .output_schema
+                    .as_ref()
+                    .map(|s| Value::Object((**s).clone()));
+                let mut listed = t.clone();
+                listed.name = exposed.clone().into();
+                tools.push(ProxiedTool {
+                    exposed,
+                    upstream: i,
+                    name: t.name.to_string(),
+                    kind,
+                    kind_source,
+                    listed,
+                    output_schema,
+                    responder,
+                    validator: jsonschema::validator_for(&input).ok(),
+                });
+            }
+        }
+        let unknown: Vec<&String> = config
+            .tools
+            .keys()
+            .filter(|k| !tools.iter().any(|t| &t.exposed == *k))
+            .collect();
+        if !unknown.is_empty() {
+            let have: Vec<&str> = tools.iter().map(|t| t.exposed.as_str()).collect();
+            return Err(format!(
+                "the configuration's `tools:` names {} that no upstream has (they have: {})",
+                unknown
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                have.join(", ")
+            ));
+        }
+        if let Some(c) = &config.canary {
+            let bad: Vec<&String> = c
+                .allow
+                .iter()
+                .filter(|a| !tools.iter().any(|t| &t.exposed == *a))
+                .collect();
+            if !bad.is_empty() {
+                return Err(format!(
+                    "`canary.allow` names {} that no upstream has",
+                    bad.iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        Ok(Catalog {
+            tools,
+            upstream_names: names,
+            peers: upstreams.iter().map(Upstream::peer).collect(),
+        })
+    }
+
+    fn find(&self, exposed: &str) -> Option<&ProxiedTool> {
+        self.tools.iter().find(|t| t.exposed == exposed)
+    }
+
+    /// The session's tools as a world declaration (names, kinds, argument schemas), so that
+    /// evaluators check arguments and a harvested suite offers the same tools.
+    pub fn world_spec(&self) -> WorldSpec {
+        WorldSpec {
+            name: "shadow".to_owned(),
+            description: Some(format!(
+                "Tools of {} as the shadow proxy served them.",
+                self.upstream_names.join(", ")
+            )),
+            default_context: Default::default(),
+            state: Default::default(),
+            state_file: None,
+            tools: self
+                .tools
+                .iter()
+                .map(|t| ToolSpec {
+                    name: t.exposed.clone(),
+                    description: t
+                        .listed
+                        .description
+                        .as_deref()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    kind: t.kind,
+                    scopes: Vec::new(),
+                    parameters: Value::Object((*t.listed.input_schema).clone()),
+                    handler: Vec::new(),
+                })
+                .collect(),
+            script: None,
+            now: None,
+            tenant_field: None,
+            canaries: Vec::new(),
+            injection_vectors: Default::default(),
+        }
+    }
+}
+
+/// Starts (or reaches) every upstream and classifies their tools.
+pub async fn connect(settings: &Settings) -> Result<(Vec<Upstream>, Catalog), String> {
+    let mut upstreams = Vec::new();
+    for spec in &settings.upstreams {
+        upstreams.push(Upstream::connect(spec, settings.start_timeout()).await?);
+    }
+    let catalog = Catalog::build(settings, &upstreams)?;
+    Ok((upstreams, catalog))
+}
+
+/// A session that ended: its trajectory and what it would have changed.
+#[derive(Debug, Clone)]
+pub struct FinishedSession {
+    /// `session-0001`, ...: the trial's case id.
+    pub id: String,
+    /// What happened, call by call.
+    pub trajectory: Trajectory,
+    /// `{"writes": []}`.
+    pub initial_state: Value,
+    /// `{"writes": [{tool, arguments}, ...], "executed_writes": N}`: the writes the agent
+    /// made (recorded, or executed by a canary).
+    pub final_state: Value,
+    /// Why the session ended early (an upstream crashed, hung or would not start).
+    pub error: Option<String>,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at_ms: u128,
+    /// How long it lasted.
+    pub duration_ms: f64,
+    /// The session's tools as a world declaration, when its upstreams came up.
+    pub world: Option<WorldSpec>,
+}
+
+/// The proxy: makes a session per MCP client session and sends each finished one to `sink`.
+pub struct Proxy {
+    settings: Arc<Settings>,
+    sink: UnboundedSender<FinishedSession>,
+    sessions: Mutex<Vec<Weak<Session>>>,
+    next: AtomicU32,
+}
+
+impl Proxy {
+    /// A proxy with these settings; finished sessions go to `sink`.
+    pub fn new(settings: Settings, sink: UnboundedSender<FinishedSession>) -> Arc<Proxy> {
+        Arc::new(Proxy {
+            settings: Arc::new(settings),
+            sink,
+            sessions: Mutex::new(Vec::new()),
+            next: AtomicU32::new(0),
+        })
+    }
+
+    /// A new session's MCP handler.
+    pub fn session(&self) -> ShadowServer {
+        let number = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let session = Arc::new(Session {
+            id: format!("session-{number:04}"),
+            number,
+            settings: Arc::clone(&self.settings),
+            started: Instant::now(),
+            started_at_ms: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis()),
+            catalog: tokio::sync::Mutex::new(None),
+            upstreams: Mutex::new(Vec::new()),
+            rec: Mutex::new(Recorder::default()),
+            sink: self.sink.clone(),
+            finished: AtomicBool::new(false),
+        });
+        let mut live = lock(&self.sessions);
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&session));
+        ShadowServer(session)
+    }
+
+    /// Ends every live session (on shutdown): each is sent to the sink, its upstreams stopped.
+    pub fn finish_all(&self) {
+        let live: Vec<Arc<Session>> = lock(&self.sessions)
+            .drain(..)
+            .filter_map(|w| w.upgrade())
+            .collect();
+        for s in live {
+            s.finish(None);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a session recorded so far.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<Event>,
+    side_effects: Vec<SideEffect>,
+    writes: Vec<Value>,
+    executed_writes: u32,
+    calls: u32,
+    per_tool: HashMap<String, u32>,
+    user_input: Option<String>,
+    broken: Option<String>,
+}
+
+struct Session {
+    id: String,
+    number: u32,
+    settings: Arc<Settings>,
+    started: Instant,
+    started_at_ms: u128,
+    catalog: tokio::sync::Mutex<Option<Result<Arc<Catalog>, String>>>,
+    upstreams: Mutex<Vec<Upstream>>,
+    rec: Mutex<Recorder>,
+    sink: UnboundedSender<FinishedSession>,
+    finished: AtomicBool,
+}
+
+/// How a call is answered.
+enum Route {
+    Forward,
+    Record,
+    Refuse(ToolError),
+}
+
+impl Session {
+    async fn catalog(&self) -> Result<Arc<Catalog>, String> {
+        let mut slot = self.catalog.lock().await;
+        if slot.is_none() {
+            let made = match connect(&self.settings).await {
+                Ok((upstreams, catalog)) => {
+                    *lock(&self.upstreams) = upstreams;
+                    Ok(Arc::new(catalog))
+                }
+                Err(e) => Err(e),
+            };
+            *slot = Some(made);
+        }
+        match slot.as_ref() {
+            Some(Ok(c)) => Ok(Arc::clone(c)),
+            Some(Err(e)) => {
+                let e = e.clone();
+                drop(slot);
+                self.finish(Some(e.clone()));
+                Err(e)
+            }
+            None => unreachable!("set above"),
+        }
+    }
+
+    fn broken(&self) -> Option<String> {
+        lock(&self.rec).broken.clone()
+    }
+
+    /// Ends the session once: its record goes to the sink and its upstreams are stopped.
+    fn finish(&self, error: Option<String>) {
+        if self.finished.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let world = self.catalog.try_lock().ok().and_then(|c| {
+            c.as_ref()
+                .and_then(|c| c.as_ref().ok())
+                .map(|c| c.world_spec())
+        });
+        for mut u in std::mem::take(&mut *lock(&self.upstreams)) {
+            u.stop();
+        }
+        let mut rec = lock(&self.rec);
+        let error = error.or_else(|| rec.broken.clone());
+        let mut events = std::mem::take(&mut rec.events);
+        if let Some(text) = rec.user_input.clone() {
+            events.insert(0, Event::UserMessage { text });
+        }
+        let finished = FinishedSession {
+            id: self.id.clone(),
+            trajectory: Trajectory {
+                events,
+                final_answer: None,
+                side_effects: std::mem::take(&mut rec.side_effects),
+            },
+            initial_state: json!({"writes": []}),
+            final_state: json!({
+                "writes": std::mem::take(&mut rec.writes),
+                "executed_writes": rec.executed_writes,
+            }),
+            error,
+            started_at_ms: self.started_at_ms,
+            duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            world,
+        };
+        let _ = self.sink.send(finished);
+    }
+
+    fn faults(&self) -> FaultPlan {
+        FaultPlan {
+            rules: self
+                .settings
+                .config
+                .faults
+                .iter()
+                .map(|f| FaultRule {
+                    spec: f.clone(),
+                    source: "shadow".to_owned(),
+                })
+                .collect(),
+            seed: self.settings.config.seed.unwrap_or(0) ^ u64::from(self.number),
+        }
+    }
+
+    /// Decides how the `n`-th call of a tool is answered, counting it against the budgets.
+    fn route(&self, rec: &mut Recorder, tool: &ProxiedTool) -> Route {
+        let canary = self
+            .settings
+            .canary
+            .then(|| self.settings.config.canary.clone().unwrap_or_default());
+        if let Some(c) = &canary
+            && let Some(max) = c.max_calls
+            && rec.calls > max
+        {
+            return Route::Refuse(tool_error(
+                429,
+                format!("canary budget spent: this session may make {max} calls"),
+            ));
+        }
+        match (tool.kind, &canary) {
+            (ToolKind::Read, _) => Route::Forward,
+            (ToolKind::Write, None) => Route::Record,
+            (ToolKind::Write, Some(c)) => {
+                if !c.allow.contains(&tool.exposed) {
+                    Route::Refuse(tool_error(
+                        403,
+                        format!(
+                            "canary: `{}` may not write here (it is not in canary.allow)",
+                            tool.exposed
+                        ),
+                    ))
+                } else if c.max_writes.is_some_and(|m| rec.executed_writes >= m) {
+                    Route::Refuse(tool_error(
+                        429,
+                        format!(
+                            "canary budget spent: this session may execute {} writes",
+                            c.max_writes.unwrap_or(0)
+                        ),
+                    ))
+                } else {
+                    rec.executed_writes += 1;
+                    Route::Forward
+                }
+            }
+        }
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        meta: Option<Value>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        if let Some(why) = self.broken() {
+            return Err(ended(&why));
+        }
+        let catalog = self.catalog().await.map_err(|e| ended(&e))?;
+        let started = Instant::now();
+        let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let args = Value::Object(arguments);
+        let key = meta
+            .as_ref()
+            .and_then(|m| m.get("idempotency_key"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let tool = catalog.find(name);
+        let (n, nth, route) = {
+            let mut rec = lock(&self.rec);
+            if rec.user_input.is_none() {
+                rec.user_input = meta
+                    .as_ref()
+                    .and_then(|m| m.get(USER_INPUT_META))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+            rec.calls += 1;
+            let n = rec.calls;
+            let nth = {
+                let c = rec.per_tool.entry(name.to_owned()).or_default();
+                *c += 1;
+                *c
+            };
+            let route = tool.map(|t| self.route(&mut rec, t));
+            (n, nth, route)
+        };
+        let mut record = ToolCall {
+            id: format!("call-{n}"),
+            step: n,
+            tool: name.to_owned(),
+            arguments: args.clone(),
+            kind: tool.map(|t| t.kind),
+            schema_valid: tool
+                .and_then(|t| t.validator.as_ref())
+                .map(|v| v.is_valid(&args)),
+            result: None,
+            error: None,
+            fault: None,
+            idempotency_key: key,
+            state_changes: Vec::new(),
+            idempotent_replay: false,
+            recorded_output: None,
+            at_ms,
+            latency_ms: 0.0,
+        };
+        let (Some(tool), Some(route)) = (tool, route) else {
+            let e = tool_error(404, format!("unknown tool `{name}`"));
+            return Ok(self.close(record, Err(e), started, Vec::new()));
+        };
+        let mut events = Vec::new();
+        let injected = self
+            .faults()
+            .tool_fault(name, tool.kind, nth)
+            .map(|(rule, error)| {
+                events.push(Event::FaultInjected {
+                    call_id: record.id.clone(),
+                    tool: name.to_owned(),
+                    kind: rule.spec.kind,
+                    source: rule.source.clone(),
+                });
+                (rule.spec.kind, error)
+            });
+        if let Some((kind, error)) = &injected {
+            record.fault = Some(*kind);
+            if let Some(e) = error {
+                if matches!(route, Route::Forward) && tool.kind == ToolKind::Write {
+                    // The reserved canary write did not happen.
+                    lock(&self.rec).executed_writes -= 1;
+                }
+                return Ok(self.close(record, Err(e.clone()), started, events));
+            }
+            if *kind == gauntlet_model::FaultKind::Empty {
+                let empty = schema_shaped(tool.output_schema.as_ref(), &Value::Null);
+                let answer = answer(tool, &empty);
+                return Ok(self.close_with(record, Ok(empty), answer, started, events));
+            }
+        }
+        let lost = injected.is_some_and(|(k, _)| k == gauntlet_model::FaultKind::LostResponse);
+        let lost_error = || tool_error(504, "timed out waiting for the response".to_owned());
+        match route {
+            Route::Refuse(e) => Ok(self.close(record, Err(e), started, events)),
+            Route::Record => {
+                let value = match &tool.responder {
+                    Responder::Schema => Ok(schema_shaped(tool.output_schema.as_ref(), &args)),
+                    Responder::Template(t) => render_template(t, name, &args)
+                        .map_err(|e| tool_error(500, format!("the shadow responder failed: {e}"))),
+                };
+                match value {
+                    Ok(v) => {
+                        self.note_write(&record, &args);
+                        if lost {
+                            return Ok(self.close(record, Err(lost_error()), started, events));
+                        }
+                        let reply = answer(tool, &v);
+                        Ok(self.close_with(record, Ok(v), reply, started, events))
+                    }
+                    Err(e) => Ok(self.close(record, Err(e), started, events)),
+                }
+            }
+            Route::Forward => {
+                let Some(peer) = catalog.peers.get(tool.upstream).cloned().flatten() else {
+                    return Err(ended("the upstream is gone"));
+                };
+                let upstream = &catalog.upstream_names[tool.upstream];
+                let args_obj = args.as_object().cloned().unwrap_or_default();
+                match call(&peer, &tool.name, args_obj, self.settings.timeout()).await {
+                    Ok(reply) => {
+                        let outcome = outcome_of(&reply);
+                        if tool.kind == ToolKind::Write && outcome.is_ok() {
+                            self.note_write(&record, &args);
+                        } else if tool.kind == ToolKind::Write {
+                            lock(&self.rec).executed_writes -= 1;
+                        }
+                        if lost {
+                            return Ok(self.close(record, Err(lost_error()), started, events));
+                        }
+                        Ok(self.close_with(record, outcome, reply, started, events))
+                    }
+                    Err(failure) => {
+                        let why = match failure {
+                            CallFailure::Timeout(t) => format!(
+                                "upstream `{upstream}` did not answer `{}` within {t:?}; the session has ended",
+                                tool.name
+                            ),
+                            CallFailure::Broken(e) => format!(
+                                "upstream `{upstream}` stopped (crashed or exited) during `{}`: {e}; the session has ended",
+                                tool.name
+                            ),
+                        };
+                        let e = tool_error(502, why.clone());
+                        let _ = self.close(record, Err(e), started, events);
+                        lock(&self.rec).broken = Some(why.clone());
+                        self.finish(Some(why.clone()));
+                        Err(ended(&why))
+                    }
+                }
+            }
+        }
+    }
+
+    fn note_write(&self, record: &ToolCall, args: &Value) {
+        let mut rec = lock(&self.rec);
+        SideEffect::log(&mut rec.side_effects, record);
+        rec.writes
+            .push(json!({"tool": record.tool, "arguments": args}));
+    }
+
+    /// Records a call whose answer is its outcome (an error, as gauntlet's worlds say it).
+    fn close(
+        &self,
+        record: ToolCall,
+        outcome: Result<Value, ToolError>,
+        started: Instant,
+        events: Vec<Event>,
+    ) -> CallToolResult {
+        let reply = gauntlet_agent::mcp::reply(&outcome);
+        self.close_with(record, outcome, reply, started, events)
+    }
+
+    fn close_with(
+        &self,
+        mut record: ToolCall,
+        outcome: Result<Value, ToolError>,
+        reply: CallToolResult,
+        started: Instant,
+        events: Vec<Event>,
+    ) -> CallToolResult {
+        match outcome {
+            Ok(v) => record.result = Some(v),
+            Err(e) => record.error = Some(e),
+        }
+        record.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let mut rec = lock(&self.rec);
+        rec.events.extend(events);
+        rec.events.push(Event::ToolCall(Box::new(record)));
+        reply
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.finish(None);
+    }
+}
+
+fn tool_error(status: u16, message: String) -> ToolError {
+    ToolError {
+        status,
+        message,
+        retry_after_s: (status == 429).then_some(1.0),
+    }
+}
+
+fn ended(why: &str) -> rmcp::ErrorData {
+    rmcp::ErrorData::internal_error(format!("gauntlet shadow: {why}"), None)
+}
+
+/// A recorded write's answer as MCP: structured content where the tool declares an output
+/// schema (with its JSON as text, as servers send it), else the text.
+fn answer(tool: &ProxiedTool, v: &Value) -> CallToolResult {
+    if tool.output_schema.is_some() {
+        CallToolResult::structured(v.clone())
+    } else {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    }
+}
+
+/// What an upstream's answer is in the trajectory: its structured content, else its text
+/// (parsed when it is JSON; a list when there are several), else the content blocks; an
+/// `isError` answer is a tool error with its text.
+pub fn outcome_of(reply: &CallToolResult) -> Result<Value, ToolError> {
+    let texts: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    if reply.is_error == Some(true) {
+        return Err(ToolError {
+            status: 400,
+            message: if texts.is_empty() {
+                "the tool reported an error".to_owned()
+            } else {
+                texts.join("\n")
+            },
+            retry_after_s: None,
+        });
+    }
+    if let Some(s) = &reply.structured_content {
+        return Ok(s.clone());
+    }
+    if texts.len() == reply.content.len() {
+        return Ok(match texts.as_slice() {
+            [one] => serde_json::from_str(one).unwrap_or_else(|_| Value::String((*one).to_owned())),
+            many => Value::Array(many.iter().map(|t| json!(t)).collect()),
+        });
+    }
+    Ok(serde_json::to_value(&reply.content).unwrap_or(Value::Null))
+}
+
+/// One MCP session's handler.
+#[derive(Clone)]
+pub struct ShadowServer(Arc<Session>);
+
+impl ServerHandler for ShadowServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("gauntlet-shadow", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        if let Some(why) = self.0.broken() {
+            return Err(ended(&why));
+        }
+        let catalog = self.0.catalog().await.map_err(|e| ended(&e))?;
+        Ok(ListToolsResult::with_all_items(
+            catalog.tools.iter().map(|t| t.listed.clone()).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let meta = gauntlet_agent::mcp::request_meta(&request, &context);
+        let args = request.arguments.unwrap_or_default();
+        self.0.call(&request.name, args, meta).await.map(Into::into)
+    }
+}
+
+/// Serves one session over stdio until the client disconnects.
+pub async fn serve_stdio(proxy: &Proxy) -> std::io::Result<()> {
+    gauntlet_agent::mcp::serve_stdio_handler(proxy.session()).await
+}

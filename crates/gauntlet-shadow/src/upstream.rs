@@ -1,0 +1,294 @@
+//! Real MCP servers behind the proxy: started as commands (stdio, in their own process group,
+//! killed with it) or reached over streamable HTTP, through the official Rust SDK's client.
+
+use std::process::Stdio;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::AsyncBufReadExt;
+
+/// One `--upstream`: `[NAME=]cmd:COMMAND` or `[NAME=]http(s)://HOST/PATH[#bearer=TOKEN]`
+/// (`#bearer=$VAR` reads the token from the environment).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamSpec {
+    /// The tool-name prefix when there are several upstreams (else the server's own name).
+    pub name: Option<String>,
+    /// Where it is.
+    pub target: Target,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A command run with `sh -c`, speaking MCP on its stdin and stdout.
+    Command(String),
+    /// A streamable HTTP endpoint, with its bearer token if any.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// `Authorization: Bearer` value.
+        token: Option<String>,
+    },
+}
+
+impl FromStr for UpstreamSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<UpstreamSpec, String> {
+        let (name, rest) = match s.split_once('=') {
+            Some((n, r))
+                if !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    && (r.starts_with("cmd:") || r.starts_with("http")) =>
+            {
+                (Some(n.to_owned()), r)
+            }
+            _ => (None, s),
+        };
+        let target = if let Some(cmd) = rest.strip_prefix("cmd:") {
+            if cmd.trim().is_empty() {
+                return Err(format!("`{s}`: `cmd:` needs a command"));
+            }
+            Target::Command(cmd.to_owned())
+        } else if rest.starts_with("http://") || rest.starts_with("https://") {
+            let (url, token) = match rest.split_once("#bearer=") {
+                Some((u, t)) => {
+                    let token = match t.strip_prefix('$') {
+                        Some(var) => std::env::var(var).map_err(|_| {
+                            format!("`{s}`: the environment variable `{var}` is not set")
+                        })?,
+                        None => t.to_owned(),
+                    };
+                    (u.to_owned(), Some(token))
+                }
+                None => (rest.to_owned(), None),
+            };
+            Target::Http { url, token }
+        } else {
+            return Err(format!(
+                "`{s}` is not an upstream: write `cmd:COMMAND` (an MCP server on stdio) or an \
+                 http(s):// MCP endpoint, optionally named `NAME=`"
+            ));
+        };
+        Ok(UpstreamSpec { name, target })
+    }
+}
+
+impl std::fmt::Display for UpstreamSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(n) = &self.name {
+            write!(f, "{n}=")?;
+        }
+        match &self.target {
+            Target::Command(c) => write!(f, "cmd:{c}"),
+            Target::Http { url, .. } => write!(f, "{url}"),
+        }
+    }
+}
+
+/// A connected upstream: its client, its tools, and the process group it runs in.
+pub struct Upstream {
+    /// The server's name (`serverInfo.name`), or the spec's.
+    pub name: String,
+    /// Its tools, as it lists them.
+    pub tools: Vec<Tool>,
+    service: Option<RunningService<RoleClient, ()>>,
+    /// The process group of a command upstream (its leader's pid).
+    group: Option<i32>,
+}
+
+/// Why a call did not get an answer.
+#[derive(Debug)]
+pub enum CallFailure {
+    /// No answer within the time limit.
+    Timeout(Duration),
+    /// The upstream went away or broke the protocol.
+    Broken(String),
+}
+
+impl Upstream {
+    /// Starts or reaches the upstream and lists its tools, within `timeout`.
+    pub async fn connect(spec: &UpstreamSpec, timeout: Duration) -> Result<Upstream, String> {
+        let started = tokio::time::timeout(timeout, Self::start(spec)).await;
+        match started {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "upstream `{spec}` did not start and list its tools within {timeout:?}"
+            )),
+        }
+    }
+
+    async fn start(spec: &UpstreamSpec) -> Result<Upstream, String> {
+        let (service, group) = match &spec.target {
+            Target::Command(command) => {
+                let mut cmd = tokio::process::Command::new("sh");
+                cmd.arg("-c").arg(format!("exec {command}"));
+                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, stderr) = TokioChildProcess::builder(wrap)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start upstream `{spec}`: {e}"))?;
+                let group = transport.id().map(|p| p as i32);
+                if let Some(stderr) = stderr {
+                    let label = spec.name.clone().unwrap_or_else(|| command_label(command));
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            eprintln!("[upstream {label}] {line}");
+                        }
+                    });
+                }
+                let service = ().serve(transport).await.map_err(|e| {
+                    format!("upstream `{spec}` did not complete the MCP handshake: {e}")
+                });
+                if service.is_err()
+                    && let Some(g) = group
+                {
+                    kill_group(g);
+                }
+                (service?, group)
+            }
+            Target::Http { url, token } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(t) = token {
+                    config = config.auth_header(t.clone());
+                }
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                let service = ().serve(transport).await.map_err(|e| {
+                    format!("upstream `{spec}` did not complete the MCP handshake: {e}")
+                })?;
+                (service, None)
+            }
+        };
+        let tools = match service.peer().list_all_tools().await {
+            Ok(t) => t,
+            Err(e) => {
+                if let Some(g) = group {
+                    kill_group(g);
+                }
+                return Err(format!("upstream `{spec}` did not list its tools: {e}"));
+            }
+        };
+        let name = spec.name.clone().unwrap_or_else(|| {
+            service
+                .peer_info()
+                .and_then(|i| i.server_info.as_ref().map(|s| sanitize(&s.name)))
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "upstream".to_owned())
+        });
+        Ok(Upstream {
+            name,
+            tools,
+            service: Some(service),
+            group,
+        })
+    }
+
+    /// A handle to call tools with, usable while the upstream lives.
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.service.as_ref().map(|s| s.peer().clone())
+    }
+
+    /// Stops the upstream: the client closes, and a command's whole process group is killed.
+    pub fn stop(&mut self) {
+        if let Some(g) = self.group.take() {
+            kill_group(g);
+        }
+        if let Some(s) = self.service.take() {
+            s.cancellation_token().cancel();
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Calls one tool, within `timeout`.
+pub async fn call(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: serde_json::Map<String, serde_json::Value>,
+    timeout: Duration,
+) -> Result<CallToolResult, CallFailure> {
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+        Err(_) => Err(CallFailure::Timeout(timeout)),
+        Ok(Err(e)) => Err(CallFailure::Broken(e.to_string())),
+        Ok(Ok(r)) => Ok(r),
+    }
+}
+
+/// SIGKILL to a process group (a command upstream and everything it started).
+fn kill_group(group: i32) {
+    if group > 1 {
+        // SAFETY: killpg only sends a signal; the group is one this process created.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+}
+
+/// A short label for a command's log lines: its last word that is not an option.
+fn command_label(command: &str) -> String {
+    command
+        .split_whitespace()
+        .rev()
+        .find(|w| !w.starts_with('-'))
+        .map(|w| w.rsplit('/').next().unwrap_or(w).to_owned())
+        .unwrap_or_else(|| "command".to_owned())
+}
+
+/// A name fit for a tool prefix: letters, digits, `_` and `-`.
+pub fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_specs_parse() {
+        let s: UpstreamSpec = "cmd:npx -y server --root=/tmp".parse().unwrap();
+        assert_eq!(s.name, None);
+        assert_eq!(
+            s.target,
+            Target::Command("npx -y server --root=/tmp".into())
+        );
+        let s: UpstreamSpec = "fs=cmd:node fs.js".parse().unwrap();
+        assert_eq!(s.name.as_deref(), Some("fs"));
+        let s: UpstreamSpec = "http://127.0.0.1:9/mcp#bearer=abc".parse().unwrap();
+        assert_eq!(
+            s.target,
+            Target::Http {
+                url: "http://127.0.0.1:9/mcp".into(),
+                token: Some("abc".into())
+            }
+        );
+        assert!("ftp://x".parse::<UpstreamSpec>().is_err());
+        assert!("cmd:  ".parse::<UpstreamSpec>().is_err());
+        assert!(
+            "http://x#bearer=$GAUNTLET_SURELY_UNSET_VAR"
+                .parse::<UpstreamSpec>()
+                .unwrap_err()
+                .contains("GAUNTLET_SURELY_UNSET_VAR")
+        );
+    }
+}

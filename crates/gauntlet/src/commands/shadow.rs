@@ -1,0 +1,406 @@
+//! `gauntlet shadow`: the MCP proxy in front of real servers, each session judged and stored as
+//! a trial; `gauntlet shadow harvest`: a shadow run into a suite that replays it offline.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gauntlet_eval::{Accumulator, results_of};
+use gauntlet_model::digest::sha256_hex;
+use gauntlet_model::shadow::ShadowConfig;
+use gauntlet_model::{
+    FORMAT_VERSION, RunHeader, ToolKind, TrialRecord, TrialSummary, Versions, WorldSpec,
+};
+use gauntlet_shadow::proxy::{self, FinishedSession, KindSource};
+use gauntlet_shadow::{Proxy, Settings};
+use gauntlet_store::RunWriter;
+
+use crate::cli::{ShadowAction, ShadowArgs};
+use crate::commands::shared::load_suite;
+use crate::exit::{ExpectedError, GATES_PASSED};
+use crate::results::now;
+
+/// The tool declaration a shadow run keeps beside its trials, for `harvest`.
+const WORLD_FILE: &str = "world.json";
+
+/// How long the HTTP server may take to close its connections on shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+pub fn shadow(args: ShadowArgs) -> Result<i32, ExpectedError> {
+    if let Some(ShadowAction::Harvest { run, out }) = &args.action {
+        return harvest(run, out);
+    }
+    if args.upstreams.is_empty() {
+        return Err(ExpectedError::input(
+            "give at least one --upstream (`cmd:COMMAND` or an http(s):// MCP endpoint)",
+        ));
+    }
+    if !args.stdio && args.http.is_none() {
+        return Err(ExpectedError::input(
+            "choose how agents reach the proxy: --stdio, or --http 127.0.0.1:0",
+        ));
+    }
+    let config: ShadowConfig = match &args.config {
+        Some(path) => gauntlet_suite::load_document(path).map_err(|problems| {
+            ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
+        })?,
+        None => ShadowConfig::default(),
+    };
+    if args.canary && config.canary.is_none() {
+        eprintln!(
+            "warning: --canary without a `canary:` section in --config: every write will be refused"
+        );
+    }
+    let settings = Settings {
+        upstreams: args.upstreams.clone(),
+        config,
+        canary: args.canary,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    runtime.block_on(run(args, settings))
+}
+
+async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError> {
+    // The upstreams are started once first: a bad command or configuration fails here, with
+    // the tools and their kinds shown, not in the first agent's session.
+    let world = {
+        let (_upstreams, catalog) = proxy::connect(&settings)
+            .await
+            .map_err(ExpectedError::input)?;
+        describe(&catalog, &settings);
+        catalog.world_spec()
+    };
+    let run_id = format!(
+        "shadow-{}",
+        &sha256_hex(format!("{}{}", now(), std::process::id()).as_bytes())[..12]
+    );
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".gauntlet/runs").join(&run_id));
+    let header = RunHeader {
+        format_version: FORMAT_VERSION,
+        run_id: run_id.clone(),
+        suite: "shadow".to_owned(),
+        agent: format!(
+            "{}:{}",
+            if settings.canary { "canary" } else { "shadow" },
+            settings
+                .upstreams
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        seed: settings.config.seed.unwrap_or(0),
+        epochs: 1,
+        started_at: now(),
+        versions: Versions {
+            harness: env!("CARGO_PKG_VERSION").to_owned(),
+            worlds: [(
+                world.name.clone(),
+                sha256_hex(serde_json::to_string(&world).unwrap_or_default().as_bytes()),
+            )]
+            .into(),
+            dataset: String::new(),
+            agent: String::new(),
+            config: sha256_hex(
+                serde_json::to_string(&settings.config)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            ),
+        },
+        fault_profile: None,
+        attack: None,
+        rubric: None,
+        filter: None,
+        shard: None,
+        judges: Vec::new(),
+    };
+    let writer = RunWriter::create(&out, &header)
+        .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
+    std::fs::write(
+        out.join(WORLD_FILE),
+        serde_json::to_string_pretty(&world).unwrap_or_default(),
+    )
+    .map_err(|e| ExpectedError::harness(format!("failed to write {WORLD_FILE}: {e}")))?;
+    let mut sink = Sink {
+        run_id,
+        world,
+        writer,
+        tally: Accumulator::with_judges(&[]),
+        summaries: Vec::new(),
+        custom: gauntlet_runner::CustomEvaluators {
+            evaluators: Vec::new(),
+            dir: PathBuf::from("."),
+        },
+    };
+    let (sender, mut finished) = tokio::sync::mpsc::unbounded_channel();
+    let proxy = Proxy::new(settings, sender);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| ExpectedError::harness(format!("cannot watch signals: {e}")))?;
+    let mut server = None;
+    let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = if args.stdio
+    {
+        eprintln!(
+            "gauntlet: shadowing over stdio; sessions go to {}",
+            out.display()
+        );
+        let proxy = std::sync::Arc::clone(&proxy);
+        Box::pin(async move { proxy::serve_stdio(&proxy).await })
+    } else {
+        let addr = args
+            .http
+            .unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid address"));
+        let maker = std::sync::Arc::clone(&proxy);
+        let s = gauntlet_agent::mcp::serve_handlers(
+            move || maker.session(),
+            addr,
+            gauntlet_agent::mcp::new_token(),
+        )
+        .await
+        .map_err(|e| ExpectedError::input(format!("cannot serve on {addr}: {e}")))?;
+        // One JSON line on stdout for scripts; a sentence on stderr for people.
+        println!("{}", serde_json::json!({"url": s.url, "token": s.token}));
+        eprintln!(
+            "gauntlet: shadow proxy at {} (header `Authorization: Bearer {}`); sessions go to {}; Ctrl-C stops",
+            s.url,
+            s.token,
+            out.display()
+        );
+        server = Some(s);
+        Box::pin(std::future::pending())
+    };
+    tokio::pin!(serving);
+    loop {
+        tokio::select! {
+            Some(session) = finished.recv() => sink.take(session).await?,
+            r = &mut serving => {
+                if let Err(e) = r {
+                    eprintln!("gauntlet: the stdio session failed: {e}");
+                }
+                break;
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+    }
+    if let Some(s) = server {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, s.shutdown()).await;
+    }
+    // Sessions still open end now: recorded as they are, their upstreams stopped.
+    proxy.finish_all();
+    while let Ok(session) = finished.try_recv() {
+        sink.take(session).await?;
+    }
+    sink.finish(&header)?;
+    Ok(GATES_PASSED)
+}
+
+/// The start-up summary: each upstream's tools by kind, and where each kind came from.
+fn describe(catalog: &gauntlet_shadow::Catalog, settings: &Settings) {
+    let names = |kind: ToolKind| -> Vec<String> {
+        catalog
+            .tools
+            .iter()
+            .filter(|t| t.kind == kind)
+            .map(|t| match t.kind_source {
+                KindSource::Annotation => t.exposed.clone(),
+                KindSource::Config => format!("{} (config)", t.exposed),
+                KindSource::Default => format!("{} (unannotated)", t.exposed),
+            })
+            .collect()
+    };
+    let reads = names(ToolKind::Read);
+    let writes = names(ToolKind::Write);
+    eprintln!(
+        "gauntlet: {} tools from {}: {} reads forwarded; {} writes {}",
+        catalog.tools.len(),
+        catalog.upstream_names.join(", "),
+        reads.len(),
+        writes.len(),
+        if settings.canary {
+            "refused unless canary.allow lists them"
+        } else {
+            "recorded, never executed"
+        }
+    );
+    let list = |v: Vec<String>| {
+        if v.is_empty() {
+            "(none)".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    eprintln!("  reads:  {}", list(reads));
+    eprintln!("  writes: {}", list(writes));
+    if let Some(c) = settings.config.canary.as_ref().filter(|_| settings.canary) {
+        eprintln!(
+            "  canary: executes {} (at most {} writes, {} calls per session)",
+            if c.allow.is_empty() {
+                "nothing".to_owned()
+            } else {
+                c.allow.join(", ")
+            },
+            c.max_writes
+                .map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
+            c.max_calls
+                .map_or_else(|| "unlimited".to_owned(), |n| n.to_string()),
+        );
+    }
+}
+
+/// Where finished sessions go: judged, written to the run folder, tallied.
+struct Sink {
+    run_id: String,
+    world: WorldSpec,
+    writer: RunWriter,
+    tally: Accumulator,
+    summaries: Vec<TrialSummary>,
+    custom: gauntlet_runner::CustomEvaluators,
+}
+
+impl Sink {
+    async fn take(&mut self, s: FinishedSession) -> Result<(), ExpectedError> {
+        let world = s.world.as_ref().unwrap_or(&self.world);
+        let evaluation = gauntlet_runner::evaluate_trial(
+            &gauntlet_runner::TrialEvidence {
+                case_id: &s.id,
+                case: None,
+                epoch: 0,
+                trajectory: &s.trajectory,
+                initial_state: Some(&s.initial_state),
+                final_state: &s.final_state,
+                world: Some(world),
+                benchmark: None,
+                harness_failed: s.error.is_some(),
+            },
+            &self.custom,
+            None,
+        )
+        .await;
+        let started_at = jiff::Timestamp::from_millisecond(s.started_at_ms as i64)
+            .ok()
+            .map(|t| t.to_string());
+        let record = TrialRecord {
+            trace_id: gauntlet_runner::trace_id(&self.run_id, &s.id, 0),
+            case_id: s.id,
+            epoch: 0,
+            seed: 0,
+            status: evaluation.status,
+            error: s.error,
+            tags: vec!["shadow".to_owned()],
+            difficulty: None,
+            initial_state: s.initial_state,
+            final_state: s.final_state,
+            trajectory: s.trajectory,
+            scores: evaluation.scores,
+            duration_ms: s.duration_ms,
+            started_at,
+            not_applicable: evaluation.not_applicable,
+            judges: evaluation.judges,
+        };
+        self.writer
+            .append(&record)
+            .map_err(|e| ExpectedError::harness(format!("failed to record a session: {e}")))?;
+        let calls: Vec<_> = record.trajectory.tool_calls().collect();
+        let writes = calls
+            .iter()
+            .filter(|c| c.kind == Some(ToolKind::Write))
+            .count();
+        eprintln!(
+            "gauntlet: {}: {} calls ({} reads, {} writes), {}{}",
+            record.case_id,
+            calls.len(),
+            calls.len() - writes,
+            writes,
+            match record.status {
+                gauntlet_model::TrialStatus::Passed => "passed",
+                gauntlet_model::TrialStatus::Failed => "failed",
+                gauntlet_model::TrialStatus::Error => "error",
+            },
+            record
+                .error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        );
+        let summary = TrialSummary::of_owned(record);
+        self.tally.push(&summary);
+        self.summaries.push(summary);
+        Ok(())
+    }
+
+    fn finish(self, header: &RunHeader) -> Result<(), ExpectedError> {
+        let n = self.summaries.len();
+        let (results, _) = results_of(
+            header.clone(),
+            now(),
+            self.tally.finish(header.seed, None),
+            self.summaries,
+            &[],
+            None,
+        );
+        let dir = self.writer.dir().to_path_buf();
+        self.writer
+            .finish(&results)
+            .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+        eprintln!("gauntlet: {n} sessions written to {}", dir.display());
+        Ok(())
+    }
+}
+
+/// `gauntlet shadow harvest RUN_DIR --out SUITE_DIR`.
+fn harvest(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
+    let header = gauntlet_store::read_header(run)
+        .map_err(|e| ExpectedError::input(format!("{}: {e}", run.display())))?;
+    let world_path = run.join(WORLD_FILE);
+    let world: WorldSpec = std::fs::read_to_string(&world_path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            ExpectedError::input(format!(
+                "{}: not a shadow run folder (no readable {WORLD_FILE}: {e})",
+                run.display()
+            ))
+        })?;
+    if out.join("gauntlet.yaml").exists() {
+        return Err(ExpectedError::input(format!(
+            "{} already holds a suite; harvest into a new folder",
+            out.display()
+        )));
+    }
+    let trials = gauntlet_store::read_trials(run)
+        .map_err(|e| ExpectedError::input(format!("{}: {e}", run.display())))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ExpectedError::input(format!("{}: {e}", run.display())))?;
+    let harvested = gauntlet_shadow::harvest::harvest(&header.run_id, &world, trials);
+    for (rel, text) in &harvested.files {
+        let path = out.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                ExpectedError::harness(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| ExpectedError::harness(format!("cannot write {}: {e}", path.display())))?;
+    }
+    for s in &harvested.skipped {
+        eprintln!("note: left out {s}");
+    }
+    // What was written must load: a problem here is gauntlet's, not the user's.
+    let suite = load_suite(out)
+        .map_err(|e| ExpectedError::harness(format!("the harvested suite does not load: {e:?}")))?;
+    println!(
+        "ok: wrote suite `{}` with {} cases to {} (run it: gauntlet run {}; replay the agent: gauntlet run {} --agent replay:{})",
+        suite.config.name,
+        harvested.cases,
+        out.display(),
+        out.display(),
+        out.display(),
+        run.display()
+    );
+    Ok(GATES_PASSED)
+}

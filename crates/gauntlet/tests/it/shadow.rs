@@ -1,0 +1,630 @@
+//! Shadow and canary: `gauntlet shadow` in front of real MCP servers from npm (server-filesystem,
+//! server-memory) and a misbehaving one, driven by the official Python MCP client; sessions
+//! harvested into suites that replay offline.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// The npm servers (`npm ci --prefix crates/gauntlet/tests/npm`).
+fn npm_server(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/npm/node_modules/@modelcontextprotocol")
+        .join(name)
+        .join("dist/index.js")
+}
+
+/// A running `gauntlet shadow --http`: its URL and token, stopped with SIGTERM.
+struct Shadow {
+    child: std::process::Child,
+    url: String,
+    token: String,
+    run: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Shadow {
+    fn start(dir: &Path, args: &[&str]) -> Shadow {
+        let run = dir.join("run");
+        let stderr = dir.join("shadow.stderr");
+        let mut child = std::process::Command::new(gauntlet_bin())
+            .arg("shadow")
+            .args(args)
+            .args(["--http", "127.0.0.1:0", "--out", s(&run)])
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!(
+                "no JSON line ({e}): {line}\n{}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            )
+        });
+        assert!(v["url"].as_str().unwrap().ends_with("/mcp"), "{v}");
+        Shadow {
+            child,
+            url: v["url"].as_str().unwrap().to_owned(),
+            token: v["token"].as_str().unwrap().to_owned(),
+            run,
+            stderr,
+        }
+    }
+
+    /// One MCP session of the official Python client: what each operation got.
+    fn session(&self, ops: Value) -> Vec<Value> {
+        let r = python_check(
+            "shadow_client.py",
+            &["http", &self.url, &self.token, &ops.to_string()],
+        )
+        .expect("the mcp package is installed (the test is ignored otherwise)");
+        r.as_array().unwrap().clone()
+    }
+
+    /// SIGTERM; the exit code and how long it took to stop.
+    fn stop(mut self) -> (i32, Duration, String) {
+        let started = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = self.child.kill();
+                panic!("gauntlet shadow did not stop within 30 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        (status.code().unwrap_or(-1), started.elapsed(), stderr)
+    }
+}
+
+/// Processes whose command line mentions `marker` (a test's own temporary path).
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        if let Ok(raw) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if cmd.contains(marker) {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+/// Every file under `dir` with its content (directories as `DIR/`).
+fn tree(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            if p.is_dir() {
+                out.insert(format!("{rel}/"), String::new());
+                stack.push(p);
+            } else {
+                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+fn tool_results(trial: &Value) -> Vec<(String, Value, Value)> {
+    trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap().to_owned(),
+                c["result"].clone(),
+                c["error"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A file tree and a memory graph behind one shadow proxy (two upstreams, so tools are
+/// prefixed).
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    docs: PathBuf,
+    memory: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let docs = dir.join("docs");
+        std::fs::create_dir_all(docs.join("sub")).unwrap();
+        std::fs::write(docs.join("a.txt"), "hello\n").unwrap();
+        std::fs::write(docs.join("sub/b.md"), "# notes\n").unwrap();
+        let memory = dir.join("memory.jsonl");
+        std::fs::write(
+            &memory,
+            "{\"type\":\"entity\",\"name\":\"Ada\",\"entityType\":\"person\",\"observations\":[\"writes programs\"]}\n",
+        )
+        .unwrap();
+        Fixture {
+            _tmp: tmp,
+            dir,
+            docs,
+            memory,
+        }
+    }
+
+    fn fs_upstream(&self, name: Option<&str>) -> String {
+        format!(
+            "{}cmd:node {} {}",
+            name.map(|n| format!("{n}=")).unwrap_or_default(),
+            npm_server("server-filesystem").display(),
+            self.docs.display()
+        )
+    }
+
+    fn memory_upstream(&self) -> String {
+        format!(
+            "mem=cmd:env MEMORY_FILE_PATH={} node {}",
+            self.memory.display(),
+            npm_server("server-memory").display()
+        )
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node, the Python package mcp and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
+    let fx = Fixture::new();
+    let before_tree = tree(&fx.docs);
+    let before_memory = std::fs::read(&fx.memory).unwrap();
+    let shadow = Shadow::start(
+        &fx.dir,
+        &[
+            "--upstream",
+            &fx.fs_upstream(Some("fs")),
+            "--upstream",
+            &fx.memory_upstream(),
+        ],
+    );
+    let a = fx.docs.join("a.txt");
+    let a = s(&a);
+    let got = shadow.session(json!([
+        {"list": true},
+        {"tool": "fs__read_text_file", "args": {"path": a}, "meta": {"gauntlet/user_input": "Say goodbye in a.txt and forget Ada"}},
+        {"tool": "mem__read_graph", "args": {}},
+        {"tool": "fs__write_file", "args": {"path": a, "content": "bye\n"}},
+        {"tool": "fs__move_file", "args": {"source": a, "destination": fx.docs.join("c.txt")}},
+        {"tool": "fs__create_directory", "args": {"path": fx.docs.join("new")}},
+        {"tool": "mem__create_entities", "args": {"entities": [{"name": "Bob", "entityType": "person", "observations": []}]}},
+        {"tool": "mem__delete_entities", "args": {"entityNames": ["Ada"]}},
+        {"tool": "fs__read_text_file", "args": {"path": a}},
+        {"tool": "mem__read_graph", "args": {}},
+    ]));
+    // The tools are the upstreams' own, prefixed, with their annotations.
+    let tools = got[0].as_array().unwrap();
+    let find = |n: &str| tools.iter().find(|t| t["name"] == n).cloned();
+    assert_eq!(find("fs__read_text_file").unwrap()["read_only"], true);
+    assert_eq!(find("fs__write_file").unwrap()["read_only"], false);
+    assert_eq!(find("mem__read_graph").unwrap()["read_only"], true);
+    assert!(
+        find("read_text_file").is_none(),
+        "several upstreams: names are prefixed"
+    );
+    // Reads return the real content.
+    assert_eq!(got[1]["structured"]["content"], "hello\n", "{:?}", got[1]);
+    assert!(
+        got[2]["text"].as_str().unwrap().contains("writes programs"),
+        "{:?}",
+        got[2]
+    );
+    // Writes are answered (the client checked each answer against the tool's output schema).
+    for w in &got[3..8] {
+        assert!(w.get("rpc_error").is_none(), "{w}");
+        assert_eq!(w["error"], false, "{w}");
+    }
+    assert_eq!(
+        got[6]["structured"]["entities"][0]["name"], "Bob",
+        "a fitting argument fills the answer"
+    );
+    // ...and none reached the upstreams.
+    assert_eq!(got[8]["structured"]["content"], "hello\n");
+    let graph = got[9]["text"].as_str().unwrap();
+    assert!(graph.contains("Ada") && !graph.contains("Bob"), "{graph}");
+    assert_eq!(tree(&fx.docs), before_tree, "the file tree changed");
+    assert_eq!(
+        std::fs::read(&fx.memory).unwrap(),
+        before_memory,
+        "the memory graph changed"
+    );
+
+    let run = shadow.run.clone();
+    let (code, took, stderr) = shadow.stop();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(took < Duration::from_secs(15), "took {took:?} to stop");
+    assert!(stderr.contains("session-0001"), "{stderr}");
+    let left = processes_with(s(&fx.dir));
+    assert!(
+        left.is_empty(),
+        "upstream processes outlived the proxy: {left:?}"
+    );
+
+    // The session is a trial: its calls, reads with real results, writes as its final state.
+    let trials = read_trials(&run);
+    assert_eq!(trials.len(), 1);
+    let t = &trials[0];
+    assert_eq!(t["case_id"], "session-0001");
+    let writes = t["final_state"]["writes"].as_array().unwrap();
+    let written: Vec<&str> = writes.iter().map(|w| w["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        written,
+        [
+            "fs__write_file",
+            "fs__move_file",
+            "fs__create_directory",
+            "mem__create_entities",
+            "mem__delete_entities"
+        ]
+    );
+    assert_eq!(writes[0]["arguments"]["content"], "bye\n");
+    assert_eq!(t["trajectory"]["events"][0]["type"], "user_message");
+    let recorded = tool_results(t);
+    assert_eq!(recorded.len(), 9);
+    assert_eq!(recorded[0].1, json!({"content": "hello\n"}));
+    assert!(
+        score(t, "ArgumentSchemaValidity").is_some(),
+        "judged with the world's schemas"
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["trials"].as_array().unwrap().len(), 1);
+
+    // Harvested, the session is a case that replays offline with identical read results.
+    let suite = fx.dir.join("harvested");
+    let h = run_cmd(&["shadow", "harvest", s(&run), "--out", s(&suite)]);
+    assert_eq!(h.code, 0, "{}", h.stderr);
+    let c = run_cmd(&["check", s(&suite)]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let agent = format!("replay:{}", run.display());
+    for args in [
+        vec!["run", s(&suite), "--agent", &agent, "--json"],
+        vec!["run", s(&suite), "--json"],
+    ] {
+        let r = run_cmd(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let replayed = read_trials(&run_of(&suite, &r.stdout)).remove(0);
+        assert_eq!(tool_results(&replayed), recorded, "{args:?}");
+        assert_eq!(
+            score(&replayed, "StateVerification").map(|s| s["passed"].clone()),
+            Some(json!(true)),
+            "the replayed writes are the recorded ones"
+        );
+    }
+    // A call the session never made is a clear tool error offline.
+    let cases = suite.join("cases/sessions.jsonl");
+    let mut case: Value =
+        serde_json::from_str(std::fs::read_to_string(&cases).unwrap().trim()).unwrap();
+    case["reference_trajectory"].as_array_mut().unwrap().insert(
+        0,
+        json!({"tool": "fs__read_text_file", "args": {"path": "/elsewhere.txt"}}),
+    );
+    std::fs::write(&cases, format!("{case}\n")).unwrap();
+    let r = run_cmd(&["run", s(&suite), "--json"]);
+    let first = &tool_results(&read_trials(&run_of(&suite, &r.stdout))[0])[0];
+    assert_eq!(first.2["status"], 404, "{first:?}");
+    assert!(
+        first.2["message"]
+            .as_str()
+            .unwrap()
+            .contains("no recorded answer"),
+        "{first:?}"
+    );
+}
+
+fn run_cmd(args: &[&str]) -> Output {
+    run(args)
+}
+
+/// The run folder of a `gauntlet run SUITE --json`.
+fn run_of(suite: &Path, stdout: &str) -> PathBuf {
+    let res: Value = serde_json::from_str(stdout).unwrap();
+    suite
+        .join(".gauntlet/runs")
+        .join(res["header"]["run_id"].as_str().unwrap())
+}
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node, the Python package mcp and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn a_canary_executes_allowed_writes_within_its_budget_and_refuses_the_rest() {
+    let fx = Fixture::new();
+    let config = fx.dir.join("shadow.yaml");
+    std::fs::write(&config, "canary:\n  allow: [write_file]\n  max_writes: 1\n").unwrap();
+    let shadow = Shadow::start(
+        &fx.dir,
+        &[
+            "--upstream",
+            &fx.fs_upstream(None),
+            "--canary",
+            "--config",
+            s(&config),
+        ],
+    );
+    let a = fx.docs.join("a.txt");
+    let b = fx.docs.join("b.txt");
+    let got = shadow.session(json!([
+        {"list": true},
+        {"tool": "write_file", "args": {"path": a, "content": "canary\n"}},
+        {"tool": "write_file", "args": {"path": b, "content": "second\n"}},
+        {"tool": "create_directory", "args": {"path": fx.docs.join("new")}},
+        {"tool": "read_text_file", "args": {"path": a}},
+    ]));
+    assert!(
+        got[0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "write_file"),
+        "one upstream: names are kept"
+    );
+    assert_eq!(got[1]["error"], false, "{}", got[1]);
+    assert_eq!(got[2]["error"], true, "{}", got[2]);
+    assert!(
+        got[2]["text"].as_str().unwrap().contains("budget"),
+        "{}",
+        got[2]
+    );
+    assert_eq!(got[3]["error"], true);
+    assert!(
+        got[3]["text"].as_str().unwrap().contains("canary.allow"),
+        "{}",
+        got[3]
+    );
+    assert_eq!(
+        got[4]["structured"]["content"], "canary\n",
+        "the allowed write happened"
+    );
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "canary\n");
+    assert!(!b.exists(), "the write over budget happened");
+    assert!(
+        !fx.docs.join("new").exists(),
+        "the disallowed write happened"
+    );
+    let run = shadow.run.clone();
+    let (code, _, stderr) = shadow.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let t = &read_trials(&run)[0];
+    assert_eq!(t["final_state"]["executed_writes"], 1);
+    assert!(processes_with(s(&fx.dir)).is_empty());
+}
+
+/// A temporary folder holding the misbehaving server (copied there so that its processes can
+/// be found by path) and a configuration: the folder, the configuration file, the upstream.
+fn flaky(config: &str) -> (tempfile::TempDir, PathBuf, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = tmp.path().join("flaky_mcp_server.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/flaky_mcp_server.py"),
+        &server,
+    )
+    .unwrap();
+    let file = tmp.path().join("shadow.yaml");
+    std::fs::write(&file, config).unwrap();
+    let upstream = format!("cmd:python3 {}", server.display());
+    (tmp, file, upstream)
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_crashing_or_hanging_upstream_ends_its_session_and_the_proxy_serves_on() {
+    let (tmp, config, upstream) = flaky("timeout_s: 2\n");
+    let shadow = Shadow::start(
+        tmp.path(),
+        &["--upstream", &upstream, "--config", s(&config)],
+    );
+    let crashed = shadow.session(json!([
+        {"tool": "echo", "args": {"text": "hi"}},
+        {"tool": "crash", "args": {}},
+        {"tool": "echo", "args": {"text": "after"}},
+    ]));
+    assert_eq!(crashed[0]["text"], "hi");
+    let err = crashed[1]["rpc_error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("stopped (crashed or exited)") && err.contains("`crash`"),
+        "{crashed:?}"
+    );
+    assert!(
+        crashed[2]["rpc_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("session has ended")
+    );
+    let started = Instant::now();
+    let hung = shadow.session(json!([{"tool": "hang", "args": {}}]));
+    assert!(
+        hung[0]["rpc_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not answer `hang` within 2s"),
+        "{hung:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let fine = shadow.session(json!([{"tool": "echo", "args": {"text": "still here"}}]));
+    assert_eq!(
+        fine[0]["text"], "still here",
+        "the proxy serves other sessions"
+    );
+    let run = shadow.run.clone();
+    let (code, took, stderr) = shadow.stop();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(took < Duration::from_secs(15));
+    let trials = read_trials(&run);
+    let statuses: Vec<(&str, &str)> = trials
+        .iter()
+        .map(|t| {
+            (
+                t["case_id"].as_str().unwrap(),
+                t["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("session-0001", "error"),
+            ("session-0002", "error"),
+            ("session-0003", "passed")
+        ]
+    );
+    assert!(trials[0]["error"].as_str().unwrap().contains("crash"));
+    assert!(
+        processes_with(s(tmp.path())).is_empty(),
+        "{:?}",
+        processes_with(s(tmp.path()))
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn over_stdio_one_session_is_recorded_with_the_faults_of_the_config() {
+    let (tmp, config, upstream) =
+        flaky("faults:\n  - {tool: echo, kind: rate_limited, calls: [1]}\n");
+    let run = tmp.path().join("run");
+    let bin = gauntlet_bin();
+    let ops = json!([
+        {"tool": "echo", "args": {"text": "one"}},
+        {"tool": "echo", "args": {"text": "two"}},
+    ]);
+    let got = python_check(
+        "shadow_client.py",
+        &[
+            "stdio",
+            &ops.to_string(),
+            "--",
+            s(&bin),
+            "shadow",
+            "--upstream",
+            &upstream,
+            "--config",
+            s(&config),
+            "--stdio",
+            "--out",
+            s(&run),
+        ],
+    )
+    .unwrap();
+    assert_eq!(got[0]["error"], true, "{got:?}");
+    assert!(
+        got[0]["text"].as_str().unwrap().starts_with("error 429"),
+        "{got:?}"
+    );
+    assert_eq!(got[1]["text"], "two");
+    // The proxy wrote the session when the client went away.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !run.join("results.json").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let trials = read_trials(&run);
+    assert_eq!(trials.len(), 1);
+    let events = trials[0]["trajectory"]["events"].as_array().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "fault_injected" && e["kind"] == "rate_limited")
+    );
+    assert!(processes_with(s(tmp.path())).is_empty());
+}
+
+#[test]
+fn shadow_refuses_what_it_cannot_run() {
+    let o = run(&["shadow", "--http", "127.0.0.1:0"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--upstream"), "{}", o.stderr);
+    let o = run(&["shadow", "--upstream", "ftp://x", "--stdio"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("is not an upstream"), "{}", o.stderr);
+    let o = run(&["shadow", "--upstream", "cmd:true"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--stdio"), "{}", o.stderr);
+    // A command that is no MCP server fails at start, before any agent connects.
+    let o = run(&["shadow", "--upstream", "cmd:true", "--stdio"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("MCP handshake"), "{}", o.stderr);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("shadow.yaml");
+    std::fs::write(
+        &config,
+        "canary:\n  allow: [write_file]\n  max_writes: two\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "shadow",
+        "--upstream",
+        "cmd:true",
+        "--config",
+        s(&config),
+        "--stdio",
+    ]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("shadow.yaml:3:"), "{}", o.stderr);
+    assert!(o.stderr.contains("max_writes"), "{}", o.stderr);
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_config_rule_for_a_tool_no_upstream_has_is_refused_with_the_tools_there_are() {
+    let (tmp, config, upstream) = flaky("tools:\n  ecko: read\n");
+    let o = run(&[
+        "shadow",
+        "--upstream",
+        &upstream,
+        "--config",
+        s(&config),
+        "--stdio",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("`ecko`") && o.stderr.contains("echo, crash, hang"),
+        "{}",
+        o.stderr
+    );
+    assert!(processes_with(s(tmp.path())).is_empty());
+}
