@@ -19,6 +19,7 @@ use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -57,7 +58,10 @@ impl WorldServer {
             .into_iter()
             .map(|t| {
                 let schema = t.parameters.as_object().cloned().unwrap_or_default();
+                // The world's read/write kind, as MCP says it (a proxy or client can tell).
+                let read = t.kind == gauntlet_model::ToolKind::Read;
                 Tool::new(t.name, t.description, schema)
+                    .with_annotations(ToolAnnotations::new().read_only(read))
             })
             .collect();
         let text_schema = |field: &str, what: &str| {
@@ -66,16 +70,22 @@ impl WorldServer {
                 .cloned()
                 .unwrap_or_default()
         };
-        tools.push(Tool::new(
-            ASK_USER,
-            "Ask the user a question and wait for the answer.",
-            text_schema("question", "The question."),
-        ));
-        tools.push(Tool::new(
-            CONFIRM,
-            "Ask the user to confirm an action before doing it. Returns {approved, answer}.",
-            text_schema("action", "What you are about to do."),
-        ));
+        tools.push(
+            Tool::new(
+                ASK_USER,
+                "Ask the user a question and wait for the answer.",
+                text_schema("question", "The question."),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+        );
+        tools.push(
+            Tool::new(
+                CONFIRM,
+                "Ask the user to confirm an action before doing it. Returns {approved, answer}.",
+                text_schema("action", "What you are about to do."),
+            )
+            .with_annotations(ToolAnnotations::new().read_only(true)),
+        );
         tools
     }
 

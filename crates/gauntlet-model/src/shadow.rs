@@ -89,6 +89,10 @@ pub enum Responder {
     Schema,
     /// This value, its strings rendered as templates with `tool` and `args` (`{{ args.path }}`).
     Template(Value),
+    /// A gauntlet world applies the write to a shadow copy of its state: the world file (YAML
+    /// or JSON, relative to the configuration file), whose tool of the same name handles it.
+    /// The copy's state at the session's end is in the trial's final state, under `worlds`.
+    World(String),
 }
 
 /// Canary mode: writes of allowed tools are executed, within budgets; all else is refused.

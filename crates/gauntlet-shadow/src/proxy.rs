@@ -3,7 +3,7 @@
 //! Reads are forwarded; writes are recorded and answered by a responder (shadow), or forwarded
 //! when the canary allows them; every call is recorded as the simulator records a world's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use gauntlet_model::shadow::{Responder, ShadowConfig};
 use gauntlet_model::trajectory::ToolCall;
 use gauntlet_model::{Event, SideEffect, ToolError, ToolKind, ToolSpec, Trajectory, WorldSpec};
-use gauntlet_world::{FaultPlan, FaultRule};
+use gauntlet_world::{FaultPlan, FaultRule, Simulator, World};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -34,7 +34,7 @@ const DEFAULT_TIMEOUT_S: f64 = 30.0;
 const DEFAULT_START_TIMEOUT_S: f64 = 60.0;
 
 /// What the proxy was told: its upstreams, its configuration, and whether it is a canary.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     /// The upstream servers, in order.
     pub upstreams: Vec<UpstreamSpec>,
@@ -42,6 +42,8 @@ pub struct Settings {
     pub config: ShadowConfig,
     /// Canary mode: allowed writes reach the upstream, within budgets.
     pub canary: bool,
+    /// The worlds of `world` responders, by the path the configuration gives.
+    pub worlds: BTreeMap<String, Arc<World>>,
 }
 
 impl Settings {
@@ -162,6 +164,22 @@ impl Catalog {
                     responder,
                     validator: jsonschema::validator_for(&input).ok(),
                 });
+            }
+        }
+        for t in &tools {
+            if let Responder::World(path) = &t.responder {
+                let Some(world) = settings.worlds.get(path) else {
+                    return Err(format!(
+                        "the world `{path}` of `{}`'s responder is not loaded",
+                        t.exposed
+                    ));
+                };
+                if t.kind == ToolKind::Write && !world.has_tool(&t.exposed) {
+                    return Err(format!(
+                        "`{}` is answered by the world {path}, which has no tool `{}`",
+                        t.exposed, t.exposed
+                    ));
+                }
             }
         }
         let unknown: Vec<&String> = config
@@ -311,6 +329,7 @@ impl Proxy {
             catalog: tokio::sync::Mutex::new(None),
             upstreams: Mutex::new(Vec::new()),
             rec: Mutex::new(Recorder::default()),
+            worlds: Mutex::new(BTreeMap::new()),
             sink: self.sink.clone(),
             finished: AtomicBool::new(false),
         });
@@ -358,6 +377,8 @@ struct Session {
     catalog: tokio::sync::Mutex<Option<Result<Arc<Catalog>, String>>>,
     upstreams: Mutex<Vec<Upstream>>,
     rec: Mutex<Recorder>,
+    /// Shadow copies of the responders' worlds, made at their first write.
+    worlds: Mutex<BTreeMap<String, Simulator>>,
     sink: UnboundedSender<FinishedSession>,
     finished: AtomicBool,
 }
@@ -411,6 +432,14 @@ impl Session {
         for mut u in std::mem::take(&mut *lock(&self.upstreams)) {
             u.stop();
         }
+        let shadow_states: serde_json::Map<String, Value> =
+            std::mem::take(&mut *lock(&self.worlds))
+                .into_values()
+                .map(|sim| {
+                    let name = sim.world().name().to_owned();
+                    (name, sim.finish(None).1)
+                })
+                .collect();
         let mut rec = lock(&self.rec);
         let error = error.or_else(|| rec.broken.clone());
         let mut events = std::mem::take(&mut rec.events);
@@ -425,10 +454,16 @@ impl Session {
                 side_effects: std::mem::take(&mut rec.side_effects),
             },
             initial_state: json!({"writes": []}),
-            final_state: json!({
-                "writes": std::mem::take(&mut rec.writes),
-                "executed_writes": rec.executed_writes,
-            }),
+            final_state: {
+                let mut state = json!({
+                    "writes": std::mem::take(&mut rec.writes),
+                    "executed_writes": rec.executed_writes,
+                });
+                if !shadow_states.is_empty() {
+                    state["worlds"] = Value::Object(shadow_states);
+                }
+                state
+            },
             error,
             started_at_ms: self.started_at_ms,
             duration_ms: self.started.elapsed().as_secs_f64() * 1000.0,
@@ -594,6 +629,7 @@ impl Session {
                     Responder::Schema => Ok(schema_shaped(tool.output_schema.as_ref(), &args)),
                     Responder::Template(t) => render_template(t, name, &args)
                         .map_err(|e| tool_error(500, format!("the shadow responder failed: {e}"))),
+                    Responder::World(path) => self.in_world(path, n, name, &args, &record),
                 };
                 match value {
                     Ok(v) => {
@@ -646,6 +682,31 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Applies a write to the session's shadow copy of a responder's world.
+    fn in_world(
+        &self,
+        path: &str,
+        step: u32,
+        tool: &str,
+        args: &Value,
+        record: &ToolCall,
+    ) -> Result<Value, ToolError> {
+        let Some(world) = self.settings.worlds.get(path) else {
+            return Err(tool_error(500, format!("the world {path} is not loaded")));
+        };
+        let mut worlds = lock(&self.worlds);
+        let sim = worlds.entry(path.to_owned()).or_insert_with(|| {
+            let spec = world.spec();
+            Simulator::new(
+                Arc::clone(world),
+                Value::Object(spec.state.clone()),
+                spec.default_context.clone(),
+                FaultPlan::default(),
+            )
+        });
+        sim.call_tool(step, tool, args.clone(), record.idempotency_key.clone())
     }
 
     fn note_write(&self, record: &ToolCall, args: &Value) {

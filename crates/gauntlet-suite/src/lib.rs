@@ -15,4 +15,4 @@ mod spans;
 pub use config::{CustomEvaluatorSpec, DatasetEntry, EvaluatorSource, RubricConfig, SuiteConfig};
 pub use dataset::{LoadedCase, load_cases};
 pub use diagnostic::Diagnostic;
-pub use load::{LoadedWorld, Suite, load_document, load_gates_file};
+pub use load::{LoadedWorld, Suite, load_document, load_gates_file, load_world};

@@ -334,98 +334,129 @@ fn load_worlds(
                 continue;
             }
         };
-        let mut doc = match parse::<WorldSpec>(&file, &text, is_json(&file), 0) {
-            Ok(d) => d,
-            Err(d) => {
-                problems.push(d);
-                continue;
-            }
-        };
-        let name = doc.value.name.clone();
-        if worlds.contains_key(&name) {
-            let (line, col) = doc.spans.locate("/name");
-            problems.push(Diagnostic::at(
-                &file,
-                line,
-                col,
-                format!("world `{name}` is defined twice"),
-            ));
-            continue;
-        }
-        if let Some(rel) = doc.value.state_file.clone() {
-            let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
-            let loaded = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read state file {}: {e}", path.display()))
-                .and_then(|text| {
-                    serde_json::from_str::<serde_json::Value>(&text)
-                        .map_err(|e| format!("state file {}: {e}", path.display()))
-                })
-                .and_then(|v| match v {
-                    serde_json::Value::Object(m) => Ok(m),
-                    _ => Err(format!(
-                        "state file {} must hold a JSON object",
-                        path.display()
-                    )),
-                });
-            match loaded {
-                Ok(mut base) => {
-                    // Inline `state` wins over the file, key by key at the top level.
-                    base.extend(std::mem::take(&mut doc.value.state));
-                    doc.value.state = base;
-                }
-                Err(message) => {
-                    let (line, col) = doc.spans.locate("/state_file");
-                    problems.push(Diagnostic::at(&file, line, col, message));
-                    continue;
-                }
-            }
-        }
-        let script = match &doc.value.script {
-            None => None,
-            Some(rel) => {
-                let path = file.parent().unwrap_or(Path::new(".")).join(rel);
-                match std::fs::read_to_string(&path) {
-                    Ok(source) => Some(gauntlet_world::ScriptSource {
-                        file: path.display().to_string(),
-                        source,
-                    }),
-                    Err(e) => {
-                        let (line, col) = doc.spans.locate("/script");
-                        problems.push(Diagnostic::at(
-                            &file,
-                            line,
-                            col,
-                            format!("cannot read script {}: {e}", path.display()),
-                        ));
-                        continue;
-                    }
-                }
-            }
-        };
-        let script_text = script
-            .as_ref()
-            .map(|s| s.source.clone())
-            .unwrap_or_default();
-        match World::compile_with(doc.value, script) {
-            Ok(world) => {
-                worlds.insert(
-                    name,
-                    LoadedWorld {
-                        world: Arc::new(world),
-                        file,
-                        hash: sha256_hex(format!("{text}{script_text}").as_bytes()),
-                    },
-                );
-            }
-            Err(errors) => {
-                for e in errors {
-                    let (line, col) = doc.spans.locate(&e.field);
-                    problems.push(Diagnostic::at(&file, line, col, e.message));
-                }
-            }
+        if let Some((name, world)) =
+            load_world_file(&file, &text, problems, &|n| worlds.contains_key(n))
+        {
+            worlds.insert(name, world);
         }
     }
     worlds
+}
+
+/// Parses and compiles one world file (its state file and script beside it); `taken` says
+/// whether a world of that name is already loaded (a duplicate is a problem at `/name`).
+fn load_world_file(
+    file: &Path,
+    text: &str,
+    problems: &mut Vec<Diagnostic>,
+    taken: &dyn Fn(&str) -> bool,
+) -> Option<(String, LoadedWorld)> {
+    let mut doc = match parse::<WorldSpec>(file, text, is_json(file), 0) {
+        Ok(d) => d,
+        Err(d) => {
+            problems.push(d);
+            return None;
+        }
+    };
+    let name = doc.value.name.clone();
+    if taken(&name) {
+        let (line, col) = doc.spans.locate("/name");
+        problems.push(Diagnostic::at(
+            file,
+            line,
+            col,
+            format!("world `{name}` is defined twice"),
+        ));
+        return None;
+    }
+    if let Some(rel) = doc.value.state_file.clone() {
+        let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
+        let loaded = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read state file {}: {e}", path.display()))
+            .and_then(|text| {
+                serde_json::from_str::<serde_json::Value>(&text)
+                    .map_err(|e| format!("state file {}: {e}", path.display()))
+            })
+            .and_then(|v| match v {
+                serde_json::Value::Object(m) => Ok(m),
+                _ => Err(format!(
+                    "state file {} must hold a JSON object",
+                    path.display()
+                )),
+            });
+        match loaded {
+            Ok(mut base) => {
+                // Inline `state` wins over the file, key by key at the top level.
+                base.extend(std::mem::take(&mut doc.value.state));
+                doc.value.state = base;
+            }
+            Err(message) => {
+                let (line, col) = doc.spans.locate("/state_file");
+                problems.push(Diagnostic::at(file, line, col, message));
+                return None;
+            }
+        }
+    }
+    let script = match &doc.value.script {
+        None => None,
+        Some(rel) => {
+            let path = file.parent().unwrap_or(Path::new(".")).join(rel);
+            match std::fs::read_to_string(&path) {
+                Ok(source) => Some(gauntlet_world::ScriptSource {
+                    file: path.display().to_string(),
+                    source,
+                }),
+                Err(e) => {
+                    let (line, col) = doc.spans.locate("/script");
+                    problems.push(Diagnostic::at(
+                        file,
+                        line,
+                        col,
+                        format!("cannot read script {}: {e}", path.display()),
+                    ));
+                    return None;
+                }
+            }
+        }
+    };
+    let script_text = script
+        .as_ref()
+        .map(|s| s.source.clone())
+        .unwrap_or_default();
+    match World::compile_with(doc.value, script) {
+        Ok(world) => Some((
+            name,
+            LoadedWorld {
+                world: Arc::new(world),
+                file: file.to_path_buf(),
+                hash: sha256_hex(format!("{text}{script_text}").as_bytes()),
+            },
+        )),
+        Err(errors) => {
+            for e in errors {
+                let (line, col) = doc.spans.locate(&e.field);
+                problems.push(Diagnostic::at(file, line, col, e.message));
+            }
+            None
+        }
+    }
+}
+
+/// Reads and compiles one world file outside a suite (a shadow proxy's world responder).
+pub fn load_world(path: &Path) -> Result<LoadedWorld, Vec<Diagnostic>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![Diagnostic::at(
+            path,
+            0,
+            0,
+            format!("cannot read the world file: {e}"),
+        )]
+    })?;
+    let mut problems = Vec::new();
+    match load_world_file(path, &text, &mut problems, &|_| false) {
+        Some((_, world)) if problems.is_empty() => Ok(world),
+        _ => Err(problems),
+    }
 }
 
 fn check_cases(

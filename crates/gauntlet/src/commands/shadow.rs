@@ -1,18 +1,21 @@
 //! `gauntlet shadow`: the MCP proxy in front of real servers, each session judged and stored as
 //! a trial; `gauntlet shadow harvest`: a shadow run into a suite that replays it offline.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gauntlet_eval::{Accumulator, results_of};
 use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::shadow::ShadowConfig;
+use gauntlet_model::shadow::{Responder, ShadowConfig};
 use gauntlet_model::{
     FORMAT_VERSION, RunHeader, ToolKind, TrialRecord, TrialSummary, Versions, WorldSpec,
 };
 use gauntlet_shadow::proxy::{self, FinishedSession, KindSource};
 use gauntlet_shadow::{Proxy, Settings};
 use gauntlet_store::RunWriter;
+use gauntlet_world::World;
 
 use crate::cli::{ShadowAction, ShadowArgs};
 use crate::commands::shared::load_suite;
@@ -50,16 +53,43 @@ pub fn shadow(args: ShadowArgs) -> Result<i32, ExpectedError> {
             "warning: --canary without a `canary:` section in --config: every write will be refused"
         );
     }
+    let worlds = responder_worlds(&config, args.config.as_deref())?;
     let settings = Settings {
         upstreams: args.upstreams.clone(),
         config,
         canary: args.canary,
+        worlds,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     runtime.block_on(run(args, settings))
+}
+
+/// The worlds the configuration's `world` responders name, loaded relative to it.
+fn responder_worlds(
+    config: &ShadowConfig,
+    file: Option<&Path>,
+) -> Result<BTreeMap<String, Arc<World>>, ExpectedError> {
+    let base = file.and_then(Path::parent).unwrap_or(Path::new("."));
+    let mut worlds = BTreeMap::new();
+    let named = config
+        .tools
+        .values()
+        .filter_map(|r| r.responder())
+        .chain(config.respond.as_ref());
+    for r in named {
+        if let Responder::World(path) = r
+            && !worlds.contains_key(path)
+        {
+            let loaded = gauntlet_suite::load_world(&base.join(path)).map_err(|problems| {
+                ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
+            })?;
+            worlds.insert(path.clone(), loaded.world);
+        }
+    }
+    Ok(worlds)
 }
 
 async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError> {

@@ -628,3 +628,120 @@ fn a_config_rule_for_a_tool_no_upstream_has_is_refused_with_the_tools_there_are(
     );
     assert!(processes_with(s(tmp.path())).is_empty());
 }
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn an_http_upstream_gets_the_reads_and_never_a_write() {
+    // The upstream is gauntlet's own MCP server over streamable HTTP, behind its bearer token.
+    let tmp = tempfile::tempdir().unwrap();
+    let serve_err = tmp.path().join("serve.stderr");
+    let mut serve = std::process::Command::new(gauntlet_bin())
+        .args(["serve", s(&repo().join("examples/incident-desk"))])
+        .args(["--case", "close-mitigated", "--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&serve_err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let up: Value = serde_json::from_str(&line).unwrap();
+    let upstream = format!(
+        "desk={}#bearer={}",
+        up["url"].as_str().unwrap(),
+        up["token"].as_str().unwrap()
+    );
+    let shadow = Shadow::start(tmp.path(), &["--upstream", &upstream]);
+    let got = shadow.session(json!([
+        {"list": true},
+        {"tool": "get_incident", "args": {"incident_id": "INC-004217"}},
+        {"tool": "close_incident", "args": {"incident_id": "INC-004217"}},
+        {"tool": "get_incident", "args": {"incident_id": "INC-004217"}},
+    ]));
+    let tools = got[0].as_array().unwrap();
+    let read_only = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap()["read_only"].clone();
+    assert_eq!(
+        read_only("get_incident"),
+        true,
+        "the world's kinds are MCP annotations"
+    );
+    assert_eq!(read_only("close_incident"), false);
+    assert!(
+        got[1]["text"].as_str().unwrap().contains("Payment API"),
+        "{got:?}"
+    );
+    assert_eq!(got[2]["error"], false, "{got:?}");
+    assert_eq!(
+        got[1]["structured"], got[3]["structured"],
+        "the close never happened"
+    );
+    let (code, _, stderr) = shadow.stop();
+    assert_eq!(code, 0, "{stderr}");
+    std::process::Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status()
+        .unwrap();
+    serve.wait().unwrap();
+    // The upstream's own record of its session: reads only.
+    let text = std::fs::read_to_string(&serve_err).unwrap();
+    let record: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let called: Vec<&str> = record["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| e["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(called, ["get_incident", "get_incident"], "{text}");
+}
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node, the Python package mcp and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn a_world_responder_applies_writes_to_a_shadow_copy_of_its_state() {
+    let fx = Fixture::new();
+    let before = tree(&fx.docs);
+    std::fs::write(
+        fx.dir.join("files.yaml"),
+        "name: files\nstate: {files: {}}\ntools:\n  - name: write_file\n    kind: write\n    parameters:\n      type: object\n      properties: {path: {type: string}, content: {type: string}}\n      required: [path, content]\n    handler:\n      - set: {path: \"/files/{path}\", value: \"{content}\"}\n      - return: {content: \"{path}\"}\n",
+    )
+    .unwrap();
+    let config = fx.dir.join("shadow.yaml");
+    std::fs::write(
+        &config,
+        "tools:\n  write_file:\n    respond: {world: files.yaml}\n",
+    )
+    .unwrap();
+    let shadow = Shadow::start(
+        &fx.dir,
+        &["--upstream", &fx.fs_upstream(None), "--config", s(&config)],
+    );
+    let a = fx.docs.join("a.txt");
+    let got = shadow.session(json!([
+        {"list": true},
+        {"tool": "write_file", "args": {"path": a, "content": "bye\n"}},
+        {"tool": "write_file", "args": {"path": a, "content": 7}},
+    ]));
+    assert_eq!(got[1]["structured"]["content"], s(&a), "{got:?}");
+    assert_eq!(
+        got[2]["error"], true,
+        "the world checks its own schema: {got:?}"
+    );
+    assert_eq!(tree(&fx.docs), before, "the write reached the disk");
+    let run = shadow.run.clone();
+    let (code, _, stderr) = shadow.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let t = &read_trials(&run)[0];
+    assert_eq!(
+        t["final_state"]["worlds"]["files"]["files"][s(&a)],
+        "bye\n",
+        "{t}"
+    );
+    assert_eq!(t["final_state"]["writes"].as_array().unwrap().len(), 1);
+}
