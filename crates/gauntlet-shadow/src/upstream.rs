@@ -128,6 +128,15 @@ impl Upstream {
             Target::Command(command) => {
                 let mut cmd = tokio::process::Command::new("sh");
                 cmd.arg("-c").arg(format!("exec {command}"));
+                // Should the proxy itself be killed (SIGKILL, no clean-up), the server goes
+                // with it; and its stdin closes, which ends the MCP servers it may have started.
+                // SAFETY: prctl is async-signal-safe and touches only the child.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        Ok(())
+                    });
+                }
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (transport, stderr) = TokioChildProcess::builder(wrap)

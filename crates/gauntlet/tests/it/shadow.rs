@@ -70,6 +70,10 @@ impl Shadow {
 
     /// SIGTERM; the exit code and how long it took to stop.
     fn stop(mut self) -> (i32, Duration, String) {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> (i32, Duration, String) {
         let started = Instant::now();
         std::process::Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -87,6 +91,16 @@ impl Shadow {
         };
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         (status.code().unwrap_or(-1), started.elapsed(), stderr)
+    }
+}
+
+impl Drop for Shadow {
+    /// A failing test leaves no proxy behind.
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -744,4 +758,67 @@ fn a_world_responder_applies_writes_to_a_shadow_copy_of_its_state() {
         "{t}"
     );
     assert_eq!(t["final_state"]["writes"].as_array().unwrap().len(), 1);
+}
+
+/// Opens an MCP session over plain HTTP (initialize, then list the tools) and leaves it open.
+const OPEN_SESSION: &str = r#"
+import json, sys, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+def post(body, session=None):
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": "Bearer " + token}
+    if session:
+        h["mcp-session-id"] = session
+        h["mcp-protocol-version"] = "2025-06-18"
+    r = urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), headers=h), timeout=60)
+    return r.headers.get("mcp-session-id"), r.read().decode()
+sid, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+_, listed = post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, sid)
+print("echo" in listed)
+"#;
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_killed_proxy_takes_its_upstreams_with_it() {
+    let (tmp, config, upstream) = flaky("timeout_s: 5\n");
+    // A server that does not go away when its stdin closes: the shell waits on.
+    let upstream = format!(
+        "cmd:sh -c '{}; sleep 30'",
+        upstream.trim_start_matches("cmd:")
+    );
+    let shadow = Shadow::start(
+        tmp.path(),
+        &["--upstream", &upstream, "--config", s(&config)],
+    );
+    // The server's own path: the proxy's command line names the folder too.
+    let server = tmp.path().join("flaky_mcp_server.py");
+    let server = s(&server);
+    let out = std::process::Command::new("python3")
+        .args(["-c", OPEN_SESSION, &shadow.url, &shadow.token])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "True",
+        "{out:?}"
+    );
+    assert!(
+        !processes_with(server).is_empty(),
+        "the open session's upstream runs"
+    );
+    let mut shadow = shadow;
+    shadow.child.kill().unwrap(); // SIGKILL: no clean-up code runs
+    shadow.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(server).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        processes_with(server).is_empty(),
+        "{:?}",
+        processes_with(server)
+    );
 }
