@@ -22,6 +22,7 @@ fn main() {
         ("have_agentdojo", peers().join("agentdojo/runs").is_dir()),
         ("have_py_agentdojo", python_has("agentdojo")),
         ("have_bwrap", bwrap_works()),
+        ("have_py_mcp_git", python_has("mcp_server_git")),
         (
             "have_npm_mcp_servers",
             python_has("mcp")

@@ -26,6 +26,7 @@ pub mod path;
 pub mod rubric;
 pub mod run;
 pub mod score;
+pub mod service;
 pub mod shadow;
 pub mod stored_state;
 pub mod trajectory;

@@ -50,6 +50,10 @@ pub struct WorldSpec {
     /// strings, a field of a tool's output, or a tool's description.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub injection_vectors: std::collections::BTreeMap<String, crate::attack::InjectionVector>,
+    /// A real service behind the tools (a directory, a git repository, any service behind
+    /// commands), made fresh for every trial; its state is read back from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<crate::service::ServiceSpec>,
 }
 
 impl WorldSpec {

@@ -67,12 +67,19 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     });
     let semaphore = Arc::new(Semaphore::new(plan.concurrency.max(1)));
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
-    let timeout = plan.trial_timeout;
+    if plan.trials.iter().any(|t| t.world.spec().service.is_some()) {
+        gauntlet_services::sweep_stale();
+    }
+    let shared = Arc::new(TrialShared {
+        timeout: plan.trial_timeout,
+        custom: Arc::clone(&plan.custom),
+        persona: plan.persona.clone(),
+        benchmark: plan.benchmark.clone(),
+        judges: plan.judges.clone(),
+        starts: Arc::default(),
+    });
     for (index, trial) in plan.trials.into_iter().enumerate() {
-        let custom = Arc::clone(&plan.custom);
-        let persona = plan.persona.clone();
-        let benchmark = plan.benchmark.clone();
-        let judges = plan.judges.clone();
+        let shared = Arc::clone(&shared);
         let semaphore = Arc::clone(&semaphore);
         let agent = Arc::clone(&agent);
         let tx = tx.clone();
@@ -88,18 +95,16 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
             });
             let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
-            let record = match tokio::spawn(run_one(
-                trial, agent, timeout, custom, persona, benchmark, judges,
-            ))
+            let (record, started_from) = match tokio::spawn(run_one(trial, agent, shared))
             .await
             {
                 Ok(r) => r,
-                Err(_) => error_record(&spare, "the trial panicked".to_owned()),
+                Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
             };
             let _ = tx.send(RunEvent::TrialFinished {
                 index,
                 record: Box::new(record),
-                initial_state: spare.initial_state,
+                initial_state: started_from.unwrap_or(spare.initial_state),
                 at: now(),
             });
         });
@@ -131,15 +136,32 @@ fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
     }
 }
 
-async fn run_one(
-    trial: TrialPlan,
-    agent: Arc<dyn Agent>,
+/// What every trial of a run shares.
+struct TrialShared {
     timeout: Duration,
     custom: Arc<CustomEvaluators>,
     persona: Option<PersonaModels>,
     benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
     judges: Option<Arc<JudgePanel>>,
-) -> TrialRecord {
+    /// The initial-state hash of each case's first trial on a real service: every later trial
+    /// of the case must start from the same.
+    starts: StartHashes,
+}
+
+async fn run_one(
+    trial: TrialPlan,
+    agent: Arc<dyn Agent>,
+    shared: Arc<TrialShared>,
+) -> (TrialRecord, Option<Arc<Value>>) {
+    let TrialShared {
+        timeout,
+        custom,
+        persona,
+        benchmark,
+        judges,
+        starts,
+    } = &*shared;
+    let timeout = *timeout;
     let started = Instant::now();
     let started_at = jiff::Timestamp::now();
     let case = &trial.case;
@@ -150,20 +172,67 @@ async fn run_one(
         trial.epoch,
     ) {
         Ok(user) => user,
-        Err(why) => return error_record(&trial, why),
+        Err(why) => return (error_record(&trial, why), None),
     };
     let injections = match Injections::for_trial(trial.world.spec(), case.attack.as_ref()) {
         Ok(i) => i,
-        Err(why) => return error_record(&trial, why),
+        Err(why) => return (error_record(&trial, why), None),
     };
-    let simulator = Simulator::new(
+    // A world that is a real service is made for this trial, and starts from what it reads back.
+    let (service, initial_state) = match trial.world.spec().service.clone() {
+        None => (None, Arc::clone(&trial.initial_state)),
+        Some(spec) => {
+            let made = tokio::task::spawn_blocking(move || {
+                let mut service = gauntlet_services::RealService::start(&spec)?;
+                let state = gauntlet_world::Service::snapshot(&mut service)
+                    .map_err(|e| format!("the service's state could not be read: {e}"))?;
+                Ok::<_, String>((service, state))
+            })
+            .await
+            .unwrap_or_else(|_| Err("starting the service panicked".to_owned()));
+            let (service, state) = match made {
+                Ok(m) => m,
+                Err(why) => {
+                    return (
+                        error_record(&trial, format!("the world's service did not start: {why}")),
+                        None,
+                    );
+                }
+            };
+            let hash = gauntlet_model::digest::sha256_hex(
+                gauntlet_model::path::canonical_json(&state).as_bytes(),
+            );
+            let first = starts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(case.case_id.clone())
+                .or_insert_with(|| hash.clone())
+                .clone();
+            if first != hash {
+                return (
+                    error_record(
+                        &trial,
+                        format!(
+                            "the service started from another state than the case's first trial (sha256 {hash} vs {first}): its fixture or setup is not deterministic"
+                        ),
+                    ),
+                    None,
+                );
+            }
+            (Some(service), Arc::new(state))
+        }
+    };
+    let mut simulator = Simulator::new(
         Arc::clone(&trial.world),
-        (*trial.initial_state).clone(),
+        (*initial_state).clone(),
         trial.context.clone(),
         trial.faults.clone(),
     )
     .inject(injections)
     .with_traps(traps_of(case));
+    if let Some(service) = service {
+        simulator = simulator.with_service(Box::new(service));
+    }
     let has_traps = case.checkpoints.iter().any(|c| c.trap);
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
@@ -226,21 +295,21 @@ async fn run_one(
             case: Some(case),
             epoch: trial.epoch,
             trajectory: &trajectory,
-            initial_state: Some(&trial.initial_state),
+            initial_state: Some(&initial_state),
             final_state: &final_state,
             world: Some(trial.world.spec()),
             benchmark: benchmark.as_deref(),
             harness_failed: error.is_some(),
         },
-        &custom,
+        custom,
         judges.as_deref(),
     )
     .await;
-    TrialRecord {
+    let record = TrialRecord {
         case_id: case.case_id.clone(),
         epoch: trial.epoch,
         seed: trial.seed,
-        trace_id: trial.trace_id,
+        trace_id: trial.trace_id.clone(),
         status: evaluation.status,
         error,
         tags: case.tags.clone(),
@@ -253,8 +322,18 @@ async fn run_one(
         started_at: Some(started_at.to_string()),
         not_applicable: evaluation.not_applicable,
         judges: evaluation.judges,
-    }
+    };
+    let own_start = trial
+        .world
+        .spec()
+        .service
+        .is_some()
+        .then_some(initial_state);
+    (record, own_start)
 }
+
+/// Each case's initial-state hash on a real service, from its first trial.
+type StartHashes = Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>;
 
 /// The case's checkpoints marked `trap`, checked on the live state as the trial runs.
 fn traps_of(case: &gauntlet_model::Case) -> Vec<gauntlet_world::Trap> {

@@ -10,10 +10,9 @@
 pub mod harvest;
 pub mod proxy;
 pub mod respond;
-pub mod upstream;
 
+pub use gauntlet_services::upstream::{Upstream, UpstreamSpec};
 pub use proxy::{Catalog, FinishedSession, Proxy, Settings, ShadowServer, serve_stdio};
-pub use upstream::{Upstream, UpstreamSpec};
 
 #[cfg(test)]
 mod tests {

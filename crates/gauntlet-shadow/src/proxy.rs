@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::respond::{render_template, schema_shaped};
-use crate::upstream::{CallFailure, Upstream, UpstreamSpec, call};
+use gauntlet_services::upstream::{CallFailure, Upstream, UpstreamSpec, call, outcome_of};
 
 /// The `_meta` key under which a client may send the user's request (it becomes the
 /// trajectory's first user message and a harvested case's input).
@@ -260,6 +260,7 @@ impl Catalog {
             tenant_field: None,
             canaries: Vec::new(),
             injection_vectors: Default::default(),
+            service: None,
         }
     }
 }
@@ -778,38 +779,6 @@ fn answer(tool: &ProxiedTool, v: &Value) -> CallToolResult {
         };
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
-}
-
-/// What an upstream's answer is in the trajectory: its structured content, else its text
-/// (parsed when it is JSON; a list when there are several), else the content blocks; an
-/// `isError` answer is a tool error with its text.
-pub fn outcome_of(reply: &CallToolResult) -> Result<Value, ToolError> {
-    let texts: Vec<&str> = reply
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
-    if reply.is_error == Some(true) {
-        return Err(ToolError {
-            status: 400,
-            message: if texts.is_empty() {
-                "the tool reported an error".to_owned()
-            } else {
-                texts.join("\n")
-            },
-            retry_after_s: None,
-        });
-    }
-    if let Some(s) = &reply.structured_content {
-        return Ok(s.clone());
-    }
-    if texts.len() == reply.content.len() {
-        return Ok(match texts.as_slice() {
-            [one] => serde_json::from_str(one).unwrap_or_else(|_| Value::String((*one).to_owned())),
-            many => Value::Array(many.iter().map(|t| json!(t)).collect()),
-        });
-    }
-    Ok(serde_json::to_value(&reply.content).unwrap_or(Value::Null))
 }
 
 /// One MCP session's handler.

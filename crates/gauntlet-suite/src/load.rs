@@ -397,6 +397,32 @@ fn load_world_file(
             }
         }
     }
+    // A service's fixture is found beside the world file; its content is part of the world's
+    // version.
+    let mut fixture_hash = String::new();
+    if let Some(rel) = doc
+        .value
+        .service
+        .as_ref()
+        .and_then(|svc| svc.fixture.clone())
+    {
+        let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
+        if !path.is_dir() {
+            let (line, col) = doc.spans.locate("/service/fixture");
+            problems.push(Diagnostic::at(
+                file,
+                line,
+                col,
+                format!("the fixture folder {} does not exist", path.display()),
+            ));
+            return None;
+        }
+        let absolute = path.canonicalize().unwrap_or(path);
+        fixture_hash = fixture_digest(&absolute);
+        if let Some(svc) = doc.value.service.as_mut() {
+            svc.fixture = Some(absolute.display().to_string());
+        }
+    }
     let script = match &doc.value.script {
         None => None,
         Some(rel) => {
@@ -429,7 +455,7 @@ fn load_world_file(
             LoadedWorld {
                 world: Arc::new(world),
                 file: file.to_path_buf(),
-                hash: sha256_hex(format!("{text}{script_text}").as_bytes()),
+                hash: sha256_hex(format!("{text}{script_text}{fixture_hash}").as_bytes()),
             },
         )),
         Err(errors) => {
@@ -440,6 +466,36 @@ fn load_world_file(
             None
         }
     }
+}
+
+/// SHA-256 of a fixture folder's paths and contents (a world's version changes with it).
+fn fixture_digest(dir: &Path) -> String {
+    let mut h = Sha256::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        h.update(
+            f.strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        h.update([0]);
+        h.update(std::fs::read(&f).unwrap_or_default());
+        h.update([0]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads and compiles one world file outside a suite (a shadow proxy's world responder).

@@ -193,6 +193,60 @@ pub struct Simulator {
     waited_ms: f64,
     /// The script runtime holding the state, for worlds with a script.
     script: Option<Result<crate::script::ScriptEngine, String>>,
+    /// The real service answering the tools, for worlds that are one.
+    service: Option<Box<dyn Service>>,
+}
+
+/// A real service behind a world's tools, made for one trial: its MCP server answers the calls
+/// and its state is read back as JSON. Dropping it tears it down.
+pub trait Service: Send {
+    /// Calls one tool of the service; blocks until it answers, fails or times out.
+    fn call(&mut self, tool: &str, args: &Value) -> Result<Value, ToolError>;
+    /// The service's state now.
+    fn snapshot(&mut self) -> Result<Value, String>;
+}
+
+/// The changes between two states, record by record (the values of top-level objects), so a
+/// write to a real service is recorded like a simulated one.
+fn changes_between(before: &Value, after: &Value) -> Vec<gauntlet_model::StateChange> {
+    let esc = gauntlet_model::path::escape_segment;
+    let empty = serde_json::Map::new();
+    let (b, a) = (
+        before.as_object().unwrap_or(&empty),
+        after.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    for k in keys {
+        let (x, y) = (b.get(k), a.get(k));
+        if x == y {
+            continue;
+        }
+        match (x, y) {
+            (Some(Value::Object(xo)), Some(Value::Object(yo))) => {
+                let mut inner: Vec<&String> = xo.keys().chain(yo.keys()).collect();
+                inner.sort();
+                inner.dedup();
+                for r in inner {
+                    if xo.get(r) != yo.get(r) {
+                        out.push(gauntlet_model::StateChange {
+                            path: format!("/{}/{}", esc(k), esc(r)),
+                            before: xo.get(r).cloned(),
+                            after: yo.get(r).cloned(),
+                        });
+                    }
+                }
+            }
+            _ => out.push(gauntlet_model::StateChange {
+                path: format!("/{}", esc(k)),
+                before: x.cloned(),
+                after: y.cloned(),
+            }),
+        }
+    }
+    out
 }
 
 impl Simulator {
@@ -226,7 +280,15 @@ impl Simulator {
             next_call: 0,
             started: Instant::now(),
             waited_ms: 0.0,
+            service: None,
         }
+    }
+
+    /// Hands the world's tools to a real service: its MCP server answers them, and after each
+    /// write its state is read back (the trial's state is the service's).
+    pub fn with_service(mut self, service: Box<dyn Service>) -> Self {
+        self.service = Some(service);
+        self
     }
 
     /// The trial clock in milliseconds: wall time since the start plus scripted waits.
@@ -527,7 +589,24 @@ impl Simulator {
                 return Err(e);
             }
         }
-        let (result, accessed) = if tool.spec.handler.is_empty() && self.script.is_some() {
+        let (result, accessed) = if let Some(service) = self.service.as_mut() {
+            let result = service.call(&call.tool, &call.arguments);
+            if result.is_ok() && tool.spec.kind == ToolKind::Write {
+                match service.snapshot() {
+                    Ok(now) => {
+                        call.state_changes = changes_between(&self.state, &now);
+                        self.state = now;
+                    }
+                    Err(e) => {
+                        return Err(error(
+                            500,
+                            format!("the service's state could not be read after the call: {e}"),
+                        ));
+                    }
+                }
+            }
+            (result, Vec::new())
+        } else if tool.spec.handler.is_empty() && self.script.is_some() {
             match self.script.as_mut() {
                 Some(Ok(engine)) => {
                     let (result, fx) = engine.call(
@@ -625,10 +704,15 @@ impl Simulator {
         self,
         final_answer: Option<String>,
     ) -> (Trajectory, Result<Value, String>) {
-        let state = match &self.script {
-            Some(Ok(engine)) => engine.read_state(),
+        let mut service = self.service;
+        let state = match (&mut service, &self.script) {
+            // The service's own state, read back once more: what it is, not what was seen.
+            (Some(service), _) => service.snapshot(),
+            (None, Some(Ok(engine))) => engine.read_state(),
             _ => Ok(self.state),
         };
+        // The service is torn down here.
+        drop(service);
         (
             Trajectory {
                 events: self.events,
@@ -680,5 +764,55 @@ fn error(status: u16, message: String) -> ToolError {
         status,
         message,
         retry_after_s: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_services_changes_are_recorded_record_by_record() {
+        let before = json!({"files": {"a.txt": "x", "b.txt": "y"}, "head": "main", "dirs": []});
+        let after =
+            json!({"files": {"a.txt": "z", "c/d.txt": "new"}, "head": "fix", "dirs": ["c"]});
+        let changes = changes_between(&before, &after);
+        let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/dirs",
+                "/files/a.txt",
+                "/files/b.txt",
+                "/files/c~1d.txt",
+                "/head"
+            ]
+        );
+        let removed = &changes[2];
+        assert_eq!(
+            (removed.before.clone(), removed.after.clone()),
+            (Some(json!("y")), None)
+        );
+        // Replaying the changes on the state before gives the state after.
+        let mut state = before.clone();
+        for c in &changes {
+            let segs = gauntlet_model::path::pointer_segments(&c.path).unwrap();
+            let (last, parents) = segs.split_last().unwrap();
+            let mut node = &mut state;
+            for p in parents {
+                node = node.get_mut(p).unwrap();
+            }
+            match &c.after {
+                Some(v) => {
+                    node[last.as_str()] = v.clone();
+                }
+                None => {
+                    node.as_object_mut().unwrap().remove(last);
+                }
+            }
+        }
+        assert_eq!(state, after);
+        assert!(changes_between(&after, &after).is_empty());
     }
 }

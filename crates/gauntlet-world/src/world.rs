@@ -77,6 +77,34 @@ impl World {
                 });
             }
         }
+        if let Some(service) = &spec.service {
+            use gauntlet_model::service::ServiceKind;
+            let mut need = |ok: bool, field: &str, message: &str| {
+                if !ok {
+                    errors.push(WorldError {
+                        field: format!("/service/{field}"),
+                        message: message.to_owned(),
+                    });
+                }
+            };
+            match service.kind {
+                ServiceKind::Directory | ServiceKind::Git => need(
+                    service.fixture.is_some(),
+                    "fixture",
+                    "a directory or git service needs a `fixture` folder",
+                ),
+                ServiceKind::Command => need(
+                    service.snapshot.is_some(),
+                    "snapshot",
+                    "a command service needs a `snapshot` command that prints its state as JSON",
+                ),
+            }
+            need(
+                spec.script.is_none(),
+                "kind",
+                "a world with a service has no script: the service answers its tools",
+            );
+        }
         let mut tools = HashMap::new();
         for (i, tool) in spec.tools.iter().enumerate() {
             if tools.contains_key(&tool.name) {
@@ -96,7 +124,16 @@ impl World {
                     continue;
                 }
             };
-            if tool.handler.is_empty() && script.is_none() {
+            if spec.service.is_some() && !tool.handler.is_empty() {
+                errors.push(WorldError {
+                    field: format!("/tools/{i}/handler"),
+                    message: format!(
+                        "tool `{}` is answered by the world's service; drop its handler",
+                        tool.name
+                    ),
+                });
+            }
+            if tool.handler.is_empty() && script.is_none() && spec.service.is_none() {
                 errors.push(WorldError {
                     field: format!("/tools/{i}/handler"),
                     message: format!("tool `{}` has no handler: give it declarative ops, or a `script:` defining function {}", tool.name, tool.name),

@@ -204,6 +204,8 @@ async fn stop_on_signal(out: std::path::PathBuf) {
         _ = term.recv() => 143,
     };
     let killed = gauntlet_agent::kill_all_agents();
+    // The trials' real services: their servers die with this process; their folders go now.
+    gauntlet_services::remove_own();
     eprintln!(
         "\nstopped: {killed} running agent(s) killed; finished trials are stored. \
          Resume with: gauntlet run --resume {}",

@@ -17,6 +17,7 @@ mod resume;
 mod run;
 mod safety;
 mod score;
+mod services;
 mod shadow;
 mod tau2_bench;
 mod tau_bench;

@@ -19,6 +19,12 @@ pub struct UpstreamSpec {
     pub name: Option<String>,
     /// Where it is.
     pub target: Target,
+    /// A command's working folder, also given as `$GAUNTLET_DIR` (a service world's trial
+    /// folder).
+    pub dir: Option<std::path::PathBuf>,
+    /// Whether a command's standard error is echoed on gauntlet's (prefixed `[upstream NAME]`);
+    /// else it is discarded.
+    pub echo_stderr: bool,
 }
 
 /// How an upstream is reached.
@@ -75,7 +81,12 @@ impl FromStr for UpstreamSpec {
                  http(s):// MCP endpoint, optionally named `NAME=`"
             ));
         };
-        Ok(UpstreamSpec { name, target })
+        Ok(UpstreamSpec {
+            name,
+            target,
+            dir: None,
+            echo_stderr: true,
+        })
     }
 }
 
@@ -128,6 +139,9 @@ impl Upstream {
             Target::Command(command) => {
                 let mut cmd = tokio::process::Command::new("sh");
                 cmd.arg("-c").arg(format!("exec {command}"));
+                if let Some(dir) = &spec.dir {
+                    cmd.current_dir(dir).env("GAUNTLET_DIR", dir);
+                }
                 // Should the proxy itself be killed (SIGKILL, no clean-up), the server goes
                 // with it; and its stdin closes, which ends the MCP servers it may have started.
                 // SAFETY: prctl is async-signal-safe and touches only the child.
@@ -140,7 +154,11 @@ impl Upstream {
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (transport, stderr) = TokioChildProcess::builder(wrap)
-                    .stderr(Stdio::piped())
+                    .stderr(if spec.echo_stderr {
+                        Stdio::piped()
+                    } else {
+                        Stdio::null()
+                    })
                     .spawn()
                     .map_err(|e| format!("cannot start upstream `{spec}`: {e}"))?;
                 let group = transport.id().map(|p| p as i32);
@@ -234,6 +252,39 @@ pub async fn call(
         Ok(Err(e)) => Err(CallFailure::Broken(e.to_string())),
         Ok(Ok(r)) => Ok(r),
     }
+}
+
+/// What an upstream's answer is in the trajectory: its structured content, else its text
+/// (parsed when it is JSON; a list when there are several), else the content blocks; an
+/// `isError` answer is a tool error with its text.
+pub fn outcome_of(reply: &CallToolResult) -> Result<serde_json::Value, gauntlet_model::ToolError> {
+    let texts: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    if reply.is_error == Some(true) {
+        return Err(gauntlet_model::ToolError {
+            status: 400,
+            message: if texts.is_empty() {
+                "the tool reported an error".to_owned()
+            } else {
+                texts.join("\n")
+            },
+            retry_after_s: None,
+        });
+    }
+    if let Some(s) = &reply.structured_content {
+        return Ok(s.clone());
+    }
+    if texts.len() == reply.content.len() {
+        return Ok(match texts.as_slice() {
+            [one] => serde_json::from_str(one)
+                .unwrap_or_else(|_| serde_json::Value::String((*one).to_owned())),
+            many => serde_json::Value::Array(many.iter().map(|t| serde_json::json!(t)).collect()),
+        });
+    }
+    Ok(serde_json::to_value(&reply.content).unwrap_or(serde_json::Value::Null))
 }
 
 /// SIGKILL to a process group (a command upstream and everything it started).

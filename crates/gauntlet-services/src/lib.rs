@@ -1,0 +1,8 @@
+//! Real services behind tools: MCP servers reached as commands or over HTTP (`upstream`, used by
+//! the shadow proxy too), and worlds that are real services made fresh for every trial: a
+//! directory, a git repository, or any service behind commands (`service`).
+
+pub mod service;
+pub mod upstream;
+
+pub use service::{RealService, remove_own, sweep_stale};

@@ -1,0 +1,537 @@
+//! A world's real service for one trial: its folder made from the fixture, its MCP server
+//! started in the folder (in its own process group, dying with gauntlet), its state read back as
+//! JSON, and everything removed when the trial ends.
+//!
+//! Calls are blocking (the simulator's tool path is synchronous): the server's client lives on a
+//! thread of its own with its own runtime, and a call waits for its answer there.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gauntlet_model::ToolError;
+use gauntlet_model::service::{ContentMode, ServiceKind, ServiceSpec};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::upstream::{CallFailure, Target, Upstream, UpstreamSpec, call, outcome_of};
+
+/// Seconds a server may take to start, and to answer a call, unless the world says otherwise.
+const START_TIMEOUT_S: f64 = 60.0;
+const CALL_TIMEOUT_S: f64 = 30.0;
+
+/// Where per-trial folders live: `$TMPDIR/gauntlet-trials/p<PID>-...`.
+fn trials_root() -> PathBuf {
+    std::env::temp_dir().join("gauntlet-trials")
+}
+
+/// Removes the per-trial folders of gauntlet processes that no longer run (killed outright).
+pub fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(trials_root()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix('p')
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Removes this process's per-trial folders (on SIGINT or SIGTERM, before exiting: the
+/// servers die with the process, by the parent-death signal).
+pub fn remove_own() {
+    let own = format!("p{}-", std::process::id());
+    for e in std::fs::read_dir(trials_root())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().starts_with(&own) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+enum Request {
+    Call {
+        tool: String,
+        args: Value,
+        reply: mpsc::Sender<Result<Value, ToolError>>,
+    },
+}
+
+/// One trial's service. Dropping it stops the server, runs `teardown` and removes the folder.
+pub struct RealService {
+    spec: ServiceSpec,
+    dir: Option<tempfile::TempDir>,
+    work: PathBuf,
+    requests: Option<tokio::sync::mpsc::UnboundedSender<Request>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    call_timeout: Duration,
+}
+
+impl RealService {
+    /// Makes the trial's folder from the fixture, starts the server in it and connects.
+    pub fn start(spec: &ServiceSpec) -> Result<RealService, String> {
+        std::fs::create_dir_all(trials_root())
+            .map_err(|e| format!("cannot create {}: {e}", trials_root().display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("p{}-", std::process::id()))
+            .tempdir_in(trials_root())
+            .map_err(|e| format!("cannot make the trial's folder: {e}"))?;
+        let work = dir.path().join("work");
+        let fixture = spec.fixture.as_deref().map(Path::new);
+        match spec.kind {
+            ServiceKind::Directory => copy_tree(fixture.unwrap_or(Path::new(".")), &work)?,
+            ServiceKind::Git => {
+                copy_tree(fixture.unwrap_or(Path::new(".")), &work)?;
+                make_repository(&work, &spec.branches, &spec.uncommitted)?;
+            }
+            ServiceKind::Command => {
+                std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+                if let Some(setup) = &spec.setup {
+                    run_shell(setup, &work, fixture)?;
+                }
+            }
+        }
+        let seconds = |s: f64| Duration::from_secs_f64(s);
+        let call_timeout = seconds(
+            spec.timeout_s
+                .filter(|t| *t > 0.0)
+                .unwrap_or(CALL_TIMEOUT_S),
+        );
+        let start_timeout = seconds(
+            spec.timeout_s
+                .filter(|t| *t > 0.0)
+                .map_or(START_TIMEOUT_S, |t| t.max(START_TIMEOUT_S)),
+        );
+        let upstream = UpstreamSpec {
+            name: Some("service".to_owned()),
+            target: Target::Command(spec.server.replace("{dir}", &shell_quote(&work))),
+            dir: Some(work.clone()),
+            echo_stderr: false,
+        };
+        let (requests, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Request>();
+        let (ready, started) = mpsc::channel::<Result<(), String>>();
+        let thread = std::thread::Builder::new()
+            .name("gauntlet-service".to_owned())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = ready.send(Err(format!("cannot start a runtime: {e}")));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let mut server = match Upstream::connect(&upstream, start_timeout).await {
+                        Ok(u) => u,
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready.send(Ok(()));
+                    let Some(peer) = server.peer() else { return };
+                    while let Some(Request::Call { tool, args, reply }) = inbox.recv().await {
+                        let args = args.as_object().cloned().unwrap_or_default();
+                        let outcome = match call(&peer, &tool, args, call_timeout).await {
+                            Ok(r) => outcome_of(&r),
+                            Err(CallFailure::Timeout(t)) => Err(ToolError {
+                                status: 504,
+                                message: format!("the service did not answer within {t:?}"),
+                                retry_after_s: None,
+                            }),
+                            Err(CallFailure::Broken(e)) => Err(ToolError {
+                                status: 502,
+                                message: format!("the service's MCP server failed: {e}"),
+                                retry_after_s: None,
+                            }),
+                        };
+                        let _ = reply.send(outcome);
+                    }
+                    server.stop();
+                });
+            })
+            .map_err(|e| format!("cannot start the service's thread: {e}"))?;
+        let mut service = RealService {
+            spec: spec.clone(),
+            dir: Some(dir),
+            work,
+            requests: Some(requests),
+            thread: Some(thread),
+            call_timeout,
+        };
+        match started.recv() {
+            Ok(Ok(())) => Ok(service),
+            Ok(Err(e)) => {
+                service.stop();
+                Err(e)
+            }
+            Err(_) => {
+                service.stop();
+                Err("the service's thread ended before its server started".to_owned())
+            }
+        }
+    }
+
+    /// The trial's folder.
+    pub fn dir(&self) -> &Path {
+        &self.work
+    }
+
+    fn stop(&mut self) {
+        // Closing the channel ends the thread's loop; the server's process group is killed.
+        self.requests.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let (ServiceKind::Command, Some(teardown)) = (self.spec.kind, &self.spec.teardown) {
+            let fixture = self.spec.fixture.clone();
+            let _ = run_shell(teardown, &self.work, fixture.as_deref().map(Path::new));
+        }
+        if let Some(d) = self.dir.take() {
+            let _ = d.close();
+        }
+    }
+}
+
+impl Drop for RealService {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl gauntlet_world::Service for RealService {
+    fn call(&mut self, tool: &str, args: &Value) -> Result<Value, ToolError> {
+        let gone = || ToolError {
+            status: 502,
+            message: "the service has stopped".to_owned(),
+            retry_after_s: None,
+        };
+        let (reply, answer) = mpsc::channel();
+        let request = Request::Call {
+            tool: tool.to_owned(),
+            args: args.clone(),
+            reply,
+        };
+        self.requests
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(request)
+            .map_err(|_| gone())?;
+        answer
+            .recv_timeout(self.call_timeout + Duration::from_secs(5))
+            .map_err(|_| gone())?
+    }
+
+    fn snapshot(&mut self) -> Result<Value, String> {
+        snapshot(&self.spec, &self.work)
+    }
+}
+
+/// The state of a service's folder, as its kind reads it.
+pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, String> {
+    let mode = spec.content.unwrap_or(ContentMode::Text);
+    match spec.kind {
+        ServiceKind::Directory => tree_state(dir, mode),
+        ServiceKind::Git => git_state(dir, mode),
+        ServiceKind::Command => {
+            let cmd = spec.snapshot.as_deref().unwrap_or("echo {}");
+            let out = shell(cmd, dir, spec.fixture.as_deref().map(Path::new))?;
+            let v: Value = serde_json::from_str(&out).map_err(|e| {
+                format!(
+                    "the snapshot command did not print JSON ({e}): {}",
+                    out.chars().take(200).collect::<String>()
+                )
+            })?;
+            if v.is_object() {
+                Ok(v)
+            } else {
+                Err("the snapshot command must print one JSON object".to_owned())
+            }
+        }
+    }
+}
+
+/// `{files: {PATH: TEXT}, dirs: [PATH]}` of a folder (`.git` left out), paths with `/`.
+fn tree_state(dir: &Path, mode: ContentMode) -> Result<Value, String> {
+    let mut files = BTreeMap::new();
+    let mut dirs = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).map_err(|e| format!("cannot read {}: {e}", d.display()))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            if e.file_name() == ".git" {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(dir)
+                .map_err(|e| e.to_string())?
+                .to_string_lossy()
+                .into_owned();
+            let ft = e.file_type().map_err(|e| e.to_string())?;
+            if ft.is_dir() {
+                dirs.push(rel);
+                stack.push(p);
+            } else if ft.is_file() {
+                let bytes =
+                    std::fs::read(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+                let text = match (mode, String::from_utf8(bytes)) {
+                    (ContentMode::Text, Ok(t)) => t,
+                    (_, Ok(t)) => hash(t.as_bytes()),
+                    (_, Err(e)) => hash(e.as_bytes()),
+                };
+                files.insert(rel, Value::String(text));
+            }
+        }
+    }
+    dirs.sort();
+    Ok(json!({"files": Map::from_iter(files), "dirs": dirs}))
+}
+
+fn hash(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    format!(
+        "sha256:{}",
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// The work tree, `head`, `branches` with their logs (`{subject, files}`, newest first) and
+/// `status` of a repository.
+fn git_state(dir: &Path, mode: ContentMode) -> Result<Value, String> {
+    let mut state = tree_state(dir, mode)?;
+    let head = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?
+        .trim()
+        .to_owned();
+    let mut branches = Map::new();
+    for b in git(
+        dir,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads"],
+    )?
+    .lines()
+    {
+        let log = git(dir, &["log", "--format=%x1e%s", "--name-only", b])?;
+        let commits: Vec<Value> = log
+            .split('\u{1e}')
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| {
+                let mut lines = c.lines();
+                let subject = lines.next().unwrap_or_default();
+                let files: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
+                json!({"subject": subject, "files": files})
+            })
+            .collect();
+        branches.insert(b.to_owned(), json!({"log": commits}));
+    }
+    let (mut staged, mut unstaged, mut untracked) = (Vec::new(), Vec::new(), Vec::new());
+    for entry in git(dir, &["status", "--porcelain=v1", "-z"])?.split('\0') {
+        if entry.len() < 4 {
+            continue;
+        }
+        let (x, y, path) = (&entry[0..1], &entry[1..2], entry[3..].to_owned());
+        if x == "?" {
+            untracked.push(path);
+            continue;
+        }
+        if x != " " {
+            staged.push(path.clone());
+        }
+        if y != " " {
+            unstaged.push(path);
+        }
+    }
+    state["head"] = json!(head);
+    state["branches"] = Value::Object(branches);
+    state["status"] = json!({"staged": staged, "unstaged": unstaged, "untracked": untracked});
+    Ok(state)
+}
+
+/// Runs git in `dir` with a fixed identity and no user or system configuration.
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "gauntlet")
+        .env("GIT_AUTHOR_EMAIL", "gauntlet@example.invalid")
+        .env("GIT_COMMITTER_NAME", "gauntlet")
+        .env("GIT_COMMITTER_EMAIL", "gauntlet@example.invalid")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The fixture's files as a repository: one commit on `main` (fixed identity and date, so every
+/// trial starts from the same commit), the given branches at it, and an identity for the agent's
+/// own commits.
+fn make_repository(dir: &Path, branches: &[String], uncommitted: &[String]) -> Result<(), String> {
+    git(dir, &["init", "-q", "-b", "main"])?;
+    git(dir, &["config", "user.name", "gauntlet-agent"])?;
+    git(dir, &["config", "user.email", "agent@example.invalid"])?;
+    git(dir, &["add", "-A"])?;
+    for path in uncommitted {
+        git(dir, &["rm", "-q", "--cached", "--", path])?;
+    }
+    git(dir, &["commit", "-q", "--allow-empty", "-m", "initial"])?;
+    for b in branches {
+        git(dir, &["branch", b])?;
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries = std::fs::read_dir(from)
+        .map_err(|e| format!("cannot read the fixture {}: {e}", from.display()))?;
+    for e in entries.flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ft = e.file_type().map_err(|e| e.to_string())?;
+        if ft.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if ft.is_file() {
+            std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+/// Runs a command with `sh -c` in `dir` (`$GAUNTLET_DIR`, `$GAUNTLET_FIXTURE` set): its stdout.
+fn shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<String, String> {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .env("GAUNTLET_DIR", dir);
+    if let Some(f) = fixture {
+        c.env("GAUNTLET_FIXTURE", f);
+    }
+    let out = c.output().map_err(|e| format!("cannot run `{cmd}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{cmd}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn run_shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<(), String> {
+    shell(cmd, dir, fixture).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: ServiceKind, fixture: &Path) -> ServiceSpec {
+        ServiceSpec {
+            kind,
+            fixture: Some(fixture.display().to_string()),
+            server: "true".to_owned(),
+            branches: vec!["fix".to_owned()],
+            uncommitted: Vec::new(),
+            setup: None,
+            snapshot: None,
+            teardown: None,
+            content: None,
+            timeout_s: None,
+        }
+    }
+
+    #[test]
+    fn a_repository_reads_back_its_tree_branches_log_and_status() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fixture = tmp.path().join("fixture");
+        std::fs::create_dir_all(fixture.join("src")).unwrap();
+        std::fs::write(fixture.join("README.md"), "hello\n").unwrap();
+        std::fs::write(fixture.join("src/lib.rs"), "fn main() {}\n").unwrap();
+        let work = tmp.path().join("work");
+        copy_tree(&fixture, &work).unwrap();
+        make_repository(&work, &["fix".to_owned()], &[]).unwrap();
+        let s = spec(ServiceKind::Git, &fixture);
+        let first = snapshot(&s, &work).unwrap();
+        assert_eq!(first["head"], "main");
+        assert_eq!(first["files"]["src/lib.rs"], "fn main() {}\n");
+        assert_eq!(first["dirs"], json!(["src"]));
+        assert_eq!(
+            first["branches"]["fix"]["log"],
+            json!([{"subject": "initial", "files": ["README.md", "src/lib.rs"]}])
+        );
+        // Another trial's repository starts from the very same state.
+        let again = tmp.path().join("again");
+        copy_tree(&fixture, &again).unwrap();
+        make_repository(&again, &["fix".to_owned()], &[]).unwrap();
+        assert_eq!(snapshot(&s, &again).unwrap(), first);
+        assert_eq!(
+            git(&work, &["rev-parse", "HEAD"]),
+            git(&again, &["rev-parse", "HEAD"])
+        );
+        std::fs::write(work.join("README.md"), "bye\n").unwrap();
+        std::fs::write(work.join("new.txt"), "x").unwrap();
+        let now = snapshot(&s, &work).unwrap();
+        assert_eq!(
+            now["status"],
+            json!({"staged": [], "unstaged": ["README.md"], "untracked": ["new.txt"]})
+        );
+        git(&work, &["checkout", "-q", "fix"]).unwrap_or_default();
+        git(&work, &["add", "README.md"]).unwrap();
+        git(&work, &["commit", "-q", "-m", "say bye"]).unwrap();
+        let done = snapshot(&s, &work).unwrap();
+        assert_eq!(done["head"], "fix");
+        assert_eq!(
+            done["branches"]["fix"]["log"][0],
+            json!({"subject": "say bye", "files": ["README.md"]})
+        );
+        assert_eq!(done["branches"]["main"]["log"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_directory_reads_back_text_and_hashes() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a.txt"), "hi").unwrap();
+        std::fs::write(tmp.path().join("b.bin"), [0xff, 0xfe, 0]).unwrap();
+        let s = spec(ServiceKind::Directory, tmp.path());
+        let v = snapshot(&s, tmp.path()).unwrap();
+        assert_eq!(v["files"]["a.txt"], "hi");
+        assert!(v["files"]["b.bin"].as_str().unwrap().starts_with("sha256:"));
+        let hashed = ServiceSpec {
+            content: Some(ContentMode::Hash),
+            ..s
+        };
+        assert_eq!(
+            snapshot(&hashed, tmp.path()).unwrap()["files"]["a.txt"],
+            hash(b"hi")
+        );
+    }
+}

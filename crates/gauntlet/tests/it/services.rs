@@ -1,0 +1,252 @@
+//! Worlds that are real services: a folder served by npm's server-filesystem, a git repository
+//! served by mcp-server-git (PyPI), and a command service; each trial gets its own, starting from
+//! the same state, and nothing is left behind.
+
+use crate::common::*;
+
+fn npm_filesystem() -> String {
+    format!(
+        "node {}",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+            .display()
+    )
+}
+
+/// Runs gauntlet with its own temporary folder (where trial folders go): the run's JSON
+/// results, its exit code and its stderr.
+fn run_in(tmp: &Path, args: &[&str]) -> (i32, Value, String) {
+    let out = gauntlet()
+        .args(args)
+        .arg("--json")
+        .env("TMPDIR", tmp)
+        .env("GAUNTLET_MCP_FILESYSTEM", npm_filesystem())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let results = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no results ({e}): {stderr}"));
+    (out.status.code().unwrap_or(-1), results, stderr)
+}
+
+fn trials_of(suite: &Path, results: &Value) -> Vec<Value> {
+    read_trials(
+        &suite
+            .join(".gauntlet/runs")
+            .join(results["header"]["run_id"].as_str().unwrap()),
+    )
+}
+
+/// Nothing of the trials remains: no folder under the temporary folder's `gauntlet-trials`,
+/// no process whose command line names the temporary folder.
+fn nothing_left(tmp: &Path) {
+    let left: Vec<_> = std::fs::read_dir(tmp.join("gauntlet-trials"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "trial folders left behind: {left:?}");
+    let mut procs = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if cmd.contains(s(tmp)) {
+                procs.push(cmd);
+            }
+        }
+    }
+    assert!(procs.is_empty(), "server processes left behind: {procs:?}");
+}
+
+fn example(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join(name);
+    copy_dir(&repo().join("examples").join(name), &suite);
+    (dir, suite)
+}
+
+fn status_of<'a>(trials: &'a [Value], case: &str) -> &'a Value {
+    &trials.iter().find(|t| t["case_id"] == case).unwrap()["status"]
+}
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn a_real_file_tree_judges_edits_by_what_is_on_disk() {
+    let (tmp, suite) = example("file-desk");
+    let (code, results, stderr) = run_in(tmp.path(), &["run", s(&suite)]);
+    assert_eq!(code, 0, "{stderr}");
+    let trials = trials_of(&suite, &results);
+    assert!(trials.iter().all(|t| t["status"] == "passed"), "{trials:?}");
+    // The state is the disk's: the edited README as the server wrote it.
+    let fixed = trials
+        .iter()
+        .find(|t| t["case_id"] == "fix-readme-typo")
+        .unwrap();
+    assert_eq!(
+        fixed["final_state"]["files"]["README.md"],
+        "# Payments API\n\nThe service handles refunds and chargebacks.\n"
+    );
+    let (code, results, _) = run_in(
+        tmp.path(),
+        &["run", s(&suite), "--agent", "script:wrong-file"],
+    );
+    assert_eq!(code, 1);
+    let trials = trials_of(&suite, &results);
+    for t in &trials {
+        assert_eq!(t["status"], "failed");
+        assert_eq!(
+            score(t, "StateVerification").unwrap()["passed"],
+            false,
+            "{t}"
+        );
+    }
+    // The wrong first edit trips the trap: the trial ends there, the README edit never runs.
+    let typo = trials
+        .iter()
+        .find(|t| t["case_id"] == "fix-readme-typo")
+        .unwrap();
+    let events = typo["trajectory"]["events"].as_array().unwrap();
+    let trapped = events
+        .iter()
+        .find(|e| e["type"] == "trapped")
+        .expect("a trapped event");
+    assert_eq!(trapped["step"], 2);
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "tool_call").count(),
+        2
+    );
+    assert_eq!(
+        typo["final_state"]["files"]["README.md"],
+        "# Payments API\n\nThe servise handles refunds and chargebacks.\n"
+    );
+    nothing_left(tmp.path());
+}
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn a_hundred_trials_start_from_one_state_and_leave_nothing_behind() {
+    let (tmp, suite) = example("file-desk");
+    let (code, results, stderr) = run_in(
+        tmp.path(),
+        &[
+            "run",
+            s(&suite),
+            "--filter",
+            "fix-readme-typo",
+            "--epochs",
+            "100",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let trials = trials_of(&suite, &results);
+    assert_eq!(trials.len(), 100);
+    // A trial whose service started elsewhere would be a harness error.
+    assert!(trials.iter().all(|t| t["status"] == "passed"), "{stderr}");
+    nothing_left(tmp.path());
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_service_that_starts_differently_is_a_harness_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    std::fs::create_dir_all(suite.join("worlds")).unwrap();
+    std::fs::create_dir_all(suite.join("cases")).unwrap();
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        "name: drifting\nworlds: [worlds/clock.json]\ndatasets:\n  - {path: cases, world: clock}\n",
+    )
+    .unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/flaky_mcp_server.py");
+    let world = json!({
+        "name": "clock",
+        "service": {
+            "kind": "command",
+            "setup": "date +%s%N > stamp",
+            "snapshot": "printf '{\"stamp\": \"%s\"}' \"$(cat stamp)\"",
+            "server": format!("python3 {}", server.display()),
+        },
+        "tools": [{"name": "echo", "kind": "read"}],
+    });
+    std::fs::write(suite.join("worlds/clock.json"), world.to_string()).unwrap();
+    std::fs::write(
+        suite.join("cases/c.yaml"),
+        "case_id: c\nuser_input: say hi\nreference_trajectory:\n  - {tool: echo, args: {text: hi}}\n  - {answer: hi}\n",
+    )
+    .unwrap();
+    let (_, results, stderr) = run_in(
+        tmp.path(),
+        &[
+            "run",
+            s(&suite),
+            "--epochs",
+            "2",
+            "--agent",
+            "script:reference",
+        ],
+    );
+    let trials = trials_of(&suite, &results);
+    let errors: Vec<&Value> = trials.iter().filter(|t| t["status"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{stderr}\n{trials:?}");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not deterministic"),
+        "{}",
+        errors[0]
+    );
+    nothing_left(tmp.path());
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp_git),
+    ignore = "needs the Python package mcp-server-git (pip install mcp-server-git)"
+)]
+fn a_real_repository_judges_commits_branches_and_the_first_wrong_step() {
+    let (tmp, suite) = example("git-desk");
+    let (code, results, stderr) = run_in(tmp.path(), &["run", s(&suite)]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &trials_of(&suite, &results)[0];
+    assert_eq!(t["status"], "passed", "{t}");
+    assert_eq!(t["final_state"]["head"], "release");
+    assert_eq!(
+        t["final_state"]["branches"]["release"]["log"][0]["subject"],
+        "Add changelog"
+    );
+    for (agent, calls, trapped) in [
+        ("script:forget-commit", 2, false),
+        ("script:wrong-branch", 1, true),
+    ] {
+        let (code, results, stderr) = run_in(tmp.path(), &["run", s(&suite), "--agent", agent]);
+        assert_eq!(code, 1, "{agent}: {stderr}");
+        let trials = trials_of(&suite, &results);
+        assert_eq!(status_of(&trials, "commit-changelog"), "failed");
+        let t = &trials[0];
+        assert_eq!(
+            score(t, "StateVerification").unwrap()["passed"],
+            false,
+            "{agent}"
+        );
+        let events = t["trajectory"]["events"].as_array().unwrap();
+        assert_eq!(
+            events.iter().filter(|e| e["type"] == "tool_call").count(),
+            calls,
+            "{agent}"
+        );
+        assert_eq!(
+            events.iter().any(|e| e["type"] == "trapped"),
+            trapped,
+            "{agent}"
+        );
+    }
+    nothing_left(tmp.path());
+}
