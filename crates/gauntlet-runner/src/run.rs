@@ -95,9 +95,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
             });
             let spare = trial.clone();
             // A panicking agent or evaluator must cost its trial only.
-            let (record, started_from) = match tokio::spawn(run_one(trial, agent, shared))
-            .await
-            {
+            let (record, started_from) = match tokio::spawn(run_one(trial, agent, shared)).await {
                 Ok(r) => r,
                 Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
             };

@@ -35,13 +35,33 @@ pub fn serve(
     let injections =
         gauntlet_world::Injections::for_trial(trial.world.spec(), case.attack.as_ref())
             .map_err(ExpectedError::input)?;
-    let sim = Simulator::new(
+    // A world that is a real service gets its own for the session, removed when it ends.
+    let (service, initial) = match trial.world.spec().service.as_ref() {
+        None => (None, (*trial.initial_state).clone()),
+        Some(spec) => {
+            let mut service = gauntlet_services::RealService::start(spec).map_err(|e| {
+                ExpectedError::harness(format!("the world's service did not start: {e}"))
+            })?;
+            let state = gauntlet_world::Service::snapshot(&mut service).map_err(|e| {
+                ExpectedError::harness(format!("the service's state could not be read: {e}"))
+            })?;
+            eprintln!(
+                "gauntlet: the world's service runs in {}",
+                service.dir().display()
+            );
+            (Some(service), state)
+        }
+    };
+    let mut sim = Simulator::new(
         trial.world.clone(),
-        (*trial.initial_state).clone(),
+        initial.clone(),
         trial.context.clone(),
         trial.faults.clone(),
     )
     .inject(injections);
+    if let Some(service) = service {
+        sim = sim.with_service(Box::new(service));
+    }
     if case.user.as_ref().is_some_and(|u| u.persona.is_some()) {
         eprintln!(
             "note: the case's user persona is played only by `gauntlet run`; here the user answers from its scripted replies"
@@ -79,7 +99,6 @@ pub fn serve(
         }
     })?;
     let (trajectory, final_state) = lock(&env).finish(None);
-    let initial = (*trial.initial_state).clone();
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     let evaluation = runtime.block_on(gauntlet_runner::evaluate_trial(
         &gauntlet_runner::TrialEvidence {
