@@ -571,6 +571,14 @@ fn check_cases(
             continue;
         };
         let world = &world.world;
+        if world.spec().service.is_some() && !case.initial_state.is_empty() {
+            problems.push(lc.diagnostic(
+                "/initial_state",
+                format!(
+                    "world `{world_name}` is a real service, whose state is its fixture: put the case's starting state in the fixture (or a world of its own), not in `initial_state`"
+                ),
+            ));
+        }
         for (field, tool) in case.mentioned_tools() {
             if !world.has_tool(tool) {
                 problems.push(lc.diagnostic(

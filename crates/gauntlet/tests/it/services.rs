@@ -250,3 +250,15 @@ fn a_real_repository_judges_commits_branches_and_the_first_wrong_step() {
     }
     nothing_left(tmp.path());
 }
+
+#[test]
+fn a_case_cannot_set_the_state_of_a_real_service() {
+    let (_tmp, suite) = example("file-desk");
+    let case = suite.join("cases/fix-readme-typo.yaml");
+    let text = std::fs::read_to_string(&case).unwrap();
+    std::fs::write(&case, format!("{text}initial_state:\n  files: {{}}\n")).unwrap();
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("fix-readme-typo.yaml:"), "{}", o.stderr);
+    assert!(o.stderr.contains("is a real service"), "{}", o.stderr);
+}

@@ -70,13 +70,18 @@ impl Shadow {
 
     /// SIGTERM; the exit code and how long it took to stop.
     fn stop(mut self) -> (i32, Duration, String) {
-        self.terminate()
+        self.signal("-TERM")
     }
 
-    fn terminate(&mut self) -> (i32, Duration, String) {
+    /// SIGINT (Ctrl-C), likewise.
+    fn interrupt(mut self) -> (i32, Duration, String) {
+        self.signal("-INT")
+    }
+
+    fn signal(&mut self, signal: &str) -> (i32, Duration, String) {
         let started = Instant::now();
         std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([signal, &self.child.id().to_string()])
             .status()
             .unwrap();
         let status = loop {
@@ -434,7 +439,9 @@ fn a_canary_executes_allowed_writes_within_its_budget_and_refuses_the_rest() {
         "the disallowed write happened"
     );
     let run = shadow.run.clone();
-    let (code, _, stderr) = shadow.stop();
+    // Ctrl-C stops it as SIGTERM does: the session stored, the upstream gone.
+    let (code, took, stderr) = shadow.interrupt();
+    assert!(took < Duration::from_secs(15), "took {took:?} to stop");
     assert_eq!(code, 0, "{stderr}");
     let t = &read_trials(&run)[0];
     assert_eq!(t["final_state"]["executed_writes"], 1);
