@@ -125,6 +125,27 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// The command line that runs a program sandboxed with `dir` the one folder it may write
+    /// (and works in), for a world's real-service server; `None` when sandboxes do not run
+    /// here. The user's package caches (`~/.npm`, `~/.cache`) stay writable, so `npx` and `uvx`
+    /// servers start from their cache.
+    pub fn wrapper(&self, dir: &Path) -> Option<Vec<std::ffi::OsString>> {
+        let bwrap = self.bwrap.as_ref()?;
+        let mut args: Vec<std::ffi::OsString> = vec![bwrap.into()];
+        args.extend(bwrap_args(dir, dir));
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+            for cache in [".npm", ".cache"] {
+                let p = home.join(cache);
+                if p.is_dir() {
+                    args.extend(["--bind".into(), p.clone().into(), p.into()]);
+                }
+            }
+        }
+        Some(args)
+    }
+}
+
 /// bubblewrap's arguments: new namespaces but the network, the host read-only but for
 /// `scratch`, a /proc of its own, death with the parent, a new session (no terminal injection).
 fn bwrap_args(dir: &Path, scratch: &Path) -> Vec<std::ffi::OsString> {

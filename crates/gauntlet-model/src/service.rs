@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 pub struct ServiceSpec {
     /// What the service is.
     pub kind: ServiceKind,
-    /// The fixture folder, relative to the world file: copied for each trial (`directory`),
+    /// The fixture, relative to the world file: a folder copied for each trial (`directory`),
     /// made a repository with one commit on `main` (`git`), or handed to `setup` as
-    /// `$GAUNTLET_FIXTURE` (`command`).
+    /// `$GAUNTLET_FIXTURE` (`command`); for `sqlite`, a database file copied, or an SQL
+    /// script (`.sql`) run into a fresh database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixture: Option<String>,
     /// The MCP server (stdio) started for each trial, run with `sh -c` in the trial's folder;
-    /// `{dir}` is that folder (also `$GAUNTLET_DIR`).
+    /// `{dir}` is that folder (also `$GAUNTLET_DIR`), `{db}` a `sqlite` world's database.
     pub server: String,
     /// `git`: branches made at the fixture's commit besides `main`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -55,6 +56,9 @@ pub enum ServiceKind {
     /// `log` of `{subject, files}`, newest first) and `status` (`staged`, `unstaged`,
     /// `untracked`).
     Git,
+    /// A SQLite database: state `{tables: {NAME: [ROW, ...]}}`, rows as objects ordered by
+    /// their first column (blobs as `sha256:HEX`).
+    Sqlite,
     /// Anything: `setup`, `snapshot` and `teardown` commands.
     Command,
 }

@@ -54,6 +54,8 @@ pub struct RunPlan {
     pub benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
     /// The suite's LLM judges (none when it has none).
     pub judges: Option<Arc<JudgePanel>>,
+    /// Where the servers of real-service worlds run (none: as plain processes).
+    pub services_sandbox: Option<Arc<gauntlet_agent::Sandbox>>,
 }
 
 /// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish.
@@ -77,6 +79,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
         benchmark: plan.benchmark.clone(),
         judges: plan.judges.clone(),
         starts: Arc::default(),
+        sandbox: plan.services_sandbox.clone(),
     });
     for (index, trial) in plan.trials.into_iter().enumerate() {
         let shared = Arc::clone(&shared);
@@ -144,6 +147,7 @@ struct TrialShared {
     /// The initial-state hash of each case's first trial on a real service: every later trial
     /// of the case must start from the same.
     starts: StartHashes,
+    sandbox: Option<Arc<gauntlet_agent::Sandbox>>,
 }
 
 async fn run_one(
@@ -158,6 +162,7 @@ async fn run_one(
         benchmark,
         judges,
         starts,
+        sandbox,
     } = &*shared;
     let timeout = *timeout;
     let started = Instant::now();
@@ -180,8 +185,9 @@ async fn run_one(
     let (service, initial_state) = match trial.world.spec().service.clone() {
         None => (None, Arc::clone(&trial.initial_state)),
         Some(spec) => {
+            let sandbox = sandbox.clone();
             let made = tokio::task::spawn_blocking(move || {
-                let mut service = gauntlet_services::RealService::start(&spec)?;
+                let mut service = gauntlet_services::RealService::start(&spec, sandbox.as_deref())?;
                 let state = gauntlet_world::Service::snapshot(&mut service)
                     .map_err(|e| format!("the service's state could not be read: {e}"))?;
                 Ok::<_, String>((service, state))

@@ -80,8 +80,12 @@ pub struct RealService {
 }
 
 impl RealService {
-    /// Makes the trial's folder from the fixture, starts the server in it and connects.
-    pub fn start(spec: &ServiceSpec) -> Result<RealService, String> {
+    /// Makes the trial's folder from the fixture, starts the server in it and connects; with a
+    /// sandbox, the server runs in it, the trial's folder the one it may write.
+    pub fn start(
+        spec: &ServiceSpec,
+        sandbox: Option<&gauntlet_agent::Sandbox>,
+    ) -> Result<RealService, String> {
         std::fs::create_dir_all(trials_root())
             .map_err(|e| format!("cannot create {}: {e}", trials_root().display()))?;
         let dir = tempfile::Builder::new()
@@ -95,6 +99,10 @@ impl RealService {
             ServiceKind::Git => {
                 copy_tree(fixture.unwrap_or(Path::new(".")), &work)?;
                 make_repository(&work, &spec.branches, &spec.uncommitted)?;
+            }
+            ServiceKind::Sqlite => {
+                std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+                make_database(fixture.unwrap_or(Path::new(".")), &work.join(DATABASE))?;
             }
             ServiceKind::Command => {
                 std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
@@ -116,8 +124,13 @@ impl RealService {
         );
         let upstream = UpstreamSpec {
             name: Some("service".to_owned()),
-            target: Target::Command(spec.server.replace("{dir}", &shell_quote(&work))),
+            target: Target::Command(
+                spec.server
+                    .replace("{dir}", &shell_quote(&work))
+                    .replace("{db}", &shell_quote(&work.join(DATABASE))),
+            ),
             dir: Some(work.clone()),
+            wrapper: sandbox.and_then(|s| s.wrapper(&work)).unwrap_or_default(),
             echo_stderr: false,
         };
         let (requests, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Request>();
@@ -248,6 +261,7 @@ pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, String> {
     match spec.kind {
         ServiceKind::Directory => tree_state(dir, mode),
         ServiceKind::Git => git_state(dir, mode),
+        ServiceKind::Sqlite => database_state(&dir.join(DATABASE)),
         ServiceKind::Command => {
             let cmd = spec.snapshot.as_deref().unwrap_or("echo {}");
             let out = shell(cmd, dir, spec.fixture.as_deref().map(Path::new))?;
@@ -264,6 +278,66 @@ pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, String> {
             }
         }
     }
+}
+
+/// A `sqlite` world's database, in the trial's folder.
+const DATABASE: &str = "db.sqlite";
+
+/// The fixture database copied, or a fresh one made by the fixture's SQL script.
+fn make_database(fixture: &Path, db: &Path) -> Result<(), String> {
+    let script = fixture
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("sql"));
+    if script {
+        let sql = std::fs::read_to_string(fixture)
+            .map_err(|e| format!("cannot read {}: {e}", fixture.display()))?;
+        let conn = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
+        conn.execute_batch(&sql)
+            .map_err(|e| format!("{}: {e}", fixture.display()))?;
+    } else {
+        std::fs::copy(fixture, db)
+            .map_err(|e| format!("cannot copy {}: {e}", fixture.display()))?;
+    }
+    Ok(())
+}
+
+/// `{tables: {NAME: [ROW, ...]}}`: every table's rows as objects, ordered by their first column.
+fn database_state(db: &Path) -> Result<Value, String> {
+    use rusqlite::types::ValueRef;
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| e.to_string())?;
+    let mut tables = Map::new();
+    for name in names {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        let mut st = conn
+            .prepare(&format!("SELECT * FROM {quoted} ORDER BY 1"))
+            .map_err(|e| e.to_string())?;
+        let columns: Vec<String> = st.column_names().map(str::to_owned).collect();
+        let rows: Vec<Value> = st
+            .query_map([], |r| {
+                let mut row = Map::new();
+                for (i, c) in columns.iter().enumerate() {
+                    let v = match r.get_ref(i)? {
+                        ValueRef::Null => Value::Null,
+                        ValueRef::Integer(n) => json!(n),
+                        ValueRef::Real(x) => json!(x),
+                        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+                        ValueRef::Blob(b) => Value::String(hash(b)),
+                    };
+                    row.insert(c.clone(), v);
+                }
+                Ok(Value::Object(row))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|e| e.to_string())?;
+        tables.insert(name, Value::Array(rows));
+    }
+    Ok(json!({"tables": tables}))
 }
 
 /// `{files: {PATH: TEXT}, dirs: [PATH]}` of a folder (`.git` left out), paths with `/`.
@@ -514,6 +588,34 @@ mod tests {
             json!({"subject": "say bye", "files": ["README.md"]})
         );
         assert_eq!(done["branches"]["main"]["log"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_database_reads_back_its_tables_as_json() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sql = tmp.path().join("shop.sql");
+        std::fs::write(
+            &sql,
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT, qty INTEGER, price REAL, note TEXT);\n\
+             INSERT INTO orders VALUES (2, 'pen', 3, 1.5, NULL), (1, 'ink', 1, 4.0, 'gift');\n\
+             CREATE TABLE \"odd \"\"name\" (x BLOB);\nINSERT INTO \"odd \"\"name\" VALUES (x'00ff');\n",
+        )
+        .unwrap();
+        let db = tmp.path().join("db.sqlite");
+        make_database(&sql, &db).unwrap();
+        let v = database_state(&db).unwrap();
+        assert_eq!(
+            v["tables"]["orders"],
+            json!([
+                {"id": 1, "item": "ink", "qty": 1, "price": 4.0, "note": "gift"},
+                {"id": 2, "item": "pen", "qty": 3, "price": 1.5, "note": null}
+            ])
+        );
+        assert_eq!(v["tables"]["odd \"name"][0]["x"], hash(&[0x00, 0xff]));
+        // A database file as the fixture is copied as it is.
+        let copy = tmp.path().join("copy.sqlite");
+        make_database(&db, &copy).unwrap();
+        assert_eq!(database_state(&copy).unwrap(), v);
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct UpstreamSpec {
     /// A command's working folder, also given as `$GAUNTLET_DIR` (a service world's trial
     /// folder).
     pub dir: Option<std::path::PathBuf>,
+    /// A program line that runs the command sandboxed (bubblewrap's), when it is to be.
+    pub wrapper: Vec<std::ffi::OsString>,
     /// Whether a command's standard error is echoed on gauntlet's (prefixed `[upstream NAME]`);
     /// else it is discarded.
     pub echo_stderr: bool,
@@ -85,6 +87,7 @@ impl FromStr for UpstreamSpec {
             name,
             target,
             dir: None,
+            wrapper: Vec::new(),
             echo_stderr: true,
         })
     }
@@ -137,8 +140,18 @@ impl Upstream {
     async fn start(spec: &UpstreamSpec) -> Result<Upstream, String> {
         let (service, group) = match &spec.target {
             Target::Command(command) => {
-                let mut cmd = tokio::process::Command::new("sh");
+                let mut cmd = match spec.wrapper.split_first() {
+                    Some((program, args)) => {
+                        let mut c = tokio::process::Command::new(program);
+                        c.args(args).arg("sh");
+                        c
+                    }
+                    None => tokio::process::Command::new("sh"),
+                };
                 cmd.arg("-c").arg(format!("exec {command}"));
+                // The LLM upstream's key is gauntlet's, not the tool server's.
+                cmd.env_remove("GAUNTLET_UPSTREAM_API_KEY")
+                    .env_remove("OPENAI_API_KEY");
                 if let Some(dir) = &spec.dir {
                     cmd.current_dir(dir).env("GAUNTLET_DIR", dir);
                 }

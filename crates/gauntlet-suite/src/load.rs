@@ -407,13 +407,13 @@ fn load_world_file(
         .and_then(|svc| svc.fixture.clone())
     {
         let path = file.parent().unwrap_or(Path::new(".")).join(&rel);
-        if !path.is_dir() {
+        if !path.exists() {
             let (line, col) = doc.spans.locate("/service/fixture");
             problems.push(Diagnostic::at(
                 file,
                 line,
                 col,
-                format!("the fixture folder {} does not exist", path.display()),
+                format!("the fixture {} does not exist", path.display()),
             ));
             return None;
         }
@@ -473,6 +473,10 @@ fn fixture_digest(dir: &Path) -> String {
     let mut h = Sha256::new();
     let mut stack = vec![dir.to_path_buf()];
     let mut files = Vec::new();
+    if dir.is_file() {
+        stack.clear();
+        files.push(dir.to_path_buf());
+    }
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();

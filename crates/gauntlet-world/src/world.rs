@@ -88,10 +88,10 @@ impl World {
                 }
             };
             match service.kind {
-                ServiceKind::Directory | ServiceKind::Git => need(
+                ServiceKind::Directory | ServiceKind::Git | ServiceKind::Sqlite => need(
                     service.fixture.is_some(),
                     "fixture",
-                    "a directory or git service needs a `fixture` folder",
+                    "a directory, git or sqlite service needs a `fixture`",
                 ),
                 ServiceKind::Command => need(
                     service.snapshot.is_some(),

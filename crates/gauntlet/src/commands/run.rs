@@ -117,6 +117,23 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         .enumerate()
         .filter(|(i, _)| summaries[*i].is_none())
         .unzip();
+    // The servers of real-service worlds run in the same sandbox as command agents.
+    let services_sandbox = if trials.iter().any(|t| t.world.spec().service.is_some()) {
+        let (sandbox, warning) =
+            gauntlet_agent::Sandbox::detect(args.isolation.into()).map_err(ExpectedError::input)?;
+        if let Some(w) = warning {
+            eprintln!(
+                "warning: {}",
+                w.replace(
+                    "command agents are",
+                    "real-service world servers and command agents are"
+                )
+            );
+        }
+        Some(Arc::new(sandbox))
+    } else {
+        None
+    };
     let plan = RunPlan {
         header: header.clone(),
         already_done: total - trials.len(),
@@ -127,6 +144,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         benchmark: suite.config.benchmark.clone().map(Arc::new),
         persona: persona_models(args.user_model.clone(), &suite, gateway.as_ref(), &cases)?,
         judges,
+        services_sandbox,
     };
     runtime.spawn(stop_on_signal(out.clone()));
     let progress = crate::progress::Progress::new(talk);

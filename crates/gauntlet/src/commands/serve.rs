@@ -39,9 +39,17 @@ pub fn serve(
     let (service, initial) = match trial.world.spec().service.as_ref() {
         None => (None, (*trial.initial_state).clone()),
         Some(spec) => {
-            let mut service = gauntlet_services::RealService::start(spec).map_err(|e| {
-                ExpectedError::harness(format!("the world's service did not start: {e}"))
-            })?;
+            // Sandboxed like `run --isolation auto` does it, where bubblewrap works.
+            let (sandbox, warning) =
+                gauntlet_agent::Sandbox::detect(gauntlet_agent::Isolation::Auto)
+                    .map_err(ExpectedError::harness)?;
+            if let Some(w) = warning {
+                eprintln!("warning: {w}");
+            }
+            let mut service =
+                gauntlet_services::RealService::start(spec, Some(&sandbox)).map_err(|e| {
+                    ExpectedError::harness(format!("the world's service did not start: {e}"))
+                })?;
             let state = gauntlet_world::Service::snapshot(&mut service).map_err(|e| {
                 ExpectedError::harness(format!("the service's state could not be read: {e}"))
             })?;

@@ -262,3 +262,133 @@ fn a_case_cannot_set_the_state_of_a_real_service() {
     assert!(o.stderr.contains("fix-readme-typo.yaml:"), "{}", o.stderr);
     assert!(o.stderr.contains("is a real service"), "{}", o.stderr);
 }
+
+#[test]
+#[cfg_attr(
+    not(all(have_py_mcp, have_bwrap)),
+    ignore = "needs the Python package mcp and a working bubblewrap (apt-get install bubblewrap)"
+)]
+fn a_services_server_runs_in_the_sandbox_and_writes_only_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    std::fs::create_dir_all(suite.join("worlds")).unwrap();
+    std::fs::create_dir_all(suite.join("cases")).unwrap();
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        "name: boxed\nworlds: [worlds/box.json]\ndatasets:\n  - {path: cases, world: box}\n",
+    )
+    .unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/flaky_mcp_server.py");
+    let world = json!({
+        "name": "box",
+        "service": {
+            "kind": "command",
+            "snapshot": "printf '{\"files\": \"%s\"}' \"$(ls | tr '\\n' ' ')\"",
+            "server": format!("python3 {}", server.display()),
+        },
+        "tools": [{"name": "touch", "kind": "write"}],
+    });
+    std::fs::write(suite.join("worlds/box.json"), world.to_string()).unwrap();
+    let escape = tmp.path().join("escape.txt");
+    let case = json!({
+        "case_id": "c",
+        "user_input": "write two files",
+        "reference_trajectory": [
+            {"tool": "touch", "args": {"path": "inside.txt"}},
+            {"tool": "touch", "args": {"path": escape}},
+            {"answer": "done"},
+        ],
+    });
+    std::fs::write(suite.join("cases/c.json"), case.to_string()).unwrap();
+    let (_, results, stderr) = run_in(tmp.path(), &["run", s(&suite), "--isolation", "bubblewrap"]);
+    let t = &trials_of(&suite, &results)[0];
+    let results: Vec<&Value> = t["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| &e["result"]["result"])
+        .collect();
+    assert_eq!(results[0], "written", "{stderr}\n{t}");
+    assert!(results[1].as_str().unwrap().starts_with("refused"), "{t}");
+    assert!(!escape.exists(), "the server wrote outside its folder");
+    assert_eq!(t["final_state"]["files"], "inside.txt ");
+    nothing_left(tmp.path());
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_real_database_is_judged_by_its_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite");
+    for d in ["worlds", "cases", "fixtures"] {
+        std::fs::create_dir_all(suite.join(d)).unwrap();
+    }
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        "name: shop\nworlds: [worlds/shop.json]\ndatasets:\n  - {path: cases, world: shop}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        suite.join("fixtures/shop.sql"),
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT, status TEXT);\n\
+         INSERT INTO orders VALUES (1, 'ink', 'paid'), (2, 'pen', 'paid');\n",
+    )
+    .unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sqlite_mcp_server.py");
+    let world = json!({
+        "name": "shop",
+        "service": {"kind": "sqlite", "fixture": "../fixtures/shop.sql",
+                    "server": format!("python3 {} --db-path {{db}}", server.display())},
+        "tools": [{"name": "read_query", "kind": "read"}, {"name": "write_query", "kind": "write"}],
+    });
+    std::fs::write(suite.join("worlds/shop.json"), world.to_string()).unwrap();
+    let case = json!({
+        "case_id": "ship-order-2",
+        "user_input": "Mark order 2 as shipped.",
+        "expected_outcome": {
+            "/tables/orders": {"$equals": [
+                {"id": 1, "item": "ink", "status": "paid"},
+                {"id": 2, "item": "pen", "status": "shipped"}
+            ]}
+        },
+        "checkpoints": [{"name": "order 2 is the one written", "after": {"first_write": true},
+                         "expect": {"/tables/orders/0/status": "paid"}, "trap": true}],
+        "reference_trajectory": [
+            {"tool": "read_query", "args": {"query": "SELECT * FROM orders WHERE id = 2"}},
+            {"tool": "write_query", "args": {"query": "UPDATE orders SET status = 'shipped' WHERE id = 2"}},
+            {"answer": "Order 2 is shipped."}
+        ],
+        "scripts": {"every-order": [
+            {"tool": "write_query", "args": {"query": "UPDATE orders SET status = 'shipped'"}},
+            {"tool": "read_query", "args": {"query": "SELECT * FROM orders"}},
+            {"answer": "Shipped."}
+        ]}
+    });
+    std::fs::write(suite.join("cases/ship.json"), case.to_string()).unwrap();
+    let (code, results, stderr) = run_in(tmp.path(), &["run", s(&suite)]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &trials_of(&suite, &results)[0];
+    assert_eq!(t["status"], "passed", "{t}");
+    assert_eq!(
+        t["initial_state"]["tables"]["orders"][1]["status"], "paid",
+        "{t}"
+    );
+    let (_, results, _) = run_in(
+        tmp.path(),
+        &["run", s(&suite), "--agent", "script:every-order"],
+    );
+    let t = &trials_of(&suite, &results)[0];
+    assert_eq!(t["status"], "failed");
+    assert_eq!(score(t, "StateVerification").unwrap()["passed"], false);
+    let events = t["trajectory"]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["type"] == "trapped"), "{t}");
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "tool_call").count(),
+        1
+    );
+    nothing_left(tmp.path());
+}

@@ -1,5 +1,6 @@
 """An MCP server (the official Python SDK's MCPServer, on stdio) that misbehaves on request, for
-the shadow proxy's tests: `echo` answers, `crash` kills the process, `hang` never answers."""
+the shadow proxy's and real-service worlds' tests: `echo` answers, `crash` kills the process,
+`hang` never answers, `touch` tries to write a file anywhere."""
 import os
 import time
 
@@ -27,6 +28,17 @@ def hang() -> str:
     """Never answers."""
     while True:
         time.sleep(60)
+
+
+@server.tool()
+def touch(path: str) -> str:
+    """Writes a file at the path; says whether it could."""
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        return "written"
+    except OSError as e:
+        return f"refused: {e}"
 
 
 if __name__ == "__main__":
