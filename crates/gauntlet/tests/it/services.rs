@@ -56,6 +56,36 @@ fn nothing_left(tmp: &Path) {
     assert!(procs.is_empty(), "server processes left behind: {procs:?}");
 }
 
+/// A one-world suite under `tmp/suite`: the world (JSON, named by its `name`) and its cases.
+fn one_world_suite(tmp: &Path, world: &Value, cases: &[&Value]) -> PathBuf {
+    let suite = tmp.join("suite");
+    for d in ["worlds", "cases", "fixtures"] {
+        std::fs::create_dir_all(suite.join(d)).unwrap();
+    }
+    let name = world["name"].as_str().unwrap();
+    std::fs::write(
+        suite.join("gauntlet.yaml"),
+        format!("name: {name}\nworlds: [worlds/{name}.json]\ndatasets:\n  - {{path: cases, world: {name}}}\n"),
+    )
+    .unwrap();
+    std::fs::write(suite.join(format!("worlds/{name}.json")), world.to_string()).unwrap();
+    for (i, case) in cases.iter().enumerate() {
+        std::fs::write(suite.join(format!("cases/{i}.json")), case.to_string()).unwrap();
+    }
+    suite
+}
+
+/// A server of this crate's Python test servers.
+fn python_server(file: &str) -> String {
+    format!(
+        "python3 {}",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/python")
+            .join(file)
+            .display()
+    )
+}
+
 fn example(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join(name);
@@ -156,31 +186,19 @@ fn a_hundred_trials_start_from_one_state_and_leave_nothing_behind() {
 )]
 fn a_service_that_starts_differently_is_a_harness_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("suite");
-    std::fs::create_dir_all(suite.join("worlds")).unwrap();
-    std::fs::create_dir_all(suite.join("cases")).unwrap();
-    std::fs::write(
-        suite.join("gauntlet.yaml"),
-        "name: drifting\nworlds: [worlds/clock.json]\ndatasets:\n  - {path: cases, world: clock}\n",
-    )
-    .unwrap();
-    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/flaky_mcp_server.py");
     let world = json!({
         "name": "clock",
         "service": {
             "kind": "command",
             "setup": "date +%s%N > stamp",
             "snapshot": "printf '{\"stamp\": \"%s\"}' \"$(cat stamp)\"",
-            "server": format!("python3 {}", server.display()),
+            "server": python_server("flaky_mcp_server.py"),
         },
         "tools": [{"name": "echo", "kind": "read"}],
     });
-    std::fs::write(suite.join("worlds/clock.json"), world.to_string()).unwrap();
-    std::fs::write(
-        suite.join("cases/c.yaml"),
-        "case_id: c\nuser_input: say hi\nreference_trajectory:\n  - {tool: echo, args: {text: hi}}\n  - {answer: hi}\n",
-    )
-    .unwrap();
+    let case = json!({"case_id": "c", "user_input": "say hi",
+        "reference_trajectory": [{"tool": "echo", "args": {"text": "hi"}}, {"answer": "hi"}]});
+    let suite = one_world_suite(tmp.path(), &world, &[&case]);
     let (_, results, stderr) = run_in(
         tmp.path(),
         &[
@@ -270,25 +288,15 @@ fn a_case_cannot_set_the_state_of_a_real_service() {
 )]
 fn a_services_server_runs_in_the_sandbox_and_writes_only_its_folder() {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("suite");
-    std::fs::create_dir_all(suite.join("worlds")).unwrap();
-    std::fs::create_dir_all(suite.join("cases")).unwrap();
-    std::fs::write(
-        suite.join("gauntlet.yaml"),
-        "name: boxed\nworlds: [worlds/box.json]\ndatasets:\n  - {path: cases, world: box}\n",
-    )
-    .unwrap();
-    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/flaky_mcp_server.py");
     let world = json!({
         "name": "box",
         "service": {
             "kind": "command",
             "snapshot": "printf '{\"files\": \"%s\"}' \"$(ls | tr '\\n' ' ')\"",
-            "server": format!("python3 {}", server.display()),
+            "server": python_server("flaky_mcp_server.py"),
         },
         "tools": [{"name": "touch", "kind": "write"}],
     });
-    std::fs::write(suite.join("worlds/box.json"), world.to_string()).unwrap();
     let escape = tmp.path().join("escape.txt");
     let case = json!({
         "case_id": "c",
@@ -299,7 +307,7 @@ fn a_services_server_runs_in_the_sandbox_and_writes_only_its_folder() {
             {"answer": "done"},
         ],
     });
-    std::fs::write(suite.join("cases/c.json"), case.to_string()).unwrap();
+    let suite = one_world_suite(tmp.path(), &world, &[&case]);
     let (_, results, stderr) = run_in(tmp.path(), &["run", s(&suite), "--isolation", "bubblewrap"]);
     let t = &trials_of(&suite, &results)[0];
     let results: Vec<&Value> = t["trajectory"]["events"]
@@ -323,29 +331,12 @@ fn a_services_server_runs_in_the_sandbox_and_writes_only_its_folder() {
 )]
 fn a_real_database_is_judged_by_its_tables() {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = tmp.path().join("suite");
-    for d in ["worlds", "cases", "fixtures"] {
-        std::fs::create_dir_all(suite.join(d)).unwrap();
-    }
-    std::fs::write(
-        suite.join("gauntlet.yaml"),
-        "name: shop\nworlds: [worlds/shop.json]\ndatasets:\n  - {path: cases, world: shop}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        suite.join("fixtures/shop.sql"),
-        "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT, status TEXT);\n\
-         INSERT INTO orders VALUES (1, 'ink', 'paid'), (2, 'pen', 'paid');\n",
-    )
-    .unwrap();
-    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sqlite_mcp_server.py");
     let world = json!({
         "name": "shop",
         "service": {"kind": "sqlite", "fixture": "../fixtures/shop.sql",
-                    "server": format!("python3 {} --db-path {{db}}", server.display())},
+                    "server": format!("{} --db-path {{db}}", python_server("sqlite_mcp_server.py"))},
         "tools": [{"name": "read_query", "kind": "read"}, {"name": "write_query", "kind": "write"}],
     });
-    std::fs::write(suite.join("worlds/shop.json"), world.to_string()).unwrap();
     let case = json!({
         "case_id": "ship-order-2",
         "user_input": "Mark order 2 as shipped.",
@@ -368,7 +359,13 @@ fn a_real_database_is_judged_by_its_tables() {
             {"answer": "Shipped."}
         ]}
     });
-    std::fs::write(suite.join("cases/ship.json"), case.to_string()).unwrap();
+    let suite = one_world_suite(tmp.path(), &world, &[&case]);
+    std::fs::write(
+        suite.join("fixtures/shop.sql"),
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT, status TEXT);\n\
+         INSERT INTO orders VALUES (1, 'ink', 'paid'), (2, 'pen', 'paid');\n",
+    )
+    .unwrap();
     let (code, results, stderr) = run_in(tmp.path(), &["run", s(&suite)]);
     assert_eq!(code, 0, "{stderr}");
     let t = &trials_of(&suite, &results)[0];
