@@ -41,23 +41,59 @@ pub fn sweep_stale() {
         if let Some(pid) = pid
             && !Path::new(&format!("/proc/{pid}")).exists()
         {
+            // Its servers, should any have outlived it (a sandbox does not die with a killed
+            // parent): every process whose command line names the folder.
+            kill_naming(&e.path());
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }
 
-/// Removes this process's per-trial folders (on SIGINT or SIGTERM, before exiting: the
-/// servers die with the process, by the parent-death signal).
-pub fn remove_own() {
-    let own = format!("p{}-", std::process::id());
-    for e in std::fs::read_dir(trials_root())
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if e.file_name().to_string_lossy().starts_with(&own) {
-            let _ = std::fs::remove_dir_all(e.path());
+/// SIGKILL to every process whose command line names `path`.
+fn kill_naming(path: &Path) {
+    let needle = path.display().to_string();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Ok(raw) = std::fs::read(e.path().join("cmdline"))
+            && String::from_utf8_lossy(&raw).contains(&needle)
+        {
+            // SAFETY: kill only sends a signal.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
         }
+    }
+}
+
+/// Held while a trial's folder is made and filled; `true` once gauntlet is stopping, after
+/// which no folder is made (a setup racing the stop would leave one behind).
+static SETTING_UP: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+
+/// Stops every server, removes this process's per-trial folders and lets no new one be made
+/// (on SIGINT or SIGTERM, before exiting).
+pub fn remove_own() {
+    let mut stopping = SETTING_UP.lock().unwrap_or_else(|p| p.into_inner());
+    *stopping = true;
+    crate::upstream::kill_all();
+    let own = format!("p{}-", std::process::id());
+    // A server may still be writing into its folder as it dies: try again a few times.
+    for _ in 0..20 {
+        let mut left = false;
+        for e in std::fs::read_dir(trials_root())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if e.file_name().to_string_lossy().starts_with(&own) {
+                left |= std::fs::remove_dir_all(e.path()).is_err();
+            }
+        }
+        if !left {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
     }
 }
 
@@ -86,6 +122,10 @@ impl RealService {
         spec: &ServiceSpec,
         sandbox: Option<&gauntlet_agent::Sandbox>,
     ) -> Result<RealService, String> {
+        let stopping = SETTING_UP.lock().unwrap_or_else(|p| p.into_inner());
+        if *stopping {
+            return Err("gauntlet is stopping".to_owned());
+        }
         std::fs::create_dir_all(trials_root())
             .map_err(|e| format!("cannot create {}: {e}", trials_root().display()))?;
         let dir = tempfile::Builder::new()
@@ -111,6 +151,7 @@ impl RealService {
                 }
             }
         }
+        drop(stopping);
         let seconds = |s: f64| Duration::from_secs_f64(s);
         let call_timeout = seconds(
             spec.timeout_s

@@ -175,6 +175,11 @@ impl Upstream {
                     .spawn()
                     .map_err(|e| format!("cannot start upstream `{spec}`: {e}"))?;
                 let group = transport.id().map(|p| p as i32);
+                if let Some(g) = group
+                    && !register(g)
+                {
+                    return Err("gauntlet is stopping".to_owned());
+                }
                 if let Some(stderr) = stderr {
                     let label = spec.name.clone().unwrap_or_else(|| command_label(command));
                     tokio::spawn(async move {
@@ -300,8 +305,57 @@ pub fn outcome_of(reply: &CallToolResult) -> Result<serde_json::Value, gauntlet_
     Ok(serde_json::to_value(&reply.content).unwrap_or(serde_json::Value::Null))
 }
 
+/// The process groups of the command upstreams running now, and whether gauntlet is stopping
+/// (then a server that starts is killed at once).
+struct Live {
+    stopping: bool,
+    groups: Vec<i32>,
+}
+
+static LIVE: std::sync::Mutex<Live> = std::sync::Mutex::new(Live {
+    stopping: false,
+    groups: Vec::new(),
+});
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Counts a started server's group as running; `false` (and the group killed) when gauntlet is
+/// stopping.
+fn register(group: i32) -> bool {
+    let mut l = live();
+    if l.stopping {
+        drop(l);
+        signal_group(group);
+        return false;
+    }
+    l.groups.push(group);
+    true
+}
+
+/// Kills every command upstream this process started and has not stopped, and any it starts
+/// from now on (on SIGINT or SIGTERM, before exiting: a sandboxed server's parent-death signal
+/// does not reach it through bubblewrap).
+pub fn kill_all() -> usize {
+    let groups = {
+        let mut l = live();
+        l.stopping = true;
+        std::mem::take(&mut l.groups)
+    };
+    for g in &groups {
+        signal_group(*g);
+    }
+    groups.len()
+}
+
 /// SIGKILL to a process group (a command upstream and everything it started).
 fn kill_group(group: i32) {
+    live().groups.retain(|g| *g != group);
+    signal_group(group);
+}
+
+fn signal_group(group: i32) {
     if group > 1 {
         // SAFETY: killpg only sends a signal; the group is one this process created.
         unsafe {

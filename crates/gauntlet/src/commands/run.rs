@@ -146,7 +146,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         judges,
         services_sandbox,
     };
-    runtime.spawn(stop_on_signal(out.clone()));
+    runtime.spawn(stop_on_signal(&runtime, out.clone()));
     let progress = crate::progress::Progress::new(talk);
     let mut write_error = None;
     // Two consumers of the event stream: the store, then the progress bar (a record is
@@ -209,14 +209,31 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
 /// On SIGINT or SIGTERM: kills every running agent (they sit in process groups of their own,
 /// which a terminal's Ctrl-C does not reach), says how to resume, and exits 130 or 143. The
 /// trials already finished are stored; the run resumes from them.
-async fn stop_on_signal(out: std::path::PathBuf) {
+/// The handlers are installed before this returns (a signal that comes before the task first
+/// runs is not lost to the default action, which would skip the clean-up).
+fn stop_on_signal(
+    runtime: &tokio::runtime::Runtime,
+    out: std::path::PathBuf,
+) -> impl Future<Output = ()> + use<> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
+    let _entered = runtime.enter();
+    let signals = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-    ) else {
-        return;
-    };
+    );
+    async move {
+        let (Ok(mut int), Ok(mut term)) = signals else {
+            return;
+        };
+        stop_on(&mut int, &mut term, out).await;
+    }
+}
+
+async fn stop_on(
+    int: &mut tokio::signal::unix::Signal,
+    term: &mut tokio::signal::unix::Signal,
+    out: std::path::PathBuf,
+) {
     let code = tokio::select! {
         _ = int.recv() => 130,
         _ = term.recv() => 143,

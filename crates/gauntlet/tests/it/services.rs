@@ -389,3 +389,36 @@ fn a_real_database_is_judged_by_its_tables() {
     );
     nothing_left(tmp.path());
 }
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn a_run_stopped_midway_leaves_no_folder_and_no_server() {
+    let (tmp, suite) = example("file-desk");
+    let mut child = std::process::Command::new(gauntlet_bin())
+        .args(["run", s(&suite), "--epochs", "200", "--quiet"])
+        .env("TMPDIR", tmp.path())
+        .env("GAUNTLET_MCP_FILESYSTEM", npm_filesystem())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stop it while trials run: once a trial's folder exists.
+    let trials = tmp.path().join("gauntlet-trials");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(&trials).map_or(true, |mut d| d.next().is_none()) {
+        assert!(std::time::Instant::now() < deadline, "no trial started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    // The servers die with gauntlet; give the kernel a moment to reap them.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nothing_left(tmp.path());
+}
