@@ -150,7 +150,7 @@ pub enum Command {
     /// A tool is a read when its MCP annotations say `readOnlyHint: true`, a write when they
     /// say false; an unannotated tool is a write unless --config says otherwise. A write is
     /// answered by a success shaped by the tool's output schema (or the configuration's
-    /// template). With --canary, writes of `canary.allow` tools reach the upstream within
+    /// template, or a gauntlet world that applies it to a copy of its state). With --canary, writes of `canary.allow` tools reach the upstream within
     /// `canary.max_writes` and `canary.max_calls`; others are refused. With one upstream, tools
     /// keep their names; with several, each is PREFIX__name (PREFIX from NAME= or the server's
     /// name). A command upstream is started for each session in its own process group and
