@@ -187,20 +187,14 @@ async fn run_one(
         Some(spec) => {
             let sandbox = sandbox.clone();
             let made = tokio::task::spawn_blocking(move || {
-                let mut service = gauntlet_services::RealService::start(&spec, sandbox.as_deref())?;
-                let state = gauntlet_world::Service::snapshot(&mut service)
-                    .map_err(|e| format!("the service's state could not be read: {e}"))?;
-                Ok::<_, String>((service, state))
+                gauntlet_services::RealService::start_and_read(&spec, sandbox.as_deref())
             })
             .await
             .unwrap_or_else(|_| Err("starting the service panicked".to_owned()));
             let (service, state) = match made {
                 Ok(m) => m,
                 Err(why) => {
-                    return (
-                        error_record(&trial, format!("the world's service did not start: {why}")),
-                        None,
-                    );
+                    return (error_record(&trial, why), None);
                 }
             };
             let hash = gauntlet_model::digest::sha256_hex(

@@ -241,6 +241,19 @@ impl RealService {
         }
     }
 
+    /// Starts the service and reads its initial state back: the two steps every trial takes,
+    /// each failure said as such.
+    pub fn start_and_read(
+        spec: &ServiceSpec,
+        sandbox: Option<&gauntlet_agent::Sandbox>,
+    ) -> Result<(RealService, Value), String> {
+        let service = RealService::start(spec, sandbox)
+            .map_err(|e| format!("the world's service did not start: {e}"))?;
+        let state = snapshot(spec, &service.work)
+            .map_err(|e| format!("the service's state could not be read: {e}"))?;
+        Ok((service, state))
+    }
+
     /// The trial's folder.
     pub fn dir(&self) -> &Path {
         &self.work

@@ -319,9 +319,9 @@ impl Proxy {
     /// A new session's MCP handler.
     pub fn session(&self) -> ShadowServer {
         let number = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let config = &self.settings.config;
         let session = Arc::new(Session {
             id: format!("session-{number:04}"),
-            number,
             settings: Arc::clone(&self.settings),
             started: Instant::now(),
             started_at_ms: SystemTime::now()
@@ -331,6 +331,17 @@ impl Proxy {
             upstreams: Mutex::new(Vec::new()),
             rec: Mutex::new(Recorder::default()),
             worlds: Mutex::new(BTreeMap::new()),
+            faults: FaultPlan {
+                rules: config
+                    .faults
+                    .iter()
+                    .map(|f| FaultRule {
+                        spec: f.clone(),
+                        source: "shadow".to_owned(),
+                    })
+                    .collect(),
+                seed: config.seed.unwrap_or(0) ^ u64::from(number),
+            },
             sink: self.sink.clone(),
             finished: AtomicBool::new(false),
         });
@@ -371,7 +382,6 @@ struct Recorder {
 
 struct Session {
     id: String,
-    number: u32,
     settings: Arc<Settings>,
     started: Instant,
     started_at_ms: u128,
@@ -380,6 +390,8 @@ struct Session {
     rec: Mutex<Recorder>,
     /// Shadow copies of the responders' worlds, made at their first write.
     worlds: Mutex<BTreeMap<String, Simulator>>,
+    /// The configuration's fault rules, drawn from its seed and the session's number.
+    faults: FaultPlan,
     sink: UnboundedSender<FinishedSession>,
     finished: AtomicBool,
 }
@@ -471,22 +483,6 @@ impl Session {
             world,
         };
         let _ = self.sink.send(finished);
-    }
-
-    fn faults(&self) -> FaultPlan {
-        FaultPlan {
-            rules: self
-                .settings
-                .config
-                .faults
-                .iter()
-                .map(|f| FaultRule {
-                    spec: f.clone(),
-                    source: "shadow".to_owned(),
-                })
-                .collect(),
-            seed: self.settings.config.seed.unwrap_or(0) ^ u64::from(self.number),
-        }
     }
 
     /// Decides how the `n`-th call of a tool is answered, counting it against the budgets.
@@ -595,7 +591,7 @@ impl Session {
         };
         let mut events = Vec::new();
         let injected = self
-            .faults()
+            .faults
             .tool_fault(name, tool.kind, nth)
             .map(|(rule, error)| {
                 events.push(Event::FaultInjected {

@@ -46,13 +46,9 @@ pub fn serve(
             if let Some(w) = warning {
                 eprintln!("warning: {w}");
             }
-            let mut service =
-                gauntlet_services::RealService::start(spec, Some(&sandbox)).map_err(|e| {
-                    ExpectedError::harness(format!("the world's service did not start: {e}"))
-                })?;
-            let state = gauntlet_world::Service::snapshot(&mut service).map_err(|e| {
-                ExpectedError::harness(format!("the service's state could not be read: {e}"))
-            })?;
+            let (service, state) =
+                gauntlet_services::RealService::start_and_read(spec, Some(&sandbox))
+                    .map_err(ExpectedError::harness)?;
             eprintln!(
                 "gauntlet: the world's service runs in {}",
                 service.dir().display()

@@ -29,25 +29,12 @@ impl Shadow {
     fn start(dir: &Path, args: &[&str]) -> Shadow {
         let run = dir.join("run");
         let stderr = dir.join("shadow.stderr");
-        let mut child = std::process::Command::new(gauntlet_bin())
-            .arg("shadow")
+        let mut cmd = std::process::Command::new(gauntlet_bin());
+        cmd.arg("shadow")
             .args(args)
             .args(["--http", "127.0.0.1:0", "--out", s(&run)])
-            .env("NO_COLOR", "1")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-            panic!(
-                "no JSON line ({e}): {line}\n{}",
-                std::fs::read_to_string(&stderr).unwrap_or_default()
-            )
-        });
+            .env("NO_COLOR", "1");
+        let (child, v) = spawn_server(cmd, &stderr);
         assert!(v["url"].as_str().unwrap().ends_with("/mcp"), "{v}");
         Shadow {
             child,
@@ -97,6 +84,27 @@ impl Shadow {
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         (status.code().unwrap_or(-1), started.elapsed(), stderr)
     }
+}
+
+/// Starts a gauntlet server (`serve --http`, `shadow --http`), its stderr to a file: the
+/// process and the `{url, token}` line it prints first.
+fn spawn_server(mut cmd: std::process::Command, stderr: &Path) -> (std::process::Child, Value) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+        panic!(
+            "no JSON line ({e}): {line}\n{}",
+            std::fs::read_to_string(stderr).unwrap_or_default()
+        )
+    });
+    (child, v)
 }
 
 impl Drop for Shadow {
@@ -284,7 +292,7 @@ fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
         "the memory graph changed"
     );
 
-    let run = shadow.run.clone();
+    let run_dir = shadow.run.clone();
     let (code, took, stderr) = shadow.stop();
     assert_eq!(code, 0, "{stderr}");
     assert!(took < Duration::from_secs(15), "took {took:?} to stop");
@@ -296,7 +304,7 @@ fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
     );
 
     // The session is a trial: its calls, reads with real results, writes as its final state.
-    let trials = read_trials(&run);
+    let trials = read_trials(&run_dir);
     assert_eq!(trials.len(), 1);
     let t = &trials[0];
     assert_eq!(t["case_id"], "session-0001");
@@ -322,21 +330,22 @@ fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
         "judged with the world's schemas"
     );
     let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
+            .unwrap();
     assert_eq!(results["trials"].as_array().unwrap().len(), 1);
 
     // Harvested, the session is a case that replays offline with identical read results.
     let suite = fx.dir.join("harvested");
-    let h = run_cmd(&["shadow", "harvest", s(&run), "--out", s(&suite)]);
+    let h = run(&["shadow", "harvest", s(&run_dir), "--out", s(&suite)]);
     assert_eq!(h.code, 0, "{}", h.stderr);
-    let c = run_cmd(&["check", s(&suite)]);
+    let c = run(&["check", s(&suite)]);
     assert_eq!(c.code, 0, "{}", c.stderr);
-    let agent = format!("replay:{}", run.display());
+    let agent = format!("replay:{}", run_dir.display());
     for args in [
         vec!["run", s(&suite), "--agent", &agent, "--json"],
         vec!["run", s(&suite), "--json"],
     ] {
-        let r = run_cmd(&args);
+        let r = run(&args);
         assert_eq!(r.code, 0, "{}", r.stderr);
         let replayed = read_trials(&run_of(&suite, &r.stdout)).remove(0);
         assert_eq!(tool_results(&replayed), recorded, "{args:?}");
@@ -355,7 +364,7 @@ fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
         json!({"tool": "fs__read_text_file", "args": {"path": "/elsewhere.txt"}}),
     );
     std::fs::write(&cases, format!("{case}\n")).unwrap();
-    let r = run_cmd(&["run", s(&suite), "--json"]);
+    let r = run(&["run", s(&suite), "--json"]);
     let first = &tool_results(&read_trials(&run_of(&suite, &r.stdout))[0])[0];
     assert_eq!(first.2["status"], 404, "{first:?}");
     assert!(
@@ -365,10 +374,6 @@ fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
             .contains("no recorded answer"),
         "{first:?}"
     );
-}
-
-fn run_cmd(args: &[&str]) -> Output {
-    run(args)
 }
 
 /// The run folder of a `gauntlet run SUITE --json`.
@@ -659,18 +664,10 @@ fn an_http_upstream_gets_the_reads_and_never_a_write() {
     // The upstream is gauntlet's own MCP server over streamable HTTP, behind its bearer token.
     let tmp = tempfile::tempdir().unwrap();
     let serve_err = tmp.path().join("serve.stderr");
-    let mut serve = std::process::Command::new(gauntlet_bin())
-        .args(["serve", s(&repo().join("examples/incident-desk"))])
-        .args(["--case", "close-mitigated", "--http", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(&serve_err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let up: Value = serde_json::from_str(&line).unwrap();
+    let mut cmd = std::process::Command::new(gauntlet_bin());
+    cmd.args(["serve", s(&repo().join("examples/incident-desk"))])
+        .args(["--case", "close-mitigated", "--http", "127.0.0.1:0"]);
+    let (mut serve, up) = spawn_server(cmd, &serve_err);
     let upstream = format!(
         "desk={}#bearer={}",
         up["url"].as_str().unwrap(),
