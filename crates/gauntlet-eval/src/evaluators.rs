@@ -28,6 +28,10 @@ pub struct EvalContext<'a> {
     pub initial_state: Option<&'a Value>,
     /// The suite's benchmark, whose reward is scored as `benchmark_reward`.
     pub benchmark: Option<&'a gauntlet_model::BenchmarkSpec>,
+    /// For a trial without a case (a production trace): the constraints a policy sets, judged
+    /// by the evaluators that read them (forbidden tools, call and retry budgets, token, cost
+    /// and latency budgets).
+    pub policy: Option<&'a gauntlet_model::case::Constraints>,
 }
 
 /// The built-in evaluators' scores, without the trial's conclusion (`error_attribution`).

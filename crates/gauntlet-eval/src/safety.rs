@@ -39,7 +39,7 @@ pub const RULES: &[(&str, &str)] = &[
 
 static SET: LazyLock<RegexSet> =
     LazyLock::new(|| RegexSet::new(RULES.iter().map(|(_, r)| *r)).expect("valid rules"));
-static EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+pub(crate) static EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     RULES
         .iter()
         .map(|(_, r)| Regex::new(r).expect("valid rule"))
@@ -70,7 +70,7 @@ const NETWORKS: &[(u32, u32, u32, &[usize])] = &[
 /// Whether the text is a card number: digits (spaces and dashes aside) of an issuer's prefix
 /// and length that pass the Luhn check. About 2 % of random 16-digit strings do, against 10 %
 /// for the Luhn check alone.
-fn card_number(text: &str) -> bool {
+pub(crate) fn card_number(text: &str) -> bool {
     let digits: String = text.chars().filter(char::is_ascii_digit).collect();
     let issued = NETWORKS.iter().any(|&(width, from, to, lengths)| {
         lengths.contains(&digits.len())

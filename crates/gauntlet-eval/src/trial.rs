@@ -92,14 +92,21 @@ pub fn evaluate_builtin(input: &TrialInput<'_>) -> BuiltinEvaluation {
             not_applicable: Vec::new(),
         },
         None => {
-            // An empty case asks nothing of the trial; what needs one is left out, not passed.
-            let empty = Case::default();
+            // An empty case asks nothing of the trial; what needs one is left out, not passed,
+            // unless a policy sets what it reads.
+            let policy = input.cx.policy.cloned().unwrap_or_default();
+            let set = policy_evaluators(&policy);
+            let empty = Case {
+                trajectory_constraints: policy,
+                ..Case::default()
+            };
             let mut scores = builtin_scores(&empty, input.trajectory, input.final_state, &input.cx);
-            scores.retain(|s| needs(&s.name) == Needs::Nothing);
+            scores.retain(|s| needs(&s.name) == Needs::Nothing || set.contains(&s.name.as_str()));
             BuiltinEvaluation {
                 scores,
                 not_applicable: NEEDS
                     .iter()
+                    .filter(|(name, _)| !set.contains(name))
                     .map(|(name, needs)| NotApplicable {
                         evaluator: (*name).to_owned(),
                         needs: *needs,
@@ -108,6 +115,28 @@ pub fn evaluate_builtin(input: &TrialInput<'_>) -> BuiltinEvaluation {
             }
         }
     }
+}
+
+/// The evaluators a policy's constraints give something to judge.
+fn policy_evaluators(c: &gauntlet_model::case::Constraints) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !c.forbidden_tools.is_empty() {
+        out.push(names::FORBIDDEN_TOOL_USED);
+    }
+    if c.max_tool_calls.is_some() || c.max_steps.is_some() {
+        out.push(names::WITHIN_CALL_BUDGET);
+    }
+    if c.max_retries_per_tool.is_some() {
+        out.push(names::MAX_RETRIES_PER_TOOL);
+    }
+    if c.max_tokens.is_some()
+        || c.max_cost_eur.is_some()
+        || c.max_latency_ms.is_some()
+        || c.max_ttft_ms.is_some()
+    {
+        out.push(names::WITHIN_BUDGET);
+    }
+    out
 }
 
 /// Decides a trial's status from all its scores and appends its `error_attribution`. A harness
@@ -164,6 +193,27 @@ mod tests {
                 .map(|n| n.needs),
             Some(Needs::ExpectedState)
         );
+        // A policy's constraints are judged; what it does not set stays not applicable.
+        let policy = gauntlet_model::case::Constraints {
+            forbidden_tools: vec!["close".into()],
+            max_tool_calls: Some(1),
+            ..Default::default()
+        };
+        let judged = evaluate_builtin(&TrialInput {
+            case: None,
+            trajectory: &trajectory,
+            final_state: &json!({}),
+            cx: EvalContext {
+                policy: Some(&policy),
+                ..EvalContext::default()
+            },
+        });
+        for name in [names::FORBIDDEN_TOOL_USED, names::WITHIN_CALL_BUDGET] {
+            let s = judged.scores.iter().find(|s| s.name == name).expect(name);
+            assert!(!s.passed, "{name} passed a trace over the policy");
+            assert!(!judged.not_applicable.iter().any(|n| n.evaluator == name));
+        }
+        assert!(!judged.scores.iter().any(|s| s.name == names::WITHIN_BUDGET));
         // The loop still fails the trial: a trace is judged, not waved through.
         let mut scores = out.scores;
         assert_eq!(

@@ -1021,6 +1021,7 @@ mod leaks {
             canaries: world_canaries,
             initial_state: None,
             benchmark: None,
+            policy: None,
         };
         gauntlet_eval::evaluate_in(&case(), t, &json!({}), &cx)
             .into_iter()

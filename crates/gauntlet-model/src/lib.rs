@@ -22,6 +22,7 @@ pub mod labels;
 pub mod matcher;
 pub mod matching;
 pub mod names;
+pub mod online;
 pub mod path;
 pub mod rubric;
 pub mod run;

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::context::Context;
 
 /// A world definition, as written in a suite's `worlds/NAME.yaml`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorldSpec {
     /// The name cases refer to.

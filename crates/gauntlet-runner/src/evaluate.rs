@@ -44,6 +44,8 @@ pub struct TrialEvidence<'a> {
     /// Whether the harness failed the trial (the agent could not be run to its end by no fault
     /// of its own): the trial is an error whatever its scores.
     pub harness_failed: bool,
+    /// For a trial without a case: the constraints a policy sets (see `EvalContext::policy`).
+    pub policy: Option<&'a gauntlet_model::case::Constraints>,
 }
 
 /// A trial's verdicts.
@@ -103,6 +105,7 @@ pub async fn evaluate_trial(
         canaries: t.world.map_or(&[], |w| &w.canaries),
         initial_state: t.initial_state,
         benchmark: t.benchmark,
+        policy: t.policy,
     };
     let builtin = evaluate_builtin(&TrialInput {
         case: t.case,

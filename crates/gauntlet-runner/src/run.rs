@@ -298,6 +298,7 @@ async fn run_one(
             world: Some(trial.world.spec()),
             benchmark: benchmark.as_deref(),
             harness_failed: error.is_some(),
+            policy: None,
         },
         custom,
         judges.as_deref(),

@@ -158,9 +158,10 @@ pub enum Command {
     /// `gauntlet/user_input` on a call. Stops on Ctrl-C or SIGTERM, writing results.json.
     #[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
     Shadow(Box<ShadowArgs>),
-    /// Write a suite from a peer benchmark's published data.
+    /// Write a suite from a peer benchmark's published data, or a run from OpenTelemetry traces.
     ///
     /// Examples:
+    ///   gauntlet import otlp traces.json more.pb --out runs/production
     ///   gauntlet import tau-bench ../tau-bench --domain airline --out suites/airline
     ///   gauntlet import tau2-bench ../tau2-bench --domain mock --out suites/tau2-mock
     ///   gauntlet import tau2-bench ../tau2-bench --domain retail --tau-bench-data ../tau-bench \
@@ -182,12 +183,24 @@ pub enum Command {
     /// AgentDojo run kind: `banking-user_task_N`, `banking-injection_task_M`, and
     /// `banking-user_task_N-injection_task_M` (user task N under the important_instructions
     /// attack carrying injection task M). Each trial scores `utility` and `security`.
+    ///
+    /// otlp: FILE... are OTLP/JSON (one export request, or one per line as the OpenTelemetry
+    /// Collector's file exporter writes) or OTLP/protobuf export requests. Spans are grouped by
+    /// trace, and each trace becomes one trial of the run folder --out (trials.jsonl,
+    /// results.json): spans of the OpenTelemetry GenAI conventions (invoke_agent, chat,
+    /// execute_tool) or OpenInference's (AGENT, LLM, TOOL); gauntlet's own `export` reads back
+    /// whole. Trials are judged by the evaluators that need no case (and --policy's);
+    /// `gauntlet score RUN/trials.jsonl --cases SUITE` re-scores them against a suite.
     Import {
-        /// The benchmark.
+        /// The source.
         #[arg(value_enum)]
         benchmark: crate::commands::import::Benchmark,
-        /// The benchmark's data folder.
-        data_dir: PathBuf,
+        /// The benchmark's data folder; for otlp, one or more trace files.
+        #[arg(value_name = "DATA_DIR | FILE...", required = true, num_args = 1..)]
+        data_dir: Vec<PathBuf>,
+        /// otlp only: a policy (tools and their schemas, constraints, canaries) to judge by.
+        #[arg(long)]
+        policy: Option<PathBuf>,
         /// The domain: airline or retail (tau-bench, default airline); mock or retail (tau2-bench).
         #[arg(long)]
         domain: Option<String>,
@@ -204,7 +217,8 @@ pub enum Command {
         /// tables with a user_id per user).
         #[arg(long)]
         tau_bench_data: Option<PathBuf>,
-        /// The suite folder to write (created; existing files are overwritten).
+        /// The suite folder to write (created; existing files are overwritten); for otlp, the
+        /// run folder (it must not exist yet).
         #[arg(long)]
         out: PathBuf,
         /// Play each task's user as the benchmark does: an LLM persona holds the instruction and

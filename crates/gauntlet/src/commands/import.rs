@@ -17,11 +17,14 @@ pub enum Benchmark {
     /// AgentDojo (ETH Zurich): the banking suite, with its injection tasks as attacks.
     #[value(name = "agentdojo")]
     AgentDojo,
+    /// OpenTelemetry traces (OTLP/JSON or OTLP/protobuf files) into a run folder.
+    Otlp,
 }
 
 /// The command line's import request, for either benchmark.
 pub struct Request {
-    pub data_dir: PathBuf,
+    pub inputs: Vec<PathBuf>,
+    pub policy: Option<PathBuf>,
     pub domain: Option<String>,
     pub split: Option<String>,
     pub users: Option<PathBuf>,
@@ -32,7 +35,27 @@ pub struct Request {
 }
 
 pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> {
-    if !req.data_dir.is_dir() {
+    if matches!(benchmark, Benchmark::Otlp) {
+        if req.domain.is_some()
+            || req.split.is_some()
+            || req.users.is_some()
+            || req.tau_bench_data.is_some()
+            || req.persona
+            || req.suite.is_some()
+        {
+            return Err(ExpectedError::input(
+                "`import otlp` takes FILE..., --out and --policy only",
+            ));
+        }
+        return crate::commands::import_otlp::import(&req.inputs, req.policy.as_deref(), &req.out);
+    }
+    if req.policy.is_some() {
+        return Err(ExpectedError::input("--policy is for `import otlp`"));
+    }
+    let [data_dir] = <[PathBuf; 1]>::try_from(req.inputs).map_err(|_| {
+        ExpectedError::input("a benchmark import takes one DATA_DIR (several files are for otlp)")
+    })?;
+    if !data_dir.is_dir() {
         let layout = match benchmark {
             Benchmark::TauBench => {
                 "tau-bench's data: tau_bench/envs/DOMAIN/data and derived/*.json"
@@ -40,13 +63,13 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
             Benchmark::Tau2Bench => {
                 "tau2-bench's data: data/tau2/domains/DOMAIN/tasks.json, db.json"
             }
-            Benchmark::AgentDojo => {
+            Benchmark::AgentDojo | Benchmark::Otlp => {
                 "AgentDojo's data: src/agentdojo/data/suites/SUITE/environment.yaml, injection_vectors.yaml"
             }
         };
         return Err(ExpectedError::input(format!(
             "{}: no such folder (it should hold {layout})",
-            req.data_dir.display()
+            data_dir.display()
         )));
     }
     if req.suite.is_some() && !matches!(benchmark, Benchmark::AgentDojo) {
@@ -55,6 +78,7 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
         ));
     }
     match benchmark {
+        Benchmark::Otlp => unreachable!("imported above"),
         Benchmark::AgentDojo => {
             if req.domain.is_some() || req.split.is_some() || req.users.is_some() || req.persona {
                 return Err(ExpectedError::input(
@@ -62,7 +86,7 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
                 ));
             }
             agentdojo_import(agentdojo::Options {
-                data_dir: req.data_dir,
+                data_dir: data_dir.clone(),
                 suite: req.suite.unwrap_or_else(|| "banking".into()),
                 out: req.out,
             })
@@ -74,7 +98,7 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
                 ));
             }
             tau_bench_import(tau_bench::Options {
-                data_dir: req.data_dir,
+                data_dir: data_dir.clone(),
                 domain: req.domain.unwrap_or_else(|| "airline".into()),
                 split: req.split.unwrap_or_else(|| "test".into()),
                 users: req.users,
@@ -94,7 +118,7 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
                 ));
             };
             tau2_import(tau2::Options {
-                data_dir: req.data_dir,
+                data_dir: data_dir.clone(),
                 domain,
                 split: req.split,
                 tau_bench_data: req.tau_bench_data,

@@ -6,6 +6,7 @@ mod compare;
 mod export;
 mod gate;
 pub mod import;
+mod import_otlp;
 mod merge;
 pub mod report;
 pub mod run;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         Command::Import {
             benchmark,
             data_dir,
+            policy,
             domain,
             split,
             users,
@@ -53,7 +55,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         } => import::import(
             benchmark,
             import::Request {
-                data_dir,
+                inputs: data_dir,
+                policy,
                 domain,
                 split,
                 users,

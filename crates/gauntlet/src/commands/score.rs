@@ -48,6 +48,7 @@ fn evidence<'a>(
         benchmark: suite.config.benchmark.as_ref(),
         // A trial the harness failed stays the harness's failure.
         harness_failed: t.error.is_some(),
+        policy: None,
     }
 }
 

@@ -115,6 +115,7 @@ pub fn serve(
             world: Some(trial.world.spec()),
             benchmark: suite.config.benchmark.as_ref(),
             harness_failed: false,
+            policy: None,
         },
         &custom,
         None,

@@ -6,19 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gauntlet_eval::{Accumulator, results_of};
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::shadow::{Responder, ShadowConfig};
-use gauntlet_model::{
-    FORMAT_VERSION, RunHeader, ToolKind, TrialRecord, TrialSummary, Versions, WorldSpec,
-};
+use gauntlet_model::{FORMAT_VERSION, RunHeader, ToolKind, TrialRecord, Versions, WorldSpec};
 use gauntlet_shadow::proxy::{self, FinishedSession, KindSource};
 use gauntlet_shadow::{Proxy, Settings};
-use gauntlet_store::RunWriter;
 use gauntlet_world::World;
 
 use crate::cli::{ShadowAction, ShadowArgs};
-use crate::commands::shared::load_suite;
+use crate::commands::shared::{RunSink, load_suite};
 use crate::exit::{ExpectedError, GATES_PASSED};
 use crate::results::now;
 
@@ -149,8 +145,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
         shard: None,
         judges: Vec::new(),
     };
-    let writer = RunWriter::create(&out, &header)
-        .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
+    let sink = RunSink::create(&out, &header)?;
     std::fs::write(
         out.join(WORLD_FILE),
         serde_json::to_string_pretty(&world).unwrap_or_default(),
@@ -159,9 +154,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
     let mut sink = Sink {
         run_id,
         world,
-        writer,
-        tally: Accumulator::with_judges(&[]),
-        summaries: Vec::new(),
+        sink,
         custom: gauntlet_runner::CustomEvaluators {
             evaluators: Vec::new(),
             dir: PathBuf::from("."),
@@ -286,9 +279,7 @@ fn describe(catalog: &gauntlet_shadow::Catalog, settings: &Settings) {
 struct Sink {
     run_id: String,
     world: WorldSpec,
-    writer: RunWriter,
-    tally: Accumulator,
-    summaries: Vec<TrialSummary>,
+    sink: RunSink,
     custom: gauntlet_runner::CustomEvaluators,
 }
 
@@ -306,6 +297,7 @@ impl Sink {
                 world: Some(world),
                 benchmark: None,
                 harness_failed: s.error.is_some(),
+                policy: None,
             },
             &self.custom,
             None,
@@ -332,9 +324,6 @@ impl Sink {
             not_applicable: evaluation.not_applicable,
             judges: evaluation.judges,
         };
-        self.writer
-            .append(&record)
-            .map_err(|e| ExpectedError::harness(format!("failed to record a session: {e}")))?;
         let calls: Vec<_> = record.trajectory.tool_calls().collect();
         let writes = calls
             .iter()
@@ -357,26 +346,12 @@ impl Sink {
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default()
         );
-        let summary = TrialSummary::of_owned(record);
-        self.tally.push(&summary);
-        self.summaries.push(summary);
-        Ok(())
+        self.sink.append(record)
     }
 
     fn finish(self, header: &RunHeader) -> Result<(), ExpectedError> {
-        let n = self.summaries.len();
-        let (results, _) = results_of(
-            header.clone(),
-            now(),
-            self.tally.finish(header.seed, None),
-            self.summaries,
-            &[],
-            None,
-        );
-        let dir = self.writer.dir().to_path_buf();
-        self.writer
-            .finish(&results)
-            .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
+        let dir = self.sink.dir().to_path_buf();
+        let n = self.sink.finish(header)?;
         eprintln!("gauntlet: {n} sessions written to {}", dir.display());
         Ok(())
     }

@@ -12,6 +12,7 @@ mod faults;
 mod gates;
 mod isolation;
 mod judge;
+mod otlp;
 mod report;
 mod resume;
 mod run;

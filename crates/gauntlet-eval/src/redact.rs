@@ -1,0 +1,229 @@
+//! Redaction: secrets and personal data taken out of text before it is written anywhere.
+//!
+//! The same rules as the `secrets_and_pii` evaluator (`safety::RULES`, card numbers confirmed by
+//! issuer and Luhn), the planted canaries, and a policy's own patterns. Unlike the evaluator,
+//! nothing is exempt: what the user typed is redacted too.
+
+use std::borrow::Cow;
+
+use gauntlet_model::digest::sha256_hex;
+use gauntlet_model::online::{Redaction, RedactionMode};
+use regex::Regex;
+use serde_json::Value;
+
+use crate::safety::{EACH, RULES, card_number};
+
+/// Redacts text and JSON values.
+pub struct Redactor {
+    mode: RedactionMode,
+    key: String,
+    canaries: Vec<String>,
+    extra: Vec<(String, Regex)>,
+}
+
+impl Redactor {
+    /// A redactor for a policy's settings and canaries; `key` keys the hashes of `hash` mode.
+    /// An invalid pattern is named in the error.
+    pub fn new(settings: &Redaction, canaries: &[String], key: &str) -> Result<Self, String> {
+        let extra = settings
+            .patterns
+            .iter()
+            .map(|p| {
+                Regex::new(&p.regex)
+                    .map(|r| (p.name.clone(), r))
+                    .map_err(|e| format!("redaction pattern `{}`: {e}", p.name))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Redactor {
+            mode: settings.mode,
+            key: key.to_owned(),
+            canaries: canaries.iter().filter(|c| !c.is_empty()).cloned().collect(),
+            extra,
+        })
+    }
+
+    fn replacement(&self, rule: &str, found: &str) -> String {
+        match self.mode {
+            RedactionMode::Redact => format!("[REDACTED:{rule}]"),
+            RedactionMode::Hash => {
+                let h = sha256_hex(format!("{}\u{0}{found}", self.key).as_bytes());
+                format!("[{rule}:{}]", &h[..16])
+            }
+        }
+    }
+
+    /// The text with every finding replaced.
+    pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut found: Vec<(usize, usize, &str)> = Vec::new();
+        for c in &self.canaries {
+            found.extend(
+                text.match_indices(c.as_str())
+                    .map(|(i, m)| (i, i + m.len(), "canary")),
+            );
+        }
+        for (i, (name, _)) in RULES.iter().enumerate() {
+            for m in EACH[i].find_iter(text) {
+                if *name == "credit_card" && !card_number(m.as_str()) {
+                    continue;
+                }
+                found.push((m.start(), m.end(), name));
+            }
+        }
+        for (name, r) in &self.extra {
+            found.extend(
+                r.find_iter(text)
+                    .map(|m| (m.start(), m.end(), name.as_str())),
+            );
+        }
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        // Overlapping findings merge into one, named by the first.
+        found.sort_by_key(|&(start, end, _)| (start, std::cmp::Reverse(end)));
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        let mut iter = found.into_iter().peekable();
+        while let Some((start, mut end, rule)) = iter.next() {
+            if start < at {
+                continue;
+            }
+            while let Some(&(s, e, _)) = iter.peek() {
+                if s >= end {
+                    break;
+                }
+                end = end.max(e);
+                iter.next();
+            }
+            out.push_str(&text[at..start]);
+            out.push_str(&self.replacement(rule, &text[start..end]));
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        Cow::Owned(out)
+    }
+
+    /// Redacts every string in the value, keys included.
+    pub fn value(&self, v: &mut Value) {
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(r) = self.text(s) {
+                    *s = r;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
+            Value::Object(map) => {
+                let redacted_keys = map.keys().any(|k| matches!(self.text(k), Cow::Owned(_)));
+                if redacted_keys {
+                    let old = std::mem::take(map);
+                    for (k, mut item) in old {
+                        self.value(&mut item);
+                        map.insert(self.text(&k).into_owned(), item);
+                    }
+                } else {
+                    map.values_mut().for_each(|i| self.value(i));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gauntlet_model::online::Pattern;
+    use serde_json::json;
+
+    use super::*;
+
+    fn redactor(mode: RedactionMode) -> Redactor {
+        Redactor::new(
+            &Redaction {
+                mode,
+                patterns: vec![Pattern {
+                    name: "employee_id".into(),
+                    regex: r"EMP-\d{6}".into(),
+                }],
+            },
+            &["CANARY-7f3a".to_owned()],
+            "k",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn secrets_personal_data_canaries_and_own_patterns_are_taken_out() {
+        let r = redactor(RedactionMode::Redact);
+        let text = "mail ann@example.com, card 4111 1111 1111 1111, key AKIAABCDEFGHIJKLMNOP, \
+                    CANARY-7f3a and EMP-123456; order 1234 5678 stays";
+        let out = r.text(text);
+        for gone in [
+            "ann@example.com",
+            "4111 1111 1111 1111",
+            "AKIAABCDEFGHIJKLMNOP",
+            "CANARY-7f3a",
+            "EMP-123456",
+        ] {
+            assert!(!out.contains(gone), "{gone} in {out}");
+        }
+        assert!(out.contains("[REDACTED:email_address]"), "{out}");
+        assert!(out.contains("[REDACTED:canary]"), "{out}");
+        assert!(out.contains("order 1234 5678 stays"), "{out}");
+        assert!(matches!(r.text("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn hashes_are_stable_per_value_and_keyed() {
+        let r = redactor(RedactionMode::Hash);
+        let a = r.text("ann@example.com");
+        assert_eq!(a, r.text("ann@example.com"));
+        assert_ne!(a, r.text("bob@example.com"));
+        assert!(a.starts_with("[email_address:"), "{a}");
+        let other = Redactor::new(&Redaction::default(), &[], "other").unwrap();
+        assert_ne!(
+            Redactor::new(
+                &Redaction {
+                    mode: RedactionMode::Hash,
+                    patterns: vec![]
+                },
+                &[],
+                "other"
+            )
+            .unwrap()
+            .text("ann@example.com"),
+            a
+        );
+        assert_eq!(other.text("x@y.io"), "[REDACTED:email_address]");
+    }
+
+    #[test]
+    fn json_values_are_redacted_everywhere_keys_included() {
+        let r = redactor(RedactionMode::Redact);
+        let mut v =
+            json!({"to": ["ann@example.com"], "ann@example.com": {"note": "CANARY-7f3a"}, "n": 3});
+        r.value(&mut v);
+        let text = v.to_string();
+        assert!(
+            !text.contains("ann@example.com") && !text.contains("CANARY-7f3a"),
+            "{text}"
+        );
+        assert_eq!(v["n"], 3);
+    }
+
+    #[test]
+    fn a_bad_pattern_is_named() {
+        let err = Redactor::new(
+            &Redaction {
+                mode: RedactionMode::Redact,
+                patterns: vec![Pattern {
+                    name: "broken".into(),
+                    regex: "(".into(),
+                }],
+            },
+            &[],
+            "k",
+        )
+        .err()
+        .unwrap();
+        assert!(err.contains("broken"), "{err}");
+    }
+}

@@ -1,0 +1,187 @@
+//! One production trace, judged and then anonymised.
+//!
+//! The trace is judged as it came (the secrets evaluator must see what leaked), then every
+//! string of the record is redacted before the caller writes anything.
+
+use std::collections::HashMap;
+
+use gauntlet_eval::redact::Redactor;
+use gauntlet_model::online::Policy;
+use gauntlet_model::{Event, ToolKind, ToolSpec, TrialRecord, WorldSpec};
+use gauntlet_otel::ImportedTrace;
+use gauntlet_runner::{CustomEvaluators, TrialEvidence, evaluate_trial};
+use serde_json::Value;
+
+/// Judges traces against one policy.
+pub struct Judge {
+    policy: Policy,
+    world: WorldSpec,
+    /// Argument validators by tool: the policy's, else the schema a trace declared.
+    validators: HashMap<String, jsonschema::Validator>,
+    redactor: Redactor,
+    custom: CustomEvaluators,
+}
+
+/// A judged trace: the record (redacted) and what the lake keeps beside it.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub record: TrialRecord,
+    pub service: Option<String>,
+    pub agent: String,
+    /// Feedback carried on the trace's spans (redacted).
+    pub feedback: Vec<Value>,
+    /// Whether the trace's root span arrived (else it was judged after going idle).
+    pub complete: bool,
+}
+
+impl Judge {
+    /// A judge for the policy; `key` keys redaction hashes. A bad tool schema or redaction
+    /// pattern is named in the error.
+    pub fn new(policy: Policy, key: &str) -> Result<Judge, String> {
+        let mut validators = HashMap::new();
+        for t in &policy.tools {
+            let v = jsonschema::validator_for(&t.parameters)
+                .map_err(|e| format!("tool `{}`: parameters are not a JSON Schema: {e}", t.name))?;
+            validators.insert(t.name.clone(), v);
+        }
+        let redactor = Redactor::new(&policy.redaction, &policy.canaries, key)?;
+        let world = WorldSpec {
+            name: "production".to_owned(),
+            tools: policy.tools.clone(),
+            canaries: policy.canaries.clone(),
+            ..WorldSpec::default()
+        };
+        Ok(Judge {
+            policy,
+            world,
+            validators,
+            redactor,
+            custom: CustomEvaluators {
+                evaluators: Vec::new(),
+                dir: ".".into(),
+            },
+        })
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Judges a trace as it came (nothing redacted: see [`Judge::anonymise`]).
+    pub async fn judge(&self, mut t: ImportedTrace) -> Judged {
+        self.annotate(&mut t);
+        let evaluation = evaluate_trial(
+            &TrialEvidence {
+                case_id: &t.case_id,
+                case: None,
+                epoch: t.epoch,
+                trajectory: &t.trajectory,
+                initial_state: Some(&t.initial_state),
+                final_state: &t.final_state,
+                world: Some(&self.world),
+                benchmark: None,
+                harness_failed: t.error.is_some(),
+                policy: Some(&self.policy.constraints),
+            },
+            &self.custom,
+            None,
+        )
+        .await;
+        let record = TrialRecord {
+            case_id: t.case_id,
+            epoch: t.epoch,
+            seed: t.seed,
+            trace_id: t.trace_id,
+            status: evaluation.status,
+            error: t.error,
+            tags: t.tags,
+            difficulty: t.difficulty,
+            initial_state: t.initial_state,
+            final_state: t.final_state,
+            trajectory: t.trajectory,
+            scores: evaluation.scores,
+            duration_ms: t.duration_ms,
+            started_at: t.started_at,
+            not_applicable: evaluation.not_applicable,
+            judges: evaluation.judges,
+        };
+        Judged {
+            record,
+            service: t.service,
+            agent: t.agent,
+            feedback: t.feedback,
+            complete: t.complete,
+        }
+    }
+
+    /// Takes secrets and personal data out of a judged trace, before anything is written.
+    pub fn anonymise(&self, j: &mut Judged) {
+        self.redact(&mut j.record);
+        for f in &mut j.feedback {
+            self.redactor.value(f);
+        }
+        j.agent = self.redactor.text(&j.agent).into_owned();
+        if let Some(s) = &mut j.service {
+            *s = self.redactor.text(s).into_owned();
+        }
+    }
+
+    /// The redactor, for what arrives apart from traces (feedback).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Each call's kind (from the policy) and schema validity (policy's schema, else the one
+    /// the trace declared to its model).
+    fn annotate(&self, t: &mut ImportedTrace) {
+        let declared: HashMap<&str, jsonschema::Validator> = t
+            .tools
+            .iter()
+            .filter(|d| !self.validators.contains_key(&d.name))
+            .filter_map(|d| {
+                jsonschema::validator_for(&d.parameters)
+                    .ok()
+                    .map(|v| (d.name.as_str(), v))
+            })
+            .collect();
+        let kinds: HashMap<&str, ToolKind> = self
+            .policy
+            .tools
+            .iter()
+            .map(|t: &ToolSpec| (t.name.as_str(), t.kind))
+            .collect();
+        for e in &mut t.trajectory.events {
+            if let Event::ToolCall(c) = e {
+                if c.kind.is_none() {
+                    c.kind = kinds.get(c.tool.as_str()).copied();
+                }
+                if c.schema_valid.is_none() {
+                    c.schema_valid = self
+                        .validators
+                        .get(&c.tool)
+                        .or_else(|| declared.get(c.tool.as_str()))
+                        .map(|v| v.is_valid(&c.arguments));
+                }
+            }
+        }
+    }
+
+    /// Every string of the record that could hold a secret or personal data: messages,
+    /// arguments, results, errors, answers, states, score details.
+    pub fn redact(&self, r: &mut TrialRecord) {
+        let mut trajectory = serde_json::to_value(&r.trajectory).expect("trajectories serialise");
+        self.redactor.value(&mut trajectory);
+        // Redaction keeps every string a string, so the shape still reads back.
+        r.trajectory =
+            serde_json::from_value(trajectory).expect("a redacted trajectory reads back");
+        self.redactor.value(&mut r.initial_state);
+        self.redactor.value(&mut r.final_state);
+        for s in &mut r.scores {
+            self.redactor.value(&mut s.details);
+        }
+        if let Some(e) = &mut r.error {
+            *e = self.redactor.text(e).into_owned();
+        }
+        r.case_id = self.redactor.text(&r.case_id).into_owned();
+    }
+}

@@ -1,0 +1,475 @@
+//! Trials as OpenTelemetry traces, in OTLP with the GenAI semantic conventions.
+//!
+//! Each trial is one trace (its W3C trace id): an `invoke_agent` span for the trial, and under
+//! it a `chat` span per model call and an `execute_tool` span per tool call, timed from the
+//! trial's start. Every evaluator's verdict is a `gen_ai.evaluation.result` event on the trial's
+//! span. Beside the conventions' attributes, each span carries its event whole
+//! (`gauntlet.event`, with `gauntlet.event.index`), the other events ride on the trial's span as
+//! `gauntlet.event` span events, and the trial's span carries the rest of the record
+//! (`gauntlet.trial`: states, seed, tags): `import` reads a trial back exactly.
+
+use gauntlet_model::{Event, RunHeader, TrialRecord, TrialStatus};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{
+    AnyValue, InstrumentationScope, KeyValue, any_value::Value as Any,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{
+    ResourceSpans, ScopeSpans, Span, Status, span::Event as SpanEvent, span::SpanKind,
+    status::StatusCode,
+};
+use sha2::{Digest, Sha256};
+
+/// A named attribute value.
+fn kv(key: &str, value: Any) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue { value: Some(value) }),
+        ..Default::default()
+    }
+}
+
+fn text(key: &str, v: impl Into<String>) -> KeyValue {
+    kv(key, Any::StringValue(v.into()))
+}
+
+fn int(key: &str, v: u64) -> KeyValue {
+    kv(key, Any::IntValue(i64::try_from(v).unwrap_or(i64::MAX)))
+}
+
+/// Nanoseconds since the Unix epoch of an RFC 3339 time (0 when it does not parse).
+fn unix_nanos(rfc3339: &str) -> u64 {
+    rfc3339
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .and_then(|t| u64::try_from(t.as_nanosecond()).ok())
+        .unwrap_or(0)
+}
+
+fn ms_to_nanos(ms: f64) -> u64 {
+    (ms.max(0.0) * 1e6).round() as u64
+}
+
+/// The 16 bytes of a trial's trace id; one derived from the trial when it has none valid.
+fn trace_id(header: &RunHeader, t: &TrialRecord) -> Vec<u8> {
+    let hex = t.trace_id.as_bytes();
+    let parsed: Option<Vec<u8>> = (hex.len() == 32)
+        .then(|| {
+            (0..16)
+                .map(|i| {
+                    std::str::from_utf8(&hex[2 * i..2 * i + 2])
+                        .ok()
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                })
+                .collect()
+        })
+        .flatten();
+    parsed
+        .filter(|id| id.iter().any(|b| *b != 0))
+        .unwrap_or_else(|| {
+            digest(&format!("{}/{}/{}", header.run_id, t.case_id, t.epoch))[..16].to_vec()
+        })
+}
+
+fn digest(s: &str) -> Vec<u8> {
+    Sha256::digest(s.as_bytes()).to_vec()
+}
+
+/// A span id, stable for the same trace and part.
+fn span_id(trace: &[u8], part: &str) -> Vec<u8> {
+    let mut h = Sha256::new();
+    h.update(trace);
+    h.update(part.as_bytes());
+    h.finalize()[..8].to_vec()
+}
+
+fn error_status(message: String) -> Option<Status> {
+    Some(Status {
+        message,
+        code: StatusCode::Error as i32,
+    })
+}
+
+/// The spans of one trial: the trial's `invoke_agent` span first, then its model and tool calls.
+pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
+    let trace = trace_id(header, t);
+    let root_id = span_id(&trace, "invoke_agent");
+    let start = unix_nanos(t.started_at.as_deref().unwrap_or(&header.started_at));
+    let end = start + ms_to_nanos(t.duration_ms);
+    let mut spans = Vec::new();
+    let mut carried = Vec::new();
+    let (mut input_tokens, mut output_tokens) = (0, 0);
+    for (i, e) in t.trajectory.events.iter().enumerate() {
+        match e {
+            Event::ToolCall(c) => {
+                let mut attributes = vec![
+                    text("gen_ai.operation.name", "execute_tool"),
+                    text("gen_ai.tool.name", c.tool.clone()),
+                    text("gen_ai.tool.call.id", c.id.clone()),
+                    text("gen_ai.tool.type", "function"),
+                    text("gen_ai.tool.call.arguments", c.arguments.to_string()),
+                ];
+                if let Some(k) = c.kind {
+                    attributes.push(text("gauntlet.tool.kind", format!("{k:?}").to_lowercase()));
+                }
+                if let Some(f) = c.fault {
+                    attributes.push(text("gauntlet.fault.kind", kind_name(&f)));
+                }
+                if let Some(key) = &c.idempotency_key {
+                    attributes.push(text("gauntlet.idempotency_key", key.clone()));
+                }
+                if let Some(result) = &c.result {
+                    attributes.push(text("gen_ai.tool.call.result", result.to_string()));
+                }
+                attributes.extend(whole(i, e));
+                let status = c.error.as_ref().and_then(|err| {
+                    attributes.push(text("error.type", err.status.to_string()));
+                    error_status(err.message.clone())
+                });
+                let s = start + ms_to_nanos(c.at_ms);
+                spans.push(Span {
+                    trace_id: trace.clone(),
+                    span_id: span_id(&trace, &format!("event-{i}")),
+                    parent_span_id: root_id.clone(),
+                    name: format!("execute_tool {}", c.tool),
+                    kind: SpanKind::Internal as i32,
+                    start_time_unix_nano: s,
+                    end_time_unix_nano: s + ms_to_nanos(c.latency_ms),
+                    attributes,
+                    status,
+                    ..Default::default()
+                });
+            }
+            Event::ModelCall {
+                model,
+                prompt_tokens,
+                completion_tokens,
+                cost_eur,
+                latency_ms,
+                ttft_ms,
+                simulated_user,
+                at_ms,
+                error,
+                fault,
+            } => {
+                if !simulated_user {
+                    input_tokens += prompt_tokens;
+                    output_tokens += completion_tokens;
+                }
+                let mut attributes = vec![
+                    text("gen_ai.operation.name", "chat"),
+                    text("gen_ai.request.model", model.clone()),
+                    int("gen_ai.usage.input_tokens", *prompt_tokens),
+                    int("gen_ai.usage.output_tokens", *completion_tokens),
+                    kv("gauntlet.cost_eur", Any::DoubleValue(*cost_eur)),
+                    kv("gauntlet.simulated_user", Any::BoolValue(*simulated_user)),
+                ];
+                if let Some(ttft) = ttft_ms {
+                    attributes.push(kv("gauntlet.ttft_ms", Any::DoubleValue(*ttft)));
+                }
+                if let Some(f) = fault {
+                    attributes.push(text("gauntlet.fault.kind", kind_name(f)));
+                }
+                attributes.extend(whole(i, e));
+                let status = error.as_ref().and_then(|err| {
+                    attributes.push(text("error.type", err.status.to_string()));
+                    error_status(err.message.clone())
+                });
+                let s = start + ms_to_nanos(at_ms.unwrap_or(0.0));
+                spans.push(Span {
+                    trace_id: trace.clone(),
+                    span_id: span_id(&trace, &format!("event-{i}")),
+                    parent_span_id: root_id.clone(),
+                    name: format!("chat {model}"),
+                    kind: SpanKind::Client as i32,
+                    start_time_unix_nano: s,
+                    end_time_unix_nano: s + ms_to_nanos(*latency_ms),
+                    attributes,
+                    status,
+                    ..Default::default()
+                });
+            }
+            other => carried.push(SpanEvent {
+                time_unix_nano: start + ms_to_nanos(at_ms_of(&t.trajectory, i)),
+                name: GAUNTLET_EVENT.to_owned(),
+                attributes: whole(i, other).to_vec(),
+                dropped_attributes_count: 0,
+            }),
+        }
+    }
+    let mut events: Vec<SpanEvent> = t
+        .scores
+        .iter()
+        .map(|s| SpanEvent {
+            time_unix_nano: end,
+            name: "gen_ai.evaluation.result".to_owned(),
+            attributes: vec![
+                text("gen_ai.evaluation.name", s.name.clone()),
+                kv("gen_ai.evaluation.score.value", Any::DoubleValue(s.value)),
+                text(
+                    "gen_ai.evaluation.score.label",
+                    if s.passed { "passed" } else { "failed" },
+                ),
+                kv("gauntlet.evaluation.score", Any::DoubleValue(s.score)),
+                text("gauntlet.evaluation.dimension", json_name(&s.dimension)),
+                text("gauntlet.evaluation.severity", json_name(&s.severity)),
+            ],
+            dropped_attributes_count: 0,
+        })
+        .collect();
+    events.append(&mut carried);
+    // The trial clock also counts scripted waits, so calls may end after the wall-clock end.
+    let end = spans
+        .iter()
+        .map(|s| s.end_time_unix_nano)
+        .fold(end, u64::max);
+    let root = Span {
+        trace_id: trace.clone(),
+        span_id: root_id,
+        name: format!("invoke_agent {}", header.agent),
+        kind: SpanKind::Internal as i32,
+        start_time_unix_nano: start,
+        end_time_unix_nano: end,
+        attributes: {
+            let mut a = vec![
+                text("gen_ai.operation.name", "invoke_agent"),
+                text("gen_ai.agent.name", header.agent.clone()),
+                int("gen_ai.usage.input_tokens", input_tokens),
+                int("gen_ai.usage.output_tokens", output_tokens),
+                text("gauntlet.run_id", header.run_id.clone()),
+                text("gauntlet.case_id", t.case_id.clone()),
+                int("gauntlet.epoch", u64::from(t.epoch)),
+                text("gauntlet.trial.status", json_name(&t.status)),
+                text(
+                    GAUNTLET_TRIAL,
+                    serde_json::json!({
+                        "seed": t.seed,
+                        "tags": t.tags,
+                        "difficulty": t.difficulty,
+                        "error": t.error,
+                        "initial_state": t.initial_state,
+                        "final_state": t.final_state,
+                        "final_answer": t.trajectory.final_answer,
+                        "side_effects": t.trajectory.side_effects,
+                        "duration_ms": t.duration_ms,
+                    })
+                    .to_string(),
+                ),
+            ];
+            // The conversation, as GenAI messages: what the user said, what the agent answered.
+            let said: Vec<serde_json::Value> = t
+                .trajectory
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::UserMessage { text } => Some(message("user", text)),
+                    _ => None,
+                })
+                .collect();
+            if !said.is_empty() {
+                a.push(text(
+                    "gen_ai.input.messages",
+                    serde_json::Value::from(said).to_string(),
+                ));
+            }
+            if let Some(answer) = &t.trajectory.final_answer {
+                let out = serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]);
+                a.push(text("gen_ai.output.messages", out.to_string()));
+            }
+            a
+        },
+        events,
+        status: match (&t.status, &t.error) {
+            (TrialStatus::Error, e) => error_status(e.clone().unwrap_or_default()),
+            _ => None,
+        },
+        ..Default::default()
+    };
+    spans.insert(0, root);
+    spans
+}
+
+/// The attribute holding a span's whole event, and the span event carrying any other event.
+pub(crate) const GAUNTLET_EVENT: &str = "gauntlet.event";
+/// The event's place in the trajectory.
+pub(crate) const GAUNTLET_EVENT_INDEX: &str = "gauntlet.event.index";
+/// The trial's span: the rest of the record.
+pub(crate) const GAUNTLET_TRIAL: &str = "gauntlet.trial";
+
+/// An event whole, with its place.
+fn whole(index: usize, e: &Event) -> [KeyValue; 2] {
+    [
+        text(
+            GAUNTLET_EVENT,
+            serde_json::to_string(e).expect("events serialise"),
+        ),
+        int(GAUNTLET_EVENT_INDEX, index as u64),
+    ]
+}
+
+/// When an event without its own clock happened: at the last timed event before it.
+fn at_ms_of(t: &gauntlet_model::Trajectory, index: usize) -> f64 {
+    t.events[..index]
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::ToolCall(c) => Some(c.at_ms + c.latency_ms),
+            Event::ModelCall {
+                at_ms: Some(at),
+                latency_ms,
+                ..
+            } => Some(at + latency_ms),
+            _ => None,
+        })
+        .unwrap_or(0.0)
+}
+
+/// A GenAI message with one text part.
+fn message(role: &str, content: &str) -> serde_json::Value {
+    serde_json::json!({"role": role, "parts": [{"type": "text", "content": content}]})
+}
+
+fn json_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn kind_name(k: &gauntlet_model::FaultKind) -> String {
+    json_name(k)
+}
+
+/// One OTLP export of a run's spans: the resource is gauntlet running this suite.
+pub fn export_request(header: &RunHeader, spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![
+                    text("service.name", "gauntlet"),
+                    text("gauntlet.suite", header.suite.clone()),
+                    text("gauntlet.run_id", header.run_id.clone()),
+                    int("gauntlet.seed", header.seed),
+                ],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "gauntlet".to_owned(),
+                    version: header.versions.harness.clone(),
+                    ..Default::default()
+                }),
+                spans,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gauntlet_model::{Trajectory, TrialStatus, Versions};
+    use serde_json::json;
+
+    use super::*;
+
+    fn header() -> RunHeader {
+        RunHeader {
+            format_version: gauntlet_model::FORMAT_VERSION,
+            run_id: "r1".into(),
+            suite: "s".into(),
+            agent: "script:reference".into(),
+            seed: 0,
+            epochs: 1,
+            started_at: "2026-12-01T10:00:00Z".into(),
+            versions: Versions::default(),
+            fault_profile: None,
+            attack: None,
+            rubric: None,
+            filter: None,
+            shard: None,
+            judges: vec![],
+        }
+    }
+
+    fn trial(trace_id: &str) -> TrialRecord {
+        let trajectory: Trajectory = serde_json::from_value(json!({"events": [
+            {"type": "tool_call", "id": "call-1", "step": 1, "tool": "get_incident",
+             "arguments": {"id": "INC-1"}, "result": {"status": "open"}, "at_ms": 2.0,
+             "latency_ms": 3.0},
+            {"type": "tool_call", "id": "call-2", "step": 2, "tool": "close_incident",
+             "arguments": {"id": "INC-1"}, "error": {"status": 403, "message": "denied"},
+             "at_ms": 6.0, "latency_ms": 1.0}
+        ]}))
+        .unwrap();
+        TrialRecord {
+            case_id: "c".into(),
+            epoch: 0,
+            seed: 0,
+            trace_id: trace_id.into(),
+            status: TrialStatus::Failed,
+            error: None,
+            tags: vec![],
+            difficulty: None,
+            initial_state: json!({}),
+            final_state: json!({}),
+            trajectory,
+            scores: vec![],
+            duration_ms: 10.0,
+            started_at: Some("2026-12-01T10:00:01Z".into()),
+            not_applicable: vec![],
+            judges: vec![],
+        }
+    }
+
+    #[test]
+    fn a_trial_is_one_trace_whose_tool_calls_are_children_of_invoke_agent() {
+        let t = trial("0af7651916cd43dd8448eb211c80319c");
+        let spans = trial_spans(&header(), &t);
+        let root = &spans[0];
+        assert_eq!(
+            gauntlet_model::digest::hex(&root.trace_id),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
+        let tools: Vec<&Span> = spans
+            .iter()
+            .filter(|s| s.name.starts_with("execute_tool"))
+            .collect();
+        assert_eq!(tools.len(), 2);
+        for s in &tools {
+            assert_eq!(s.trace_id, root.trace_id);
+            assert_eq!(s.parent_span_id, root.span_id);
+            assert!(s.start_time_unix_nano >= root.start_time_unix_nano);
+        }
+        // The refused call carries an error status; the other does not.
+        assert!(
+            tools[1]
+                .status
+                .as_ref()
+                .is_some_and(|s| s.code == StatusCode::Error as i32)
+        );
+        assert!(
+            tools[0]
+                .status
+                .as_ref()
+                .is_none_or(|s| s.code != StatusCode::Error as i32)
+        );
+        // Span ids are stable: the same trial exports the same ids.
+        let again = trial_spans(&header(), &t);
+        assert_eq!(
+            spans.iter().map(|s| &s.span_id).collect::<Vec<_>>(),
+            again.iter().map(|s| &s.span_id).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_trial_without_a_valid_trace_id_gets_a_stable_nonzero_one() {
+        for bad in ["", "zz", "00000000000000000000000000000000"] {
+            let id = trace_id(&header(), &trial(bad));
+            assert_eq!(id.len(), 16);
+            assert!(id.iter().any(|b| *b != 0));
+            assert_eq!(id, trace_id(&header(), &trial(bad)));
+        }
+    }
+}

@@ -1,0 +1,347 @@
+use gauntlet_model::{RunHeader, TrialRecord, TrialStatus, Versions};
+use serde_json::json;
+
+use super::*;
+use crate::{export_request, trial_spans};
+
+fn header() -> RunHeader {
+    RunHeader {
+        format_version: gauntlet_model::FORMAT_VERSION,
+        run_id: "r1".into(),
+        suite: "s".into(),
+        agent: "script:reference".into(),
+        seed: 7,
+        epochs: 2,
+        started_at: "2026-12-01T10:00:00Z".into(),
+        versions: Versions::default(),
+        fault_profile: None,
+        attack: None,
+        rubric: None,
+        filter: None,
+        shard: None,
+        judges: vec![],
+    }
+}
+
+/// A trial with every kind of event the export must carry.
+fn trial() -> TrialRecord {
+    let trajectory: Trajectory = serde_json::from_value(json!({"events": [
+        {"type": "user_message", "text": "Close INC-1, my email is ann@example.com"},
+        {"type": "model_call", "model": "gpt-x", "prompt_tokens": 120, "completion_tokens": 14,
+         "cost_eur": 0.002, "latency_ms": 40.0, "at_ms": 1.0},
+        {"type": "reasoning", "step": 1, "text": "look it up first"},
+        {"type": "tool_call", "id": "call-1", "step": 1, "tool": "get_incident", "kind": "read",
+         "arguments": {"id": "INC-1"}, "result": {"status": "open"}, "at_ms": 42.0,
+         "latency_ms": 3.0, "schema_valid": true},
+        {"type": "fault_injected", "call_id": "call-2", "tool": "close_incident",
+         "kind": "rate_limited", "source": "case"},
+        {"type": "tool_call", "id": "call-2", "step": 2, "tool": "close_incident", "kind": "write",
+         "arguments": {"id": "INC-1"}, "error": {"status": 429, "message": "slow down",
+         "retry_after_s": 1.0}, "fault": "rate_limited", "at_ms": 50.0, "latency_ms": 1.0},
+        {"type": "wait", "step": 3, "ms": 1000.0},
+        {"type": "tool_call", "id": "call-3", "step": 3, "tool": "close_incident", "kind": "write",
+         "arguments": {"id": "INC-1"}, "result": {"status": "closed"}, "idempotency_key": "k1",
+         "state_changes": [{"path": "/incidents/INC-1/status", "before": "open", "after": "closed"}],
+         "at_ms": 1052.0, "latency_ms": 2.0},
+        {"type": "agent_message", "step": 3, "text": "Closed."},
+        {"type": "final_answer", "text": "INC-1 is closed."}
+    ], "final_answer": "INC-1 is closed.",
+       "side_effects": [{"tool": "close_incident", "effect": "close_incident {\"id\":\"INC-1\"}",
+                         "count": 1, "call_ids": ["call-3"], "idempotency_key": "k1"}]}))
+    .unwrap();
+    TrialRecord {
+        case_id: "close-one".into(),
+        epoch: 1,
+        seed: 99,
+        trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+        status: TrialStatus::Passed,
+        error: None,
+        tags: vec!["writes".into()],
+        difficulty: Some("easy".into()),
+        initial_state: json!({"incidents": {"INC-1": {"status": "open"}}}),
+        final_state: json!({"incidents": {"INC-1": {"status": "closed"}}}),
+        trajectory,
+        scores: vec![],
+        duration_ms: 1060.5,
+        started_at: Some("2026-12-01T10:00:01Z".into()),
+        not_applicable: vec![],
+        judges: vec![],
+    }
+}
+
+fn exported() -> ExportTraceServiceRequest {
+    export_request(&header(), trial_spans(&header(), &trial()))
+}
+
+#[test]
+fn gauntlets_own_export_reads_back_exactly_from_json_and_protobuf() {
+    let request = exported();
+    let json = serde_json::to_vec(&request).unwrap();
+    let proto = request.encode_to_vec();
+    for bytes in [json, proto] {
+        let traces = traces_of(decode_file(&bytes).unwrap());
+        assert_eq!(traces.len(), 1);
+        let t = imported_trace(&traces[0]);
+        let want = trial();
+        assert_eq!(t.trajectory, want.trajectory);
+        assert_eq!(t.trace_id, want.trace_id);
+        assert_eq!(t.case_id, want.case_id);
+        assert_eq!(t.epoch, 1);
+        assert_eq!(t.seed, 99);
+        assert_eq!(t.tags, want.tags);
+        assert_eq!(t.difficulty, want.difficulty);
+        assert_eq!(t.initial_state, want.initial_state);
+        assert_eq!(t.final_state, want.final_state);
+        assert_eq!(t.duration_ms, want.duration_ms);
+        assert_eq!(t.started_at.as_deref(), Some("2026-12-01T10:00:01Z"));
+        assert!(t.complete);
+    }
+}
+
+/// Without gauntlet's own attributes, the export is read by the GenAI conventions alone.
+#[test]
+fn the_genai_conventions_alone_give_the_calls_arguments_results_and_tokens() {
+    let mut request = exported();
+    for rs in &mut request.resource_spans {
+        for ss in &mut rs.scope_spans {
+            for s in &mut ss.spans {
+                s.attributes.retain(|kv| !kv.key.starts_with("gauntlet."));
+                s.events.retain(|e| e.name != GAUNTLET_EVENT);
+            }
+        }
+    }
+    let t = imported_trace(&traces_of([request])[0]);
+    let want = trial();
+    let calls: Vec<_> = t.trajectory.tool_calls().collect();
+    let wanted: Vec<_> = want.trajectory.tool_calls().collect();
+    assert_eq!(calls.len(), 3);
+    for (c, w) in calls.iter().zip(&wanted) {
+        assert_eq!(
+            (&c.id, &c.tool, &c.arguments),
+            (&w.id, &w.tool, &w.arguments)
+        );
+        assert_eq!(c.result, w.result);
+        assert_eq!(
+            c.error.as_ref().map(|e| e.status),
+            w.error.as_ref().map(|e| e.status)
+        );
+        assert!(
+            (c.at_ms - w.at_ms).abs() < 1e-3,
+            "{} vs {}",
+            c.at_ms,
+            w.at_ms
+        );
+    }
+    let tokens: Vec<(u64, u64)> = t
+        .trajectory
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelCall {
+                prompt_tokens,
+                completion_tokens,
+                ..
+            } => Some((*prompt_tokens, *completion_tokens)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tokens, vec![(120, 14)]);
+    assert!(
+        matches!(&t.trajectory.events[0], Event::UserMessage { text } if text.starts_with("Close INC-1"))
+    );
+    assert_eq!(
+        t.trajectory.final_answer.as_deref(),
+        Some("INC-1 is closed.")
+    );
+    assert_eq!(t.agent, "script:reference");
+    assert_eq!(t.case_id, "0af7651916cd43dd8448eb211c80319c");
+}
+
+fn kv_str(key: &str, v: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(Any::StringValue(v.into())),
+        }),
+        ..Default::default()
+    }
+}
+
+fn kv_int(key: &str, v: i64) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(Any::IntValue(v)),
+        }),
+        ..Default::default()
+    }
+}
+
+fn span(trace: u8, id: u8, parent: Option<u8>, start: u64, attrs: Vec<KeyValue>) -> Span {
+    Span {
+        trace_id: vec![trace; 16],
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: format!("span-{id}"),
+        start_time_unix_nano: 1_000_000_000 + start * 1_000_000,
+        end_time_unix_nano: 1_000_000_000 + (start + 5) * 1_000_000,
+        attributes: attrs,
+        ..Default::default()
+    }
+}
+
+fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![opentelemetry_proto::tonic::trace::v1::ResourceSpans {
+            resource: Some(opentelemetry_proto::tonic::resource::v1::Resource {
+                attributes: vec![kv_str("service.name", "orders")],
+                ..Default::default()
+            }),
+            scope_spans: vec![opentelemetry_proto::tonic::trace::v1::ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// OpenInference: the calls come from the LLM span's output, the TOOL span (no call id) fills
+/// in the result.
+#[test]
+fn openinference_spans_become_a_trajectory() {
+    let llm1 = span(
+        1,
+        2,
+        Some(1),
+        1,
+        vec![
+            kv_str("openinference.span.kind", "LLM"),
+            kv_str("llm.model_name", "gpt-fake"),
+            kv_int("llm.token_count.prompt", 51),
+            kv_int("llm.token_count.completion", 7),
+            kv_str("llm.input_messages.0.message.role", "user"),
+            kv_str("llm.input_messages.0.message.content", "Where is A-1?"),
+            kv_str("llm.output_messages.0.message.role", "assistant"),
+            kv_str(
+                "llm.output_messages.0.message.tool_calls.0.tool_call.id",
+                "call_1",
+            ),
+            kv_str(
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
+                "get_order",
+            ),
+            kv_str(
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
+                r#"{"order_id": "A-1"}"#,
+            ),
+            kv_str(
+                "llm.tools.0.tool.json_schema",
+                r#"{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object"}}}"#,
+            ),
+        ],
+    );
+    let tool = span(
+        1,
+        3,
+        Some(1),
+        10,
+        vec![
+            kv_str("openinference.span.kind", "TOOL"),
+            kv_str("tool.name", "get_order"),
+            kv_str("input.value", r#"{"order_id": "A-1"}"#),
+            kv_str("output.value", r#"{"status": "shipped"}"#),
+        ],
+    );
+    let llm2 = span(
+        1,
+        4,
+        Some(1),
+        20,
+        vec![
+            kv_str("openinference.span.kind", "LLM"),
+            kv_int("llm.token_count.prompt", 81),
+            kv_int("llm.token_count.completion", 9),
+            kv_str("llm.input_messages.0.message.role", "user"),
+            kv_str("llm.input_messages.0.message.content", "Where is A-1?"),
+            kv_str("llm.output_messages.0.message.role", "assistant"),
+            kv_str("llm.output_messages.0.message.content", "A-1 has shipped."),
+        ],
+    );
+    let root = span(
+        1,
+        1,
+        None,
+        0,
+        vec![
+            kv_str("openinference.span.kind", "AGENT"),
+            kv_str("input.value", "Where is A-1?"),
+        ],
+    );
+    let t = imported_trace(&traces_of([request(vec![llm1, tool, llm2, root])])[0]);
+    let calls: Vec<_> = t.trajectory.tool_calls().collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, "call_1");
+    assert_eq!(calls[0].arguments, json!({"order_id": "A-1"}));
+    assert_eq!(calls[0].result, Some(json!({"status": "shipped"})));
+    assert_eq!(calls[0].at_ms, 10.0);
+    assert_eq!(
+        t.trajectory.final_answer.as_deref(),
+        Some("A-1 has shipped.")
+    );
+    let users = t
+        .trajectory
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::UserMessage { .. }))
+        .count();
+    assert_eq!(users, 1, "the repeated history is one request");
+    assert_eq!(t.tools.len(), 1);
+    assert_eq!(t.service.as_deref(), Some("orders"));
+}
+
+#[test]
+fn the_assembler_hands_over_a_trace_when_its_root_arrives_or_it_goes_idle() {
+    let limits = AssemblerLimits {
+        max_open_traces: 2,
+        max_spans_per_trace: 3,
+        idle_ms: 1_000,
+    };
+    let mut a = Assembler::new(limits);
+    // Children first (they end first), then the root in a later batch.
+    assert!(
+        a.push(request(vec![span(1, 2, Some(1), 1, vec![])]), 0)
+            .is_empty()
+    );
+    let done = a.push(request(vec![span(1, 1, None, 0, vec![])]), 10);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].spans.len(), 2);
+    // A late span of a finished trace is dropped and counted, not a new trace.
+    assert!(
+        a.push(request(vec![span(1, 3, Some(1), 2, vec![])]), 20)
+            .is_empty()
+    );
+    assert_eq!((a.open_traces(), a.dropped_spans), (0, 1));
+    // Spans over the per-trace limit are dropped.
+    let many: Vec<Span> = (2..8).map(|i| span(2, i, Some(1), 1, vec![])).collect();
+    a.push(request(many), 30);
+    assert_eq!(a.dropped_spans, 1 + 3);
+    // A third open trace hands over the longest idle one.
+    a.push(request(vec![span(3, 2, Some(1), 1, vec![])]), 40);
+    let out = a.push(request(vec![span(4, 2, Some(1), 1, vec![])]), 50);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].trace_id, vec![2; 16]);
+    assert!(!out[0].has_root());
+    // Idle traces are handed over.
+    assert!(a.expire(1_039).is_empty());
+    assert_eq!(a.expire(1_040).len(), 1);
+    assert_eq!(a.drain().len(), 1);
+}
+
+#[test]
+fn a_bad_file_names_the_line() {
+    let err = decode_file(b"{\"resourceSpans\": []}\n{\"resourceSpans\": 3}\n").unwrap_err();
+    assert!(matches!(err, ImportError::Json { line: 2, .. }), "{err}");
+    assert!(decode_file(b"\x0a\x03abc").is_err());
+    assert!(decode_file(b"  \n").unwrap().is_empty());
+}

@@ -1,0 +1,114 @@
+//! `gauntlet import otlp FILE... --out RUN_DIR`: OpenTelemetry traces as a run folder.
+
+use std::path::{Path, PathBuf};
+
+use gauntlet_model::digest::sha256_hex;
+use gauntlet_model::online::Policy;
+use gauntlet_model::{FORMAT_VERSION, RunHeader, Versions};
+use gauntlet_online::judge::Judge;
+
+use crate::commands::shared::RunSink;
+use crate::exit::{ExpectedError, GATES_PASSED};
+use crate::results::now;
+
+/// A policy file, or the empty policy.
+pub fn load_policy(path: Option<&Path>) -> Result<Policy, ExpectedError> {
+    match path {
+        Some(path) => gauntlet_suite::load_document(path).map_err(|problems| {
+            ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
+        }),
+        None => Ok(Policy::default()),
+    }
+}
+
+pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i32, ExpectedError> {
+    if out.join("trials.jsonl").exists() {
+        return Err(ExpectedError::input(format!(
+            "{} already holds a run; import into a new folder",
+            out.display()
+        )));
+    }
+    let policy_text = policy
+        .map(|p| std::fs::read(p).unwrap_or_default())
+        .unwrap_or_default();
+    let judge = Judge::new(load_policy(policy)?, "").map_err(|e| {
+        ExpectedError::input(format!(
+            "{}: {e}",
+            policy.map(|p| p.display().to_string()).unwrap_or_default()
+        ))
+    })?;
+    // Files are read whole: a trace's spans may be spread over several of them.
+    let mut requests = Vec::new();
+    for f in files {
+        let bytes =
+            std::fs::read(f).map_err(|e| ExpectedError::input(format!("{}: {e}", f.display())))?;
+        requests.extend(
+            gauntlet_otel::decode_file(&bytes)
+                .map_err(|e| ExpectedError::input(format!("{}: {e}", f.display())))?,
+        );
+    }
+    let traces = gauntlet_otel::traces_of(requests);
+    if traces.is_empty() {
+        return Err(ExpectedError::input(format!(
+            "no spans in {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let spans: usize = traces.iter().map(|t| t.spans.len()).sum();
+    let imported: Vec<_> = traces.iter().map(gauntlet_otel::imported_trace).collect();
+    let mut agents: Vec<&str> = imported.iter().map(|t| t.agent.as_str()).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let run_id = format!(
+        "otlp-{}",
+        &sha256_hex(format!("{}{}", now(), std::process::id()).as_bytes())[..12]
+    );
+    let header = RunHeader {
+        format_version: FORMAT_VERSION,
+        run_id,
+        suite: "otlp".to_owned(),
+        agent: if agents.is_empty() {
+            "otlp".to_owned()
+        } else {
+            agents.join(",")
+        },
+        seed: 0,
+        epochs: 1,
+        started_at: now(),
+        versions: Versions {
+            harness: env!("CARGO_PKG_VERSION").to_owned(),
+            config: sha256_hex(&policy_text),
+            ..Versions::default()
+        },
+        fault_profile: None,
+        attack: None,
+        rubric: None,
+        filter: None,
+        shard: None,
+        judges: Vec::new(),
+    };
+    let mut sink = RunSink::create(out, &header)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start a runtime: {e}")))?;
+    let incomplete = imported.iter().filter(|t| !t.complete).count();
+    for t in imported {
+        let judged = runtime.block_on(judge.judge(t));
+        sink.append(judged.record)?;
+    }
+    let n = sink.finish(&header)?;
+    eprintln!(
+        "wrote {n} trials ({spans} spans from {} files) to {}",
+        files.len(),
+        out.display()
+    );
+    if incomplete > 0 {
+        eprintln!("  note: {incomplete} traces have no root span (judged with what arrived)");
+    }
+    Ok(GATES_PASSED)
+}

@@ -1,0 +1,100 @@
+//! `gauntlet import otlp`: traces back into runs that re-score the same.
+
+use crate::common::*;
+
+/// Each trial's status and scores, by case and epoch.
+fn verdicts(run: &Path) -> std::collections::BTreeMap<(String, u64), Value> {
+    read_trials(run)
+        .into_iter()
+        .map(|t| {
+            (
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["epoch"].as_u64().unwrap(),
+                ),
+                json!({"status": t["status"], "scores": t["scores"]}),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_exported_run_imports_back_and_re_scores_identically() {
+    let (tmp, suite) = example();
+    let original = tmp.path().join("original");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--epochs",
+        "2",
+        "--out",
+        s(&original),
+        "--quiet",
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let traces = tmp.path().join("traces.json");
+    let o = run(&["export", s(&original), "--out", s(&traces)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let imported = tmp.path().join("imported");
+    let o = run(&["import", "otlp", s(&traces), "--out", s(&imported)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let trials = read_trials(&original);
+    assert_eq!(read_trials(&imported).len(), trials.len());
+    assert!(imported.join("results.json").is_file());
+    // Re-scoring both against the suite gives the same verdicts, trial by trial.
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for (from, to) in [(&original, &a), (&imported, &b)] {
+        let o = run(&[
+            "score",
+            s(&from.join("trials.jsonl")),
+            "--cases",
+            s(&suite),
+            "--out",
+            s(to),
+            "--quiet",
+        ]);
+        assert!(o.code <= 1, "{}", o.stderr);
+    }
+    let (va, vb) = (verdicts(&a), verdicts(&b));
+    assert_eq!(va.len(), trials.len());
+    assert_eq!(va, vb);
+    // The trace ids are the run's.
+    let ids = |run: &Path| -> Vec<String> {
+        let mut v: Vec<String> = read_trials(run)
+            .iter()
+            .map(|t| t["trace_id"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&original), ids(&imported));
+    // Importing into a folder that holds a run is refused.
+    let o = run(&["import", "otlp", s(&traces), "--out", s(&imported)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
+
+#[test]
+fn a_file_that_is_not_otlp_is_named_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, "{\"resourceSpans\": []}\n{\"resourceSpans\": 7}\n").unwrap();
+    let o = run(&[
+        "import",
+        "otlp",
+        s(&bad),
+        "--out",
+        s(&tmp.path().join("out")),
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("bad.json: line 2"), "{}", o.stderr);
+    // A benchmark import still takes one folder.
+    let o = run(&[
+        "import",
+        "tau-bench",
+        s(tmp.path()),
+        s(tmp.path()),
+        "--out",
+        "x",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
