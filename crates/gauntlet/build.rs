@@ -34,6 +34,13 @@ fn main() {
         ),
         ("have_judges_data", peers().join("judges").is_dir()),
         (
+            "have_py_otel_producers",
+            python_has("opentelemetry.instrumentation.openai_v2")
+                && python_has("openinference.instrumentation.openai")
+                && python_has("opentelemetry.exporter.otlp.proto.http")
+                && python_has("duckdb"),
+        ),
+        (
             "have_py_agreement",
             python_has("sklearn.metrics")
                 && python_has("krippendorff")

@@ -10,6 +10,9 @@
 mod export;
 mod import;
 
+/// An OTLP trace export request (what `POST /v1/traces` carries).
+pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as ExportRequest;
+
 pub use export::{export_request, trial_spans};
 pub use import::{
     Assembler, AssemblerLimits, Encoding, ImportError, ImportedTrace, Trace, decode, decode_file,

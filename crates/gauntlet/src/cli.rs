@@ -158,6 +158,26 @@ pub enum Command {
     /// `gauntlet/user_input` on a call. Stops on Ctrl-C or SIGTERM, writing results.json.
     #[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
     Shadow(Box<ShadowArgs>),
+    /// Receive production traces (OTLP/HTTP), judge them, keep them anonymised in a Parquet lake.
+    ///
+    /// Example:
+    ///   gauntlet online --listen 127.0.0.1:4318 --lake lake/ --policy policy.yaml
+    ///
+    /// Prints one JSON line on start: {"url": ..., "token": ..., "lake": ...}. Point an
+    /// OpenTelemetry exporter at URL/v1/traces with the header `Authorization: Bearer TOKEN`
+    /// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_HEADERS); protobuf or JSON,
+    /// gzip or not. Spans of a trace are assembled until its root span ends (or the policy's
+    /// idle_timeout_s passes), then the trace is judged by every evaluator that needs no case
+    /// and by the policy (tool schemas and kinds, forbidden tools, call, retry, token, cost and
+    /// latency budgets, canaries), then secrets and personal data are redacted (or hashed,
+    /// keyed by GAUNTLET_REDACTION_KEY) before it is written to LAKE/traces/day=DAY/*.parquet.
+    /// POST URL/v1/feedback takes {trace_id, rating, comment, edited_output, abandoned} into
+    /// LAKE/feedback/. GET URL/v1/status and URL/metrics report counts and drift alarms
+    /// (CUSUM on failure and tool-error rates, EWMA on duration and tokens, also logged).
+    /// Partitions older than the policy's retention_days (30) are deleted. Stops on Ctrl-C or
+    /// SIGTERM: open traces are judged as they stand and everything is written.
+    #[command(verbatim_doc_comment)]
+    Online(OnlineArgs),
     /// Write a suite from a peer benchmark's published data, or a run from OpenTelemetry traces.
     ///
     /// Examples:
@@ -517,6 +537,28 @@ impl RunArgs {
             api_key: gauntlet_runner::agents::upstream_key(),
         })
     }
+}
+
+/// Arguments of `gauntlet online`.
+#[derive(Debug, clap::Args)]
+pub struct OnlineArgs {
+    /// Where to listen; loopback unless you say otherwise (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:4318")]
+    pub listen: std::net::SocketAddr,
+    /// The lake folder (created).
+    #[arg(long)]
+    pub lake: PathBuf,
+    /// The policy (YAML or JSON): tools, constraints, canaries, redaction, retention_days,
+    /// idle_timeout_s. See docs/reference.md, "The online receiver".
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// The bearer token clients must send (default: GAUNTLET_ONLINE_TOKEN, else a random one,
+    /// printed on start).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Seconds between lake writes (also written every 1,000 traces and at stop).
+    #[arg(long, default_value_t = 5.0)]
+    pub flush_every: f64,
 }
 
 /// Arguments of `gauntlet shadow`.

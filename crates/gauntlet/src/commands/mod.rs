@@ -8,6 +8,7 @@ mod gate;
 pub mod import;
 mod import_otlp;
 mod merge;
+mod online;
 pub mod report;
 pub mod run;
 mod runs;
@@ -73,6 +74,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             http,
         } => serve::serve(&suite, &case, stdio, http),
         Command::Shadow(args) => shadow::shadow(*args),
+        Command::Online(args) => online::online(args),
         Command::Report {
             run,
             format,

@@ -12,6 +12,7 @@ mod faults;
 mod gates;
 mod isolation;
 mod judge;
+mod online;
 mod otlp;
 mod report;
 mod resume;

@@ -3,7 +3,6 @@
 //! harvested into suites that replay offline.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -84,27 +83,6 @@ impl Shadow {
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         (status.code().unwrap_or(-1), started.elapsed(), stderr)
     }
-}
-
-/// Starts a gauntlet server (`serve --http`, `shadow --http`), its stderr to a file: the
-/// process and the `{url, token}` line it prints first.
-fn spawn_server(mut cmd: std::process::Command, stderr: &Path) -> (std::process::Child, Value) {
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-        panic!(
-            "no JSON line ({e}): {line}\n{}",
-            std::fs::read_to_string(stderr).unwrap_or_default()
-        )
-    });
-    (child, v)
 }
 
 impl Drop for Shadow {

@@ -3,6 +3,7 @@ OpenTelemetry's GenAI OpenAI instrumentation or by OpenInference's, against a fa
 OpenAI-compatible upstream, exported with the OTLP/HTTP exporter.
 
 usage: otel_producer.py (genai|openinference) ENDPOINT TOKEN EXPECTED_JSON [--traces N]
+                        [--secret TEXT]
 
 Each trace: the user asks about an order; the model asks for `get_order` (with arguments), the
 agent runs the tool (its own span, per the conventions), the model answers. What was produced
@@ -17,6 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 convention, endpoint, token, expected_path = sys.argv[1:5]
 traces = int(sys.argv[sys.argv.index("--traces") + 1]) if "--traces" in sys.argv else 3
+# Said by the user (a planted canary, personal data): it must never reach the receiver's disk.
+secret = sys.argv[sys.argv.index("--secret") + 1] if "--secret" in sys.argv else ""
 
 # Message content on spans, in the latest GenAI conventions.
 os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
@@ -92,7 +95,7 @@ def get_order(order_id):
 
 expected = []
 for n in range(1, traces + 1):
-    request = f"Where is my order? I am customer {n}"
+    request = f"{secret} Where is my order? I am customer {n}".strip()
     if convention == "genai":
         root = tracer.start_as_current_span("invoke_agent orders", attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "orders"})

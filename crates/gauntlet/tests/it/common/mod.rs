@@ -349,3 +349,26 @@ pub fn exported_and_checked(run_dir: &Path) -> Value {
     assert_eq!(report["problems"], json!([]), "{report}");
     report["counts"].clone()
 }
+
+/// Starts a gauntlet server (`serve --http`, `shadow --http`, `online`), its stderr to a file: the
+/// process and the `{url, token}` line it prints first.
+pub fn spawn_server(mut cmd: std::process::Command, stderr: &Path) -> (std::process::Child, Value) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+        panic!(
+            "no JSON line ({e}): {line}\n{}",
+            std::fs::read_to_string(stderr).unwrap_or_default()
+        )
+    });
+    (child, v)
+}

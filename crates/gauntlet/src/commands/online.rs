@@ -1,0 +1,99 @@
+//! `gauntlet online`: the receiver of production traces, until Ctrl-C or SIGTERM.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use gauntlet_online::judge::Judge;
+use gauntlet_online::receiver::{Settings, start};
+
+use crate::cli::OnlineArgs;
+use crate::commands::import_otlp::load_policy;
+use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// 16 random bytes as hex, from the kernel.
+fn random_hex() -> Result<String, ExpectedError> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| ExpectedError::harness(format!("cannot read /dev/urandom: {e}")))?;
+    Ok(gauntlet_model::digest::hex(&bytes))
+}
+
+pub fn online(args: OnlineArgs) -> Result<i32, ExpectedError> {
+    let policy = load_policy(args.policy.as_deref())?;
+    let key = match std::env::var("GAUNTLET_REDACTION_KEY") {
+        Ok(k) if !k.is_empty() => k,
+        _ => random_hex()?,
+    };
+    let judge = Judge::new(policy, &key).map_err(|e| {
+        ExpectedError::input(format!(
+            "{}: {e}",
+            args.policy
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let token = match args
+        .token
+        .clone()
+        .or_else(|| std::env::var("GAUNTLET_ONLINE_TOKEN").ok())
+    {
+        Some(t) if !t.is_empty() => t,
+        _ => random_hex()?,
+    };
+    if !(args.flush_every.is_finite() && args.flush_every > 0.0) {
+        return Err(ExpectedError::input(
+            "--flush-every must be a positive number of seconds",
+        ));
+    }
+    std::fs::create_dir_all(&args.lake)
+        .map_err(|e| ExpectedError::input(format!("{}: {e}", args.lake.display())))?;
+    let mut settings = Settings::new(args.lake.clone(), token.clone(), judge);
+    settings.flush_every = Duration::from_secs_f64(args.flush_every);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start a runtime: {e}")))?;
+    runtime.block_on(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| ExpectedError::harness(format!("cannot watch signals: {e}")))?;
+        let running = start(args.listen, settings).await.map_err(|e| {
+            ExpectedError::input(format!("cannot listen on {}: {e}", args.listen))
+        })?;
+        if !running.addr.ip().is_loopback() {
+            eprintln!(
+                "gauntlet online: listening on {} (not loopback): anyone who can reach it needs the token",
+                running.addr
+            );
+        }
+        let line = serde_json::json!({
+            "url": format!("http://{}", running.addr),
+            "token": token,
+            "lake": args.lake,
+        });
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        drop(out);
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("gauntlet online: stopping: judging open traces and writing the lake");
+        let counters = running.stop().await;
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        eprintln!(
+            "gauntlet online: {} spans, {} traces judged, {} written to {}, {} feedback, {} payloads refused",
+            g(&counters.spans),
+            g(&counters.traces_judged),
+            g(&counters.traces_written),
+            args.lake.display(),
+            g(&counters.feedback_written),
+            g(&counters.rejected) + g(&counters.busy),
+        );
+        Ok(GATES_PASSED)
+    })
+}

@@ -1,0 +1,244 @@
+//! `gauntlet online`: traces from real producers (OpenTelemetry's SDK with the GenAI OpenAI
+//! instrumentation, OpenInference's OpenAI instrumentation, both over the OTLP/HTTP exporter)
+//! judged, anonymised and kept in a lake that DuckDB reads.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const CANARY: &str = "CANARY-5d1e9b";
+const EMAIL: &str = "ann.lee@example.com";
+
+struct Receiver {
+    child: std::process::Child,
+    url: String,
+    token: String,
+    stderr: PathBuf,
+}
+
+impl Receiver {
+    fn start(dir: &Path, lake: &Path, policy: &Path) -> Receiver {
+        let stderr = dir.join("online.stderr");
+        let mut cmd = std::process::Command::new(gauntlet_bin());
+        cmd.args(["online", "--listen", "127.0.0.1:0", "--lake", s(lake)])
+            .args(["--policy", s(policy), "--flush-every", "0.2"]);
+        let (child, v) = spawn_server(cmd, &stderr);
+        Receiver {
+            child,
+            url: v["url"].as_str().unwrap().to_owned(),
+            token: v["token"].as_str().unwrap().to_owned(),
+            stderr,
+        }
+    }
+
+    fn client(&self, args: &[&str]) -> Value {
+        python_check("online_client.py", args).expect("the client runs")
+    }
+
+    fn status(&self) -> Value {
+        self.client(&["status", &self.url, &self.token])
+    }
+
+    /// Waits until `n` traces are in the lake.
+    fn wait_written(&self, n: u64) -> Value {
+        let started = Instant::now();
+        loop {
+            let st = self.status();
+            if st["traces_written"].as_u64() >= Some(n) {
+                return st;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{n} traces not written: {st}\n{}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// SIGTERM: the exit code, how long it took, its stderr.
+    fn stop(mut self) -> (i32, Duration, String) {
+        let started = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let code = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st.code().unwrap_or(-1);
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "no stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        (code, started.elapsed(), stderr)
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The policy: the order tool's schema and kind, a canary, the agent's budget.
+fn policy(dir: &Path) -> PathBuf {
+    let p = dir.join("policy.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "tools:\n  - name: get_order\n    kind: read\n    parameters:\n      type: object\n      properties: {{order_id: {{type: string, pattern: '^A-'}}}}\n      required: [order_id]\n\
+             constraints:\n  forbidden_tools: [refund]\n  max_tool_calls: 5\n\
+             canaries: [{CANARY}]\nretention_days: 30\nidle_timeout_s: 5\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// Runs a producer against the receiver: what it produced, per trace.
+fn produce(r: &Receiver, dir: &Path, convention: &str) -> Vec<Value> {
+    let expected = dir.join(format!("{convention}.json"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/otel_producer.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .args([convention, &format!("{}/v1/traces", r.url), &r.token])
+        .arg(&expected)
+        .args(["--traces", "3", "--secret", &format!("{CANARY} {EMAIL}")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{convention} producer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str::<Value>(&std::fs::read_to_string(expected).unwrap())
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_otel_producers),
+    ignore = "needs opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http, opentelemetry-instrumentation-openai-v2, openinference-instrumentation-openai and duckdb (pip install them, see .ci/run)"
+)]
+fn real_producers_traces_are_judged_anonymised_and_kept_in_a_lake_duckdb_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    // A partition older than the retention: deleted once the receiver runs.
+    let old = lake.join("traces/day=2020-01-01");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("part-0.parquet"), b"old").unwrap();
+    let r = Receiver::start(tmp.path(), &lake, &policy(tmp.path()));
+
+    let mut produced = produce(&r, tmp.path(), "genai");
+    produced.extend(produce(&r, tmp.path(), "openinference"));
+
+    // gauntlet's own export, as gzip-compressed OTLP/JSON: 23 more traces.
+    let (_suite_tmp, suite) = example();
+    let run_dir = tmp.path().join("run");
+    let o = run(&["run", s(&suite), "--out", s(&run_dir), "--quiet"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let exported = tmp.path().join("traces.json");
+    assert_eq!(run(&["export", s(&run_dir), "--out", s(&exported)]).code, 0);
+    let posted = r.client(&[
+        "post",
+        &r.url,
+        &r.token,
+        s(&exported),
+        "application/json",
+        "gzip",
+    ]);
+    assert_eq!(posted["status"], 200, "{posted}");
+
+    // Refused, and nothing else lost: a malformed payload, a wrong token, bad feedback.
+    let junk = tmp.path().join("junk.bin");
+    std::fs::write(&junk, b"\xff\xfe not a protobuf").unwrap();
+    let bad = r.client(&["post", &r.url, &r.token, s(&junk), "application/x-protobuf"]);
+    assert_eq!(bad["status"], 400, "{bad}");
+    let wrong = r.client(&["post", &r.url, "nope", s(&exported), "application/json"]);
+    assert_eq!(wrong["status"], 401, "{wrong}");
+    let first = produced[0]["trace_id"].as_str().unwrap();
+    let fb = json!({"trace_id": first, "rating": -1, "comment": format!("wrong! mail {EMAIL}")});
+    let ok = r.client(&["feedback", &r.url, &r.token, &fb.to_string()]);
+    assert_eq!(ok["status"], 202, "{ok}");
+    let bad_fb = r.client(&["feedback", &r.url, &r.token, r#"{"trace_id": "xyz"}"#]);
+    assert_eq!(bad_fb["status"], 400, "{bad_fb}");
+
+    let total = produced.len() as u64 + 23;
+    let status = r.wait_written(total);
+    assert_eq!(
+        status["rejected_payloads"], 2,
+        "the junk payload and the bad feedback: {status}"
+    );
+    assert!(!old.exists(), "the old partition outlived the retention");
+    let (code, took, stderr) = r.stop();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(took < Duration::from_secs(15), "stopping took {took:?}");
+
+    let Some(lake_view) = python_check("online_client.py", &["lake", s(&lake), CANARY, EMAIL])
+    else {
+        return;
+    };
+    // DuckDB counts what the receiver says it wrote; nothing planted reached the disk.
+    assert_eq!(
+        lake_view["count"].as_u64(),
+        Some(total),
+        "{}",
+        lake_view["count"]
+    );
+    assert_eq!(lake_view["leaks"], json!([]), "{}", lake_view["leaks"]);
+    let feedback = &lake_view["feedback"][0];
+    assert_eq!(feedback["trace_id"], first);
+    assert_eq!(feedback["rating"], -1.0);
+    assert!(
+        feedback["comment"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:email_address]")
+    );
+    assert!(
+        feedback["status"].is_string(),
+        "feedback joins its trace: {feedback}"
+    );
+    // Each produced trace became a trajectory with the calls, arguments, results and tokens
+    // that were produced.
+    let rows = lake_view["rows"].as_array().unwrap();
+    for p in &produced {
+        let row = rows
+            .iter()
+            .find(|r| r["trace_id"] == p["trace_id"])
+            .unwrap_or_else(|| panic!("trace {} not in the lake", p["trace_id"]));
+        let calls: Vec<Value> = row["trajectory"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "tool_call")
+            .map(|c| json!({"tool": c["tool"], "id": c["id"], "arguments": c["arguments"], "result": c["result"]}))
+            .collect();
+        assert_eq!(calls, p["calls"].as_array().unwrap().clone(), "{row}");
+        assert_eq!(row["input_tokens"], p["input_tokens"], "{row}");
+        assert_eq!(row["output_tokens"], p["output_tokens"], "{row}");
+        assert_eq!(row["trajectory"]["final_answer"], p["answer"], "{row}");
+        // The user's words arrived, with the planted values redacted.
+        let said = row["trajectory"]["events"][0]["text"].as_str().unwrap();
+        assert!(
+            said.contains("[REDACTED:canary]") && said.contains("Where is my order?"),
+            "{said}"
+        );
+        // Judged against the policy: the argument schema held, within budget, nothing forbidden.
+        assert_eq!(row["status"], "passed", "{row}");
+        assert_eq!(row["tools"], json!(["get_order"]));
+    }
+    // gauntlet's own traces came through too, their verdicts re-judged without a case.
+    let ours = rows
+        .iter()
+        .filter(|r| r["agent"] == "script:reference")
+        .count();
+    assert_eq!(ours, 23);
+}
