@@ -14,6 +14,7 @@ pub mod bfcl;
 pub mod calibration;
 pub mod checkpoints;
 mod compare;
+pub mod drift;
 mod evaluators;
 pub mod faults;
 mod gates;

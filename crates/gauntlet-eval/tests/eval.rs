@@ -566,6 +566,130 @@ mod statistics {
             }
         }
     }
+
+    /// The drift tests against SciPy and statsmodels, on random samples of several shapes
+    /// (ties, unequal sizes, small and large counts): within 1e-9 (p-values within 1e-9 relative
+    /// where they are tiny).
+    #[test]
+    #[cfg_attr(
+        not(have_py_scipy),
+        ignore = "needs SciPy and statsmodels (pip install scipy statsmodels)"
+    )]
+    fn drift_tests_agree_with_scipy_and_statsmodels() {
+        use gauntlet_eval::drift::{
+            benjamini_hochberg, chi_square, fisher_exact, kolmogorov_smirnov, mann_whitney_u,
+            two_proportion_z,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut problems = Vec::new();
+        for i in 0..30 {
+            let (n1, n2) = (rng.random_range(3..400usize), rng.random_range(3..400usize));
+            // Half the samples are small integers (many ties), half continuous.
+            let draw = |rng: &mut ChaCha8Rng, n: usize, shift: f64| -> Vec<f64> {
+                (0..n)
+                    .map(|_| {
+                        let v = rng.random_range(0.0..10.0f64) + shift;
+                        if i % 2 == 0 { v.floor() } else { v }
+                    })
+                    .collect()
+            };
+            let shift = rng.random_range(0.0..1.5f64);
+            let x = draw(&mut rng, n1, 0.0);
+            let y = draw(&mut rng, n2, shift);
+            problems.push(json!({"mann_whitney": [x.clone(), y.clone()]}));
+            problems.push(json!({"ks": [x, y]}));
+            let (a, b, c, d) = (
+                rng.random_range(0..30u64),
+                rng.random_range(0..300u64),
+                rng.random_range(0..30u64),
+                rng.random_range(0..300u64),
+            );
+            problems.push(json!({"fisher": [a, b, c, d]}));
+            let (m1, m2) = (rng.random_range(50..5000u64), rng.random_range(50..5000u64));
+            problems.push(
+                json!({"z": [rng.random_range(5..m1 / 2), m1, rng.random_range(5..m2 / 2), m2]}),
+            );
+            let k = rng.random_range(2..6usize);
+            let row = |rng: &mut ChaCha8Rng| -> Vec<u64> {
+                (0..k).map(|_| rng.random_range(0..200u64)).collect()
+            };
+            problems.push(json!({"chi2": [row(&mut rng), row(&mut rng)]}));
+            let ps: Vec<f64> = (0..rng.random_range(1..12))
+                .map(|_| rng.random_range(0.0..1.0f64).powi(3))
+                .collect();
+            problems.push(json!({"bh": ps}));
+        }
+        let problems = Value::Array(problems);
+        let Some(answers) = scipy(&problems) else {
+            return;
+        };
+        let close = |ours: f64, theirs: &Value, what: &Value| {
+            let t = theirs.as_f64().unwrap();
+            assert!(
+                (ours - t).abs() <= 1e-9 + 1e-9 * t.abs(),
+                "{what}: ours {ours} vs {t}"
+            );
+        };
+        let floats = |v: &Value| -> Vec<f64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        for (p, a) in problems.as_array().unwrap().iter().zip(answers) {
+            if let Some(xy) = p.get("mann_whitney") {
+                let (u, pv, _) = mann_whitney_u(&floats(&xy[0]), &floats(&xy[1]));
+                close(u, &a[0], p);
+                close(pv, &a[1], p);
+            } else if let Some(xy) = p.get("ks") {
+                let (d, pv) = kolmogorov_smirnov(&floats(&xy[0]), &floats(&xy[1]));
+                close(d, &a[0], p);
+                close(pv, &a[1], p);
+            } else if let Some(t) = p.get("fisher") {
+                let v: Vec<u64> = t
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap())
+                    .collect();
+                close(fisher_exact(v[0], v[1], v[2], v[3]), &a, p);
+            } else if let Some(t) = p.get("z") {
+                let v: Vec<u64> = t
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap())
+                    .collect();
+                let (z, pv) = two_proportion_z(v[0], v[1], v[2], v[3]);
+                close(z, &a[0], p);
+                close(pv, &a[1], p);
+            } else if let Some(t) = p.get("chi2") {
+                let rows: Vec<Vec<u64>> = t
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        r.as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|x| x.as_u64().unwrap())
+                            .collect()
+                    })
+                    .collect();
+                let (stat, pv, _) = chi_square([&rows[0], &rows[1]]);
+                close(stat, &a[0], p);
+                close(pv, &a[1], p);
+            } else if let Some(ps) = p.get("bh") {
+                for (ours, theirs) in benjamini_hochberg(&floats(ps))
+                    .iter()
+                    .zip(a.as_array().unwrap())
+                {
+                    close(*ours, theirs, p);
+                }
+            }
+        }
+    }
 }
 
 mod agentevals {

@@ -8,7 +8,10 @@
 //!
 //! `receiver`: the OTLP/HTTP receiver (`gauntlet online`), with `monitor`, its sequential drift
 //! detectors.
+//!
+//! `window`: a run or days of the lake as one window of a drift report.
 pub mod judge;
 pub mod lake;
 pub mod monitor;
 pub mod receiver;
+pub mod window;

@@ -178,6 +178,36 @@ pub enum Command {
     /// SIGTERM: open traces are judged as they stand and everything is written.
     #[command(verbatim_doc_comment)]
     Online(OnlineArgs),
+    /// Compare two windows of trajectories: has anything drifted?
+    ///
+    /// Examples:
+    ///   gauntlet drift --baseline lake/@2026-11-01..2026-11-07 --current lake/@2026-11-08..
+    ///   gauntlet drift --baseline runs/last-week --current runs/today --json
+    ///
+    /// A window is a run folder, or a lake (`gauntlet online --lake`) with an optional day range
+    /// LAKE@FROM..TO (either side may be left open). Per metric, the test that fits it: rates
+    /// (tool errors per call, pass rate, each evaluator's pass rate) by the two-proportion
+    /// z-test (Fisher's exact test when an expected count is under 5); trajectory length,
+    /// latency, cost and tokens by Mann-Whitney U and Kolmogorov-Smirnov; the tool mix by
+    /// chi-square. Each has an effect size; p-values are adjusted together
+    /// (Benjamini-Hochberg) and a test drifts when its adjusted p is under --alpha.
+    /// Exit code 1 when anything drifted (for cron and CI), 0 when not, 2 on bad input.
+    #[command(verbatim_doc_comment)]
+    Drift {
+        /// The reference window.
+        #[arg(long)]
+        baseline: String,
+        /// The window to check.
+        #[arg(long)]
+        current: String,
+        /// The false-discovery rate across all tests.
+        #[arg(long, default_value_t = 0.01)]
+        alpha: f64,
+        /// Print the report as JSON: {alpha, drift, tests: [{metric, test, baseline, current,
+        /// statistic, p_value, p_adjusted, effect, effect_kind, drift}]}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a suite from a peer benchmark's published data, or a run from OpenTelemetry traces.
     ///
     /// Examples:

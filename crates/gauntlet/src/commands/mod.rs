@@ -3,6 +3,7 @@
 mod calibrate;
 mod check;
 mod compare;
+mod drift;
 mod export;
 mod gate;
 pub mod import;
@@ -75,6 +76,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         } => serve::serve(&suite, &case, stdio, http),
         Command::Shadow(args) => shadow::shadow(*args),
         Command::Online(args) => online::online(args),
+        Command::Drift {
+            baseline,
+            current,
+            alpha,
+            json,
+        } => drift::drift(&baseline, &current, alpha, json),
         Command::Report {
             run,
             format,

@@ -242,3 +242,97 @@ fn real_producers_traces_are_judged_anonymised_and_kept_in_a_lake_duckdb_reads()
         .count();
     assert_eq!(ours, 23);
 }
+
+/// A lake of two seeded days of 2,000 traces each (three calls per trace, each failing with the
+/// day's rate).
+fn seeded_lake(dir: &Path, seed: u64, rates: [f64; 2]) {
+    use gauntlet_online::lake::{LakeWriter, TraceRow};
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut w = LakeWriter::new(dir);
+    let day0 = 20_400 * 86_400_000i64;
+    for (d, rate) in rates.iter().enumerate() {
+        for i in 0..2000 {
+            let errors = (0..3).filter(|_| rng.random::<f64>() < *rate).count() as i64;
+            w.push_trace(TraceRow {
+                trace_id: format!("{:032x}", (d * 10_000 + i + 1) as u128),
+                received_at_ms: day0 + d as i64 * 86_400_000 + i as i64,
+                started_at: None,
+                service: Some("orders".into()),
+                agent: "orders".into(),
+                status: if errors == 0 { "passed" } else { "failed" }.into(),
+                complete: true,
+                duration_ms: 900.0 + rng.random::<f64>() * 300.0,
+                tool_calls: 3,
+                tool_errors: errors,
+                model_calls: 2,
+                input_tokens: 120,
+                output_tokens: 15,
+                cost_eur: 0.0,
+                tools: vec!["get_order".into(), "refund".into(), "get_order".into()],
+                failed_evaluators: vec![],
+                user_input: None,
+                final_answer: None,
+                scores: "[]".into(),
+                trajectory: "{\"events\":[]}".into(),
+                feedback: "[]".into(),
+                rating: None,
+            });
+        }
+    }
+    w.flush(day0).unwrap();
+}
+
+#[test]
+fn drift_flags_a_tool_error_rate_from_two_to_six_percent_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    seeded_lake(&lake, 11, [0.02, 0.06]);
+    let (d0, d1) = ("2025-11-08", "2025-11-09");
+    let window = |d: &str| format!("{}@{d}..{d}", lake.display());
+    let o = run(&[
+        "drift",
+        "--baseline",
+        &window(d0),
+        "--current",
+        &window(d1),
+        "--json",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let report: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(report["baseline_trajectories"], 2000);
+    let t = report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == "tool_error_rate")
+        .unwrap();
+    assert!(t["p_value"].as_f64().unwrap() < 0.01, "{t}");
+    assert_eq!(t["drift"], true, "{t}");
+    for field in ["test", "p_value", "p_adjusted", "effect", "drift"] {
+        assert!(t.get(field).is_some(), "no {field} in {t}");
+    }
+    // The same rate both days: no drift, exit 0; the table names what it compared.
+    let same = tmp.path().join("same");
+    seeded_lake(&same, 12, [0.02, 0.02]);
+    let w = |d: &str| format!("{}@{d}..{d}", same.display());
+    let o = run(&["drift", "--baseline", &w(d0), "--current", &w(d1)]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains("tool_error_rate") && o.stdout.contains("no drift"),
+        "{}",
+        o.stdout
+    );
+    // A window with nothing in it, or a bad day, is refused.
+    let o = run(&["drift", "--baseline", &w("2020-01-01"), "--current", &w(d1)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("no traces"), "{}", o.stderr);
+    let o = run(&[
+        "drift",
+        "--baseline",
+        &format!("{}@2025-13-01..", same.display()),
+        "--current",
+        &w(d1),
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}

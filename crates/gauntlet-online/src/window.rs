@@ -1,0 +1,151 @@
+//! Windows of trajectories for drift: a stored run, or days of the lake.
+
+use std::path::{Path, PathBuf};
+
+use gauntlet_eval::drift::{Observation, Sample};
+use gauntlet_model::{Event, TrialStatus};
+use serde_json::Value;
+
+use crate::lake::{TraceRow, files, read_trace_file};
+
+/// Where a window's trajectories are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A run folder (or its trials.jsonl).
+    Run(PathBuf),
+    /// A lake, between two days (inclusive, either open).
+    Lake {
+        dir: PathBuf,
+        from: Option<String>,
+        to: Option<String>,
+    },
+}
+
+impl Source {
+    /// `PATH`, or `LAKE@FROM..TO` (days `YYYY-MM-DD`, either side may be empty). A folder with
+    /// a `traces/` folder is a lake; anything else a run.
+    pub fn parse(text: &str) -> Result<Source, String> {
+        let (path, days) = match text.rsplit_once('@') {
+            Some((p, d)) if d.contains("..") => (p, Some(d)),
+            _ => (text, None),
+        };
+        let path = PathBuf::from(path);
+        let is_lake = path.join("traces").is_dir();
+        match days {
+            Some(d) => {
+                if !is_lake {
+                    return Err(format!(
+                        "{}: a day range (@FROM..TO) needs a lake (a folder with traces/)",
+                        path.display()
+                    ));
+                }
+                let (from, to) = d.split_once("..").expect("checked");
+                let day = |s: &str| -> Result<Option<String>, String> {
+                    if s.is_empty() {
+                        return Ok(None);
+                    }
+                    s.parse::<jiff::civil::Date>()
+                        .map(|d| Some(d.to_string()))
+                        .map_err(|e| format!("`{s}` is not a day (YYYY-MM-DD): {e}"))
+                };
+                Ok(Source::Lake {
+                    dir: path,
+                    from: day(from)?,
+                    to: day(to)?,
+                })
+            }
+            None if is_lake => Ok(Source::Lake {
+                dir: path,
+                from: None,
+                to: None,
+            }),
+            None if path.exists() => Ok(Source::Run(path)),
+            None => Err(format!("{}: no such run or lake", path.display())),
+        }
+    }
+}
+
+/// What a lake row contributes.
+fn observation_of_row<'a>(r: &'a TraceRow, scores: &'a Value) -> Observation<'a> {
+    Observation {
+        tools: r.tools.iter().map(String::as_str).collect(),
+        tool_errors: r.tool_errors.max(0) as u64,
+        duration_ms: r.duration_ms,
+        cost_eur: r.cost_eur,
+        tokens: (r.input_tokens + r.output_tokens).max(0) as u64,
+        passed: r.status == "passed",
+        verdicts: scores
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| Some((s["name"].as_str()?, s["passed"].as_bool()?)))
+            .collect(),
+    }
+}
+
+/// Reads a window into a sample.
+pub fn sample(source: &Source) -> Result<Sample, String> {
+    let mut sample = Sample::default();
+    match source {
+        Source::Lake { dir, from, to } => {
+            for f in
+                files(dir, "traces", from.as_deref(), to.as_deref()).map_err(|e| e.to_string())?
+            {
+                for row in read_trace_file(&f).map_err(|e| e.to_string())? {
+                    let scores: Value = serde_json::from_str(&row.scores).unwrap_or(Value::Null);
+                    sample.add(observation_of_row(&row, &scores));
+                }
+            }
+        }
+        Source::Run(path) => {
+            let dir: &Path = if path.is_dir() {
+                path
+            } else {
+                path.parent().unwrap_or(Path::new("."))
+            };
+            for t in gauntlet_store::read_trials_lean(dir).map_err(|e| e.to_string())? {
+                let t = t.map_err(|e| e.to_string())?;
+                let calls: Vec<_> = t.trajectory.tool_calls().collect();
+                let (mut tokens, mut cost) = (0, 0.0);
+                for e in &t.trajectory.events {
+                    if let Event::ModelCall {
+                        prompt_tokens,
+                        completion_tokens,
+                        cost_eur,
+                        simulated_user: false,
+                        ..
+                    } = e
+                    {
+                        tokens += prompt_tokens + completion_tokens;
+                        cost += cost_eur;
+                    }
+                }
+                sample.add(Observation {
+                    tools: calls.iter().map(|c| c.tool.as_str()).collect(),
+                    tool_errors: calls.iter().filter(|c| c.error.is_some()).count() as u64,
+                    duration_ms: t.duration_ms,
+                    cost_eur: cost,
+                    tokens,
+                    passed: t.status == TrialStatus::Passed,
+                    verdicts: t
+                        .scores
+                        .iter()
+                        .map(|s| (s.name.as_str(), s.passed))
+                        .collect(),
+                });
+            }
+        }
+    }
+    if sample.trajectories == 0 {
+        return Err(match source {
+            Source::Run(p) => format!("{}: no trials", p.display()),
+            Source::Lake { dir, from, to } => format!(
+                "{}: no traces between {} and {}",
+                dir.display(),
+                from.as_deref().unwrap_or("the start"),
+                to.as_deref().unwrap_or("the end")
+            ),
+        });
+    }
+    Ok(sample)
+}
