@@ -10,6 +10,9 @@
 //! detectors.
 //!
 //! `window`: a run or days of the lake as one window of a drift report.
+//!
+//! `harvest`: the flywheel, failed and negatively rated trajectories into candidate cases.
+pub mod harvest;
 pub mod judge;
 pub mod lake;
 pub mod monitor;

@@ -7,44 +7,8 @@
 use std::path::PathBuf;
 
 use gauntlet_model::{Event, TrialRecord, WorldSpec};
+use gauntlet_world::recorded::{self, WORLD};
 use serde_json::{Value, json};
-
-/// The world's name in a harvested suite.
-pub const WORLD: &str = "recorded";
-
-/// The script every harvested world runs (its tool table is prepended).
-const SCRIPT: &str = r#"
-// Every tool answers from the case's recording (its initial state's `answers`): the k-th call
-// of a tool with the same arguments (in any key order) gets the k-th recorded answer, or the
-// last one when the session made fewer. A write that was answered is appended to `writes`, the
-// state the case's expected outcome checks.
-function canonical(v) {
-  if (Array.isArray(v)) return "[" + v.map(canonical).join(",") + "]";
-  if (v !== null && typeof v === "object") {
-    return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canonical(v[k]); }).join(",") + "}";
-  }
-  return JSON.stringify(v);
-}
-
-function answer(tool, kind, args, ctx) {
-  const key = tool + canonical(args);
-  const mine = ctx.state.answers.filter(function (a) { return a.tool + canonical(a.arguments) === key; });
-  if (mine.length === 0) {
-    throw ctx.error(404, "no recorded answer for `" + tool + "` with arguments " + canonical(args) +
-      ": the shadow session never made this call (harvest a session that did, or add it to this case's answers)");
-  }
-  const seen = ctx.state.seen[key] || 0;
-  ctx.state.seen[key] = seen + 1;
-  const a = mine[Math.min(seen, mine.length - 1)];
-  if (a.error) throw ctx.error(a.error.status, a.error.message);
-  if (kind === "write") ctx.state.writes.push({ tool: tool, arguments: args });
-  return a.result;
-}
-
-for (const name of Object.keys(TOOLS)) {
-  globalThis[name] = function (args, ctx) { return answer(name, TOOLS[name], args, ctx); };
-}
-"#;
 
 /// A harvested suite: its files (paths relative to the suite folder) and what was left out.
 #[derive(Debug, Default)]
@@ -79,18 +43,7 @@ pub fn harvest(
                 .push(format!("{}: it made no tool calls", t.case_id));
             continue;
         }
-        let answers: Vec<Value> = calls
-            .iter()
-            .map(|c| {
-                let mut a = json!({"tool": c.tool, "arguments": c.arguments});
-                match (&c.result, &c.error) {
-                    (_, Some(e)) => a["error"] = json!({"status": e.status, "message": e.message}),
-                    (Some(r), None) => a["result"] = r.clone(),
-                    (None, None) => a["result"] = Value::Null,
-                }
-                a
-            })
-            .collect();
+        let answers = recorded::answers(&calls);
         let writes = t.final_state.get("writes").cloned().unwrap_or(json!([]));
         let reference: Vec<Value> = calls
             .iter()
@@ -120,7 +73,7 @@ pub fn harvest(
             ),
             "user_input": user_input,
             "world": WORLD,
-            "initial_state": {"answers": answers, "seen": {}, "writes": []},
+            "initial_state": recorded::initial_state(answers),
             "expected_outcome": {"writes": {"$equals": writes}},
             "reference_trajectory": reference,
             "tags": ["shadow"],
@@ -129,27 +82,11 @@ pub fn harvest(
         lines.push('\n');
         out.cases += 1;
     }
-    let tools: serde_json::Map<String, Value> = world
-        .tools
-        .iter()
-        .map(|t| {
-            let kind = match t.kind {
-                gauntlet_model::ToolKind::Read => "read",
-                gauntlet_model::ToolKind::Write => "write",
-            };
-            (t.name.clone(), json!(kind))
-        })
-        .collect();
-    let mut spec = world.clone();
-    spec.name = WORLD.to_owned();
-    spec.script = Some(format!("{WORLD}.js"));
-    spec.state = json!({"answers": [], "seen": {}, "writes": []})
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let script = format!(
-        "// Recorded by `gauntlet shadow` (run {run_id}); written by `gauntlet shadow harvest`.\nconst TOOLS = {};\n{SCRIPT}",
-        Value::Object(tools)
+    let (spec, script) = recorded::world(
+        world,
+        &format!(
+            "Recorded by `gauntlet shadow` (run {run_id}); written by `gauntlet shadow harvest`."
+        ),
     );
     let config = format!(
         "# Sessions recorded by `gauntlet shadow` (run {run_id}), replayed offline from their recording.\n\

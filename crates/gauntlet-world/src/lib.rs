@@ -7,6 +7,7 @@
 
 mod declarative;
 mod handler;
+pub mod recorded;
 mod script;
 mod simulator;
 mod state;

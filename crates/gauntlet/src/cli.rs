@@ -208,6 +208,32 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Turn failed and negatively rated production trajectories into candidate cases.
+    ///
+    /// Examples:
+    ///   gauntlet harvest lake/ --out suites/from-production
+    ///   gauntlet harvest lake/@2026-11-01.. --out suites/refunds --where 'service == "orders" && "refund" in tools'
+    ///
+    /// Reads a lake written by `gauntlet online` (LAKE, or LAKE@FROM..TO for a day range). A
+    /// trajectory is a candidate when it did not pass, was rated below zero, or was abandoned
+    /// (feedback posted or carried on its spans), and when --where holds: a CEL expression over
+    /// trace_id, day, status, service, agent, complete, duration_ms, tool_calls, tool_errors,
+    /// input_tokens, output_tokens, cost_eur, tools, failed_evaluators, rated, rating,
+    /// abandoned and user_input. Candidates with the same request (normalised) and tool
+    /// sequence become one case. Cases replay the trace's tool answers in a recorded world,
+    /// are tagged harvested, needs-review and origin:production, and their observed
+    /// trajectories are written to counterexamples.jsonl. The suite passes `gauntlet check`.
+    #[command(verbatim_doc_comment)]
+    Harvest {
+        /// The lake, optionally with a day range (LAKE@FROM..TO).
+        lake: String,
+        /// The suite folder to write (it must not hold a suite yet).
+        #[arg(long)]
+        out: PathBuf,
+        /// Keep only candidates for which this CEL expression is true.
+        #[arg(long = "where", value_name = "EXPR")]
+        filter: Option<String>,
+    },
     /// Write a suite from a peer benchmark's published data, or a run from OpenTelemetry traces.
     ///
     /// Examples:

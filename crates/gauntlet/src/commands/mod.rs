@@ -6,6 +6,7 @@ mod compare;
 mod drift;
 mod export;
 mod gate;
+mod harvest;
 pub mod import;
 mod import_otlp;
 mod merge;
@@ -76,6 +77,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         } => serve::serve(&suite, &case, stdio, http),
         Command::Shadow(args) => shadow::shadow(*args),
         Command::Online(args) => online::online(args),
+        Command::Harvest { lake, out, filter } => harvest::harvest(&lake, &out, filter.as_deref()),
         Command::Drift {
             baseline,
             current,

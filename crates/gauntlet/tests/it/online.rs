@@ -241,6 +241,88 @@ fn real_producers_traces_are_judged_anonymised_and_kept_in_a_lake_duckdb_reads()
         .filter(|r| r["agent"] == "script:reference")
         .count();
     assert_eq!(ours, 23);
+
+    // The flywheel: the negatively rated trace (and any that failed) become candidate cases
+    // that `gauntlet check` accepts and that hold nothing planted.
+    let harvested = tmp.path().join("harvested");
+    let o = run(&[
+        "harvest",
+        s(&lake),
+        "--out",
+        s(&harvested),
+        "--where",
+        "service == \"orders-agent\"",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let cases: Vec<Value> = std::fs::read_to_string(harvested.join("cases/harvested.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rated = cases
+        .iter()
+        .find(|c| c["case_id"] == format!("prod-{}", &first[..16]))
+        .unwrap_or_else(|| panic!("the rated trace is not a case: {cases:?}"));
+    let tags = rated["tags"].as_array().unwrap();
+    for tag in [
+        "harvested",
+        "needs-review",
+        "origin:production",
+        "rated:-1.0",
+    ] {
+        assert!(tags.contains(&json!(tag)), "{tag} not in {tags:?}");
+    }
+    assert!(
+        rated["description"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:email_address]")
+    );
+    let o = run(&["check", s(&harvested)]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    for f in walk(&harvested) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains(CANARY) && !text.contains(EMAIL),
+            "{} leaks",
+            f.display()
+        );
+    }
+    // The counter-examples read back against the suite.
+    let o = run(&[
+        "score",
+        s(&harvested.join("counterexamples.jsonl")),
+        "--cases",
+        s(&harvested),
+        "--json",
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    // A filter that keeps nothing is said so.
+    let none = tmp.path().join("none");
+    let o = run(&[
+        "harvest",
+        s(&lake),
+        "--out",
+        s(&none),
+        "--where",
+        "tool_calls > 100",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("no candidates"), "{}", o.stderr);
+}
+
+/// Every file under a folder.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// A lake of two seeded days of 2,000 traces each (three calls per trace, each failing with the
