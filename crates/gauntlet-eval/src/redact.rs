@@ -11,7 +11,7 @@ use gauntlet_model::online::{Redaction, RedactionMode};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::safety::{EACH, RULES, card_number};
+use crate::safety::{EACH, RULES, SET, card_number};
 
 /// Redacts text and JSON values.
 pub struct Redactor {
@@ -19,6 +19,8 @@ pub struct Redactor {
     key: String,
     canaries: Vec<String>,
     extra: Vec<(String, Regex)>,
+    /// The extra patterns as one set: most text matches nothing, found in one pass.
+    extra_set: regex::RegexSet,
 }
 
 impl Redactor {
@@ -33,12 +35,15 @@ impl Redactor {
                     .map(|r| (p.name.clone(), r))
                     .map_err(|e| format!("redaction pattern `{}`: {e}", p.name))
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
+        let extra_set = regex::RegexSet::new(extra.iter().map(|(_, r)| r.as_str()))
+            .map_err(|e| format!("redaction patterns: {e}"))?;
         Ok(Redactor {
             mode: settings.mode,
             key: key.to_owned(),
             canaries: canaries.iter().filter(|c| !c.is_empty()).cloned().collect(),
             extra,
+            extra_set,
         })
     }
 
@@ -61,15 +66,18 @@ impl Redactor {
                     .map(|(i, m)| (i, i + m.len(), "canary")),
             );
         }
-        for (i, (name, _)) in RULES.iter().enumerate() {
+        // One pass over the text finds which rules match at all; only those are run for where.
+        for i in SET.matches(text).iter() {
+            let name = RULES[i].0;
             for m in EACH[i].find_iter(text) {
-                if *name == "credit_card" && !card_number(m.as_str()) {
+                if name == "credit_card" && !card_number(m.as_str()) {
                     continue;
                 }
                 found.push((m.start(), m.end(), name));
             }
         }
-        for (name, r) in &self.extra {
+        for i in self.extra_set.matches(text).iter() {
+            let (name, r) = &self.extra[i];
             found.extend(
                 r.find_iter(text)
                     .map(|m| (m.start(), m.end(), name.as_str())),

@@ -37,7 +37,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("credit_card", r"\b(?:\d[ -]?){13,19}\b"),
 ];
 
-static SET: LazyLock<RegexSet> =
+pub(crate) static SET: LazyLock<RegexSet> =
     LazyLock::new(|| RegexSet::new(RULES.iter().map(|(_, r)| *r)).expect("valid rules"));
 pub(crate) static EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     RULES
