@@ -123,6 +123,9 @@ fn normalised(text: &str) -> String {
 /// Builds the suite, row by row.
 #[derive(Default)]
 pub struct Harvester {
+    /// Every trajectory is a candidate, not only the failed, rated below zero or abandoned
+    /// (to replay production's requests on a candidate agent and compare with `drift`).
+    pub all: bool,
     signatures: HashMap<String, usize>,
     cases: Vec<Value>,
     counterexamples: Vec<Value>,
@@ -142,7 +145,7 @@ impl Harvester {
         self.out.examined += 1;
         let f = fields(row, feedback);
         let negative = f["rated"] == true && f["rating"].as_f64().is_some_and(|r| r < 0.0);
-        let candidate = row.status != "passed" || negative || f["abandoned"] == true;
+        let candidate = self.all || row.status != "passed" || negative || f["abandoned"] == true;
         if !candidate {
             return Ok(());
         }

@@ -223,6 +223,8 @@ pub enum Command {
     /// sequence become one case. Cases replay the trace's tool answers in a recorded world,
     /// are tagged harvested, needs-review and origin:production, and their observed
     /// trajectories are written to counterexamples.jsonl. The suite passes `gauntlet check`.
+    /// With --all, every trajectory is taken: a shadow comparison replays production's requests
+    /// on a candidate agent and compares the runs with `gauntlet drift`.
     #[command(verbatim_doc_comment)]
     Harvest {
         /// The lake, optionally with a day range (LAKE@FROM..TO).
@@ -233,6 +235,11 @@ pub enum Command {
         /// Keep only candidates for which this CEL expression is true.
         #[arg(long = "where", value_name = "EXPR")]
         filter: Option<String>,
+        /// Take every trajectory, not only the failed, rated below zero or abandoned: production's
+        /// requests to replay on a candidate agent (`gauntlet run OUT --agent ...`) and compare
+        /// with `gauntlet drift --baseline LAKE --current RUN`.
+        #[arg(long)]
+        all: bool,
     },
     /// Write a suite from a peer benchmark's published data, or a run from OpenTelemetry traces.
     ///

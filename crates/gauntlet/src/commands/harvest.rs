@@ -8,7 +8,12 @@ use gauntlet_online::window::Source;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 
-pub fn harvest(lake: &str, out: &Path, filter: Option<&str>) -> Result<i32, ExpectedError> {
+pub fn harvest(
+    lake: &str,
+    out: &Path,
+    filter: Option<&str>,
+    all: bool,
+) -> Result<i32, ExpectedError> {
     let (dir, from, to) = match Source::parse(lake).map_err(ExpectedError::input)? {
         Source::Lake { dir, from, to } => (dir, from, to),
         Source::Run(p) => {
@@ -39,6 +44,7 @@ pub fn harvest(lake: &str, out: &Path, filter: Option<&str>) -> Result<i32, Expe
     let feedback = Feedback::by_trace(posted);
     // Traces stream, one file at a time.
     let mut h = Harvester::default();
+    h.all = all;
     for f in files(&dir, "traces", from.as_deref(), to.as_deref()).map_err(lake_err)? {
         for row in read_trace_file(&f).map_err(lake_err)? {
             h.offer(&row, feedback.get(&row.trace_id), filter.as_ref())

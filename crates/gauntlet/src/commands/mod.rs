@@ -77,7 +77,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         } => serve::serve(&suite, &case, stdio, http),
         Command::Shadow(args) => shadow::shadow(*args),
         Command::Online(args) => online::online(args),
-        Command::Harvest { lake, out, filter } => harvest::harvest(&lake, &out, filter.as_deref()),
+        Command::Harvest {
+            lake,
+            out,
+            filter,
+            all,
+        } => harvest::harvest(&lake, &out, filter.as_deref(), all),
         Command::Drift {
             baseline,
             current,

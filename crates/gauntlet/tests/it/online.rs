@@ -297,6 +297,18 @@ fn real_producers_traces_are_judged_anonymised_and_kept_in_a_lake_duckdb_reads()
         "--json",
     ]);
     assert!(o.code <= 1, "{}", o.stderr);
+    // --all takes every trajectory (production's requests, for a candidate agent to replay),
+    // and a lake compared with itself has not drifted.
+    let everything = tmp.path().join("everything");
+    let o = run(&["harvest", s(&lake), "--out", s(&everything), "--all"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let all_cases = std::fs::read_to_string(everything.join("cases/harvested.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(all_cases > cases.len(), "{all_cases} vs {}", cases.len());
+    let o = run(&["drift", "--baseline", s(&lake), "--current", s(&lake)]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     // A filter that keeps nothing is said so.
     let none = tmp.path().join("none");
     let o = run(&[
