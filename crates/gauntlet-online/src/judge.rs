@@ -32,6 +32,8 @@ pub struct Judged {
     pub feedback: Vec<Value>,
     /// Whether the trace's root span arrived (else it was judged after going idle).
     pub complete: bool,
+    /// The root span's id, to hang the verdicts under in the trace's own backend.
+    pub root_span_id: Option<Vec<u8>>,
 }
 
 impl Judge {
@@ -111,6 +113,7 @@ impl Judge {
             agent: t.agent,
             feedback: t.feedback,
             complete: t.complete,
+            root_span_id: t.root_span_id,
         }
     }
 

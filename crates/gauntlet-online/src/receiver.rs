@@ -44,6 +44,9 @@ pub struct Settings {
     /// Largest body accepted, compressed or not.
     pub max_body_bytes: usize,
     pub limits: AssemblerLimits,
+    /// Where to send each trace's verdicts as `gen_ai.evaluation.result` events (an OTLP/HTTP
+    /// traces endpoint), with these headers.
+    pub export_to: Option<(String, Vec<(String, String)>)>,
 }
 
 impl Settings {
@@ -61,6 +64,7 @@ impl Settings {
                 idle_ms,
                 ..AssemblerLimits::default()
             },
+            export_to: None,
         }
     }
 }
@@ -78,6 +82,9 @@ pub struct Counters {
     pub dropped_spans: AtomicU64,
     pub open_traces: AtomicU64,
     pub lake_errors: AtomicU64,
+    /// Verdict spans sent upstream, and sends that failed.
+    pub verdicts_exported: AtomicU64,
+    pub export_errors: AtomicU64,
 }
 
 impl Counters {
@@ -89,6 +96,7 @@ impl Counters {
             "traces_judged": g(&self.traces_judged), "traces_written": g(&self.traces_written),
             "feedback_written": g(&self.feedback_written), "dropped_spans": g(&self.dropped_spans),
             "open_traces": g(&self.open_traces), "lake_errors": g(&self.lake_errors),
+            "verdicts_exported": g(&self.verdicts_exported), "export_errors": g(&self.export_errors),
             "alarms": monitor.alarms(),
         })
     }
@@ -406,6 +414,11 @@ async fn work(
 ) {
     let mut assembler = Assembler::new(settings.limits);
     let mut lake = LakeWriter::new(&settings.lake);
+    let mut verdicts: Vec<gauntlet_otel::Span> = Vec::new();
+    let exporter = settings
+        .export_to
+        .clone()
+        .map(|to| Arc::new(Exporter::new(to)));
     let judge = settings.judge;
     let retention = judge.policy().retention_days;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -434,7 +447,7 @@ async fn work(
                 Some(Work::Traces(request)) => {
                     let complete = assembler.push(request, now_ms() as u64);
                     for t in complete {
-                        take(&judge, &mut lake, &counters, &monitor, t).await;
+                        take(&judge, &mut lake, &mut verdicts, &counters, &monitor, t).await;
                     }
                     false
                 }
@@ -449,7 +462,7 @@ async fn work(
             },
             _ = tick.tick() => {
                 for t in assembler.expire(now_ms() as u64) {
-                    take(&judge, &mut lake, &counters, &monitor, t).await;
+                    take(&judge, &mut lake, &mut verdicts, &counters, &monitor, t).await;
                 }
                 false
             }
@@ -462,10 +475,14 @@ async fn work(
             .store(assembler.open_traces() as u64, Ordering::Relaxed);
         if done {
             for t in assembler.drain() {
-                take(&judge, &mut lake, &counters, &monitor, t).await;
+                take(&judge, &mut lake, &mut verdicts, &counters, &monitor, t).await;
             }
             counters.open_traces.store(0, Ordering::Relaxed);
             flush(&mut lake, &counters);
+            if let Some(e) = &exporter {
+                e.dispatch(std::mem::take(&mut verdicts), &counters);
+                e.drain().await;
+            }
             break;
         }
         if lake.pending() > 0
@@ -474,6 +491,12 @@ async fn work(
         {
             flush(&mut lake, &counters);
             last_flush = std::time::Instant::now();
+        }
+        if let Some(e) = &exporter
+            && !verdicts.is_empty()
+            && (verdicts.len() >= settings.flush_rows || lake.pending() == 0)
+        {
+            e.dispatch(std::mem::take(&mut verdicts), &counters);
         }
         if last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             match prune(&settings.lake, retention, now_ms()) {
@@ -492,19 +515,114 @@ async fn work(
     }
 }
 
-/// Judges one assembled trace and queues its anonymised row.
+/// Sends verdict spans to an OTLP/HTTP endpoint, off the worker: at most `SENDS` requests in
+/// flight; a batch that finds none free is dropped and counted, so a slow upstream never slows
+/// judging.
+struct Exporter {
+    url: String,
+    headers: Vec<(String, String)>,
+    client: reqwest::Client,
+    in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+const SENDS: u32 = 4;
+
+impl Exporter {
+    fn new((url, headers): (String, Vec<(String, String)>)) -> Exporter {
+        Exporter {
+            url,
+            headers,
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .expect("an HTTP client"),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(SENDS as usize)),
+        }
+    }
+
+    fn dispatch(self: &Arc<Self>, spans: Vec<gauntlet_otel::Span>, counters: &Arc<Counters>) {
+        if spans.is_empty() {
+            return;
+        }
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            counters.export_errors.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "gauntlet online: {} verdicts not sent: {} sends to {} still pending",
+                spans.len(),
+                SENDS,
+                self.url
+            );
+            return;
+        };
+        let (me, counters) = (self.clone(), counters.clone());
+        tokio::spawn(async move {
+            me.send(spans, &counters).await;
+            drop(permit);
+        });
+    }
+
+    /// Waits (a few seconds at most) for the sends in flight.
+    async fn drain(&self) {
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), self.in_flight.acquire_many(SENDS)).await;
+    }
+
+    /// One request with every span; a failure is counted and logged, not retried.
+    async fn send(&self, spans: Vec<gauntlet_otel::Span>, counters: &Counters) {
+        if spans.is_empty() {
+            return;
+        }
+        let n = spans.len() as u64;
+        let body = prost::Message::encode_to_vec(&gauntlet_otel::evaluation_request(spans));
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header(header::CONTENT_TYPE, "application/x-protobuf")
+            .body(body);
+        for (k, v) in &self.headers {
+            request = request.header(k, v);
+        }
+        match request.send().await.and_then(|r| r.error_for_status()) {
+            Ok(_) => {
+                counters.verdicts_exported.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(e) => {
+                counters.export_errors.fetch_add(1, Ordering::Relaxed);
+                eprintln!(
+                    "gauntlet online: failed to send {n} verdicts to {}: {e}",
+                    self.url
+                );
+            }
+        }
+    }
+}
+
+/// Judges one assembled trace and queues its anonymised row (and its verdicts for upstream).
 async fn take(
     judge: &Judge,
     lake: &mut LakeWriter,
+    verdicts: &mut Vec<gauntlet_otel::Span>,
     counters: &Counters,
     monitor: &std::sync::Mutex<Monitor>,
     trace: gauntlet_otel::Trace,
 ) {
     let imported = gauntlet_otel::imported_trace(&trace);
-    drop(trace);
     let mut judged = judge.judge(imported).await;
     judge.anonymise(&mut judged);
-    let row = row_of(&judged, now_ms());
+    let received = now_ms();
+    verdicts.push(gauntlet_otel::evaluation_span(
+        &trace.trace_id,
+        judged.root_span_id.as_deref(),
+        match judged.record.status {
+            gauntlet_model::TrialStatus::Passed => "passed",
+            gauntlet_model::TrialStatus::Failed => "failed",
+            gauntlet_model::TrialStatus::Error => "error",
+        },
+        &judged.record.scores,
+        u64::try_from(received).unwrap_or(0) * 1_000_000,
+    ));
+    drop(trace);
+    let row = row_of(&judged, received);
     counters.traces_judged.fetch_add(1, Ordering::Relaxed);
     let alarms = monitor.lock().expect("the monitor lock").observe(&row);
     for a in alarms {

@@ -197,26 +197,7 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
             }),
         }
     }
-    let mut events: Vec<SpanEvent> = t
-        .scores
-        .iter()
-        .map(|s| SpanEvent {
-            time_unix_nano: end,
-            name: "gen_ai.evaluation.result".to_owned(),
-            attributes: vec![
-                text("gen_ai.evaluation.name", s.name.clone()),
-                kv("gen_ai.evaluation.score.value", Any::DoubleValue(s.value)),
-                text(
-                    "gen_ai.evaluation.score.label",
-                    if s.passed { "passed" } else { "failed" },
-                ),
-                kv("gauntlet.evaluation.score", Any::DoubleValue(s.score)),
-                text("gauntlet.evaluation.dimension", json_name(&s.dimension)),
-                text("gauntlet.evaluation.severity", json_name(&s.severity)),
-            ],
-            dropped_attributes_count: 0,
-        })
-        .collect();
+    let mut events = evaluation_events(&t.scores, end);
     events.append(&mut carried);
     // The trial clock also counts scripted waits, so calls may end after the wall-clock end.
     let end = spans
@@ -287,6 +268,78 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
     };
     spans.insert(0, root);
     spans
+}
+
+/// Each verdict as a `gen_ai.evaluation.result` event at `time` (Unix nanoseconds).
+pub fn evaluation_events(scores: &[gauntlet_model::Score], time: u64) -> Vec<SpanEvent> {
+    scores
+        .iter()
+        .map(|s| SpanEvent {
+            time_unix_nano: time,
+            name: "gen_ai.evaluation.result".to_owned(),
+            attributes: vec![
+                text("gen_ai.evaluation.name", s.name.clone()),
+                kv("gen_ai.evaluation.score.value", Any::DoubleValue(s.value)),
+                text(
+                    "gen_ai.evaluation.score.label",
+                    if s.passed { "passed" } else { "failed" },
+                ),
+                kv("gauntlet.evaluation.score", Any::DoubleValue(s.score)),
+                text("gauntlet.evaluation.dimension", json_name(&s.dimension)),
+                text("gauntlet.evaluation.severity", json_name(&s.severity)),
+            ],
+            dropped_attributes_count: 0,
+        })
+        .collect()
+}
+
+/// The verdicts on a production trace, for the trace's own backend: one `evaluate` span in the
+/// trace (a child of its root span when known) carrying a `gen_ai.evaluation.result` event per
+/// verdict, timed at `now` (Unix nanoseconds).
+pub fn evaluation_span(
+    trace_id: &[u8],
+    root_span_id: Option<&[u8]>,
+    status: &str,
+    scores: &[gauntlet_model::Score],
+    now: u64,
+) -> Span {
+    Span {
+        trace_id: trace_id.to_vec(),
+        span_id: span_id(trace_id, "gauntlet-evaluation"),
+        parent_span_id: root_span_id.map(<[u8]>::to_vec).unwrap_or_default(),
+        name: "evaluate gauntlet".to_owned(),
+        kind: SpanKind::Internal as i32,
+        start_time_unix_nano: now,
+        end_time_unix_nano: now,
+        attributes: vec![
+            text("gen_ai.operation.name", "evaluate"),
+            text("gauntlet.trial.status", status),
+        ],
+        events: evaluation_events(scores, now),
+        ..Default::default()
+    }
+}
+
+/// One export request of evaluation spans, from gauntlet's online receiver.
+pub fn evaluation_request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![text("service.name", "gauntlet-online")],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "gauntlet".to_owned(),
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    ..Default::default()
+                }),
+                spans,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
 }
 
 /// The attribute holding a span's whole event, and the span event carrying any other event.
@@ -460,6 +513,39 @@ mod tests {
         assert_eq!(
             spans.iter().map(|s| &s.span_id).collect::<Vec<_>>(),
             again.iter().map(|s| &s.span_id).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn verdicts_of_a_production_trace_hang_under_its_root_as_evaluation_events() {
+        let scores: Vec<gauntlet_model::Score> = serde_json::from_value(json!([
+            {"name": "LoopDetection", "dimension": "trajectory", "severity": "error", "value": 1.0,
+             "score": 1.0, "passed": true},
+            {"name": "secrets_and_pii", "dimension": "safety", "severity": "critical",
+             "value": 1.0, "score": 0.0, "passed": false}
+        ]))
+        .unwrap();
+        let span = evaluation_span(&[7; 16], Some(&[9; 8]), "failed", &scores, 42);
+        assert_eq!(
+            (span.trace_id.clone(), span.parent_span_id.clone()),
+            (vec![7; 16], vec![9; 8])
+        );
+        assert_eq!(span.events.len(), 2);
+        assert!(
+            span.events
+                .iter()
+                .all(|e| e.name == "gen_ai.evaluation.result")
+        );
+        let labels: Vec<String> = span
+            .events
+            .iter()
+            .flat_map(|e| &e.attributes)
+            .filter(|kv| kv.key == "gen_ai.evaluation.score.label")
+            .map(|kv| format!("{:?}", kv.value))
+            .collect();
+        assert!(
+            labels[0].contains("passed") && labels[1].contains("failed"),
+            "{labels:?}"
         );
     }
 

@@ -321,6 +321,8 @@ pub struct ImportedTrace {
     pub feedback: Vec<Value>,
     /// Whether the root span was among the spans.
     pub complete: bool,
+    /// The root span's id, when there is one.
+    pub root_span_id: Option<Vec<u8>>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -710,6 +712,7 @@ pub fn imported_trace(trace: &Trace) -> ImportedTrace {
         tools: Vec::new(),
         feedback: trace.spans.iter().flat_map(feedback_of).collect(),
         complete: trace.has_root(),
+        root_span_id: root.map(|r| r.span_id.clone()),
     };
     match attr_str(root_attrs, GAUNTLET_TRIAL).map(parsed) {
         Some(trial) if trial.is_object() => ours(trace, root.expect("a root"), &trial, &mut out),

@@ -12,8 +12,12 @@ mod import;
 
 /// An OTLP trace export request (what `POST /v1/traces` carries).
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as ExportRequest;
+/// An OTLP span.
+pub use opentelemetry_proto::tonic::trace::v1::Span;
 
-pub use export::{export_request, trial_spans};
+pub use export::{
+    evaluation_events, evaluation_request, evaluation_span, export_request, trial_spans,
+};
 pub use import::{
     Assembler, AssemblerLimits, Encoding, ImportError, ImportedTrace, Trace, decode, decode_file,
     imported_trace, traces_of,

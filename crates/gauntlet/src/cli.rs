@@ -622,6 +622,14 @@ pub struct OnlineArgs {
     /// Seconds between lake writes (also written every 1,000 traces and at stop).
     #[arg(long, default_value_t = 5.0)]
     pub flush_every: f64,
+    /// Also send each trace's verdicts, as `gen_ai.evaluation.result` events on an `evaluate`
+    /// span in the trace, to this OTLP/HTTP traces endpoint (e.g.
+    /// http://collector:4318/v1/traces).
+    #[arg(long, value_name = "URL")]
+    pub export_to: Option<String>,
+    /// A header for --export-to, NAME=VALUE (repeatable), e.g. 'authorization=Bearer T'.
+    #[arg(long, value_name = "NAME=VALUE", requires = "export_to")]
+    pub export_header: Vec<String>,
 }
 
 /// Arguments of `gauntlet shadow`.

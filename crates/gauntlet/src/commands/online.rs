@@ -52,6 +52,23 @@ pub fn online(args: OnlineArgs) -> Result<i32, ExpectedError> {
         .map_err(|e| ExpectedError::input(format!("{}: {e}", args.lake.display())))?;
     let mut settings = Settings::new(args.lake.clone(), token.clone(), judge);
     settings.flush_every = Duration::from_secs_f64(args.flush_every);
+    if let Some(url) = &args.export_to {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ExpectedError::input(format!(
+                "--export-to {url}: an http:// or https:// OTLP traces endpoint"
+            )));
+        }
+        let headers = args
+            .export_header
+            .iter()
+            .map(|h| {
+                h.split_once('=')
+                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                    .ok_or_else(|| ExpectedError::input(format!("--export-header {h}: NAME=VALUE")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        settings.export_to = Some((url.clone(), headers));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -18,10 +18,18 @@ struct Receiver {
 
 impl Receiver {
     fn start(dir: &Path, lake: &Path, policy: &Path) -> Receiver {
-        let stderr = dir.join("online.stderr");
+        Receiver::start_with(dir, lake, &["--policy", s(policy)])
+    }
+
+    fn start_with(dir: &Path, lake: &Path, args: &[&str]) -> Receiver {
+        let stderr = dir.join(format!(
+            "{}.stderr",
+            lake.file_name().unwrap().to_string_lossy()
+        ));
         let mut cmd = std::process::Command::new(gauntlet_bin());
         cmd.args(["online", "--listen", "127.0.0.1:0", "--lake", s(lake)])
-            .args(["--policy", s(policy), "--flush-every", "0.2"]);
+            .args(["--flush-every", "0.2"])
+            .args(args);
         let (child, v) = spawn_server(cmd, &stderr);
         Receiver {
             child,
@@ -335,6 +343,58 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// With --export-to, each trace's verdicts reach an upstream OTLP endpoint (here another
+/// receiver) as an `evaluate` span of the same trace.
+#[test]
+fn verdicts_are_sent_to_an_upstream_otlp_endpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let upstream = Receiver::start_with(tmp.path(), &tmp.path().join("upstream"), &[]);
+    let header = format!("authorization=Bearer {}", upstream.token);
+    let endpoint = format!("{}/v1/traces", upstream.url);
+    let r = Receiver::start_with(
+        tmp.path(),
+        &tmp.path().join("lake"),
+        &["--export-to", &endpoint, "--export-header", &header],
+    );
+    let (_suite_tmp, suite) = example();
+    let run_dir = tmp.path().join("run");
+    assert_eq!(
+        run(&["run", s(&suite), "--out", s(&run_dir), "--quiet"]).code,
+        0
+    );
+    let exported = tmp.path().join("traces.json");
+    assert_eq!(run(&["export", s(&run_dir), "--out", s(&exported)]).code, 0);
+    let posted = r.client(&["post", &r.url, &r.token, s(&exported), "application/json"]);
+    assert_eq!(posted["status"], 200, "{posted}");
+    r.wait_written(23);
+    let started = Instant::now();
+    loop {
+        let st = r.status();
+        if st["verdicts_exported"] == 23 {
+            break;
+        }
+        assert!(st["export_errors"] == 0, "{st}");
+        assert!(started.elapsed() < Duration::from_secs(30), "{st}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The upstream got one evaluate span per trace, with every verdict on it.
+    let st = upstream.status();
+    assert_eq!(st["spans"], 23, "{st}");
+    let (code, _, stderr) = r.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = upstream.stop();
+    assert_eq!(code, 0, "{stderr}");
+    // A bad endpoint or header is refused at start.
+    let o = run(&[
+        "online",
+        "--lake",
+        s(&tmp.path().join("x")),
+        "--export-to",
+        "ftp://x",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
 }
 
 /// A lake of two seeded days of 2,000 traces each (three calls per trace, each failing with the
