@@ -126,6 +126,17 @@ pub enum TrialStatus {
     Error,
 }
 
+impl TrialStatus {
+    /// Its name as stored: `passed`, `failed` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialStatus::Passed => "passed",
+            TrialStatus::Failed => "failed",
+            TrialStatus::Error => "error",
+        }
+    }
+}
+
 /// One trial as stored in `trials.jsonl`: everything needed to re-score it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -4,20 +4,29 @@
 //! string of the record is redacted before the caller writes anything.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use gauntlet_eval::redact::Redactor;
 use gauntlet_model::online::Policy;
-use gauntlet_model::{Event, ToolKind, ToolSpec, TrialRecord, WorldSpec};
+use gauntlet_model::{Event, ToolKind, TrialRecord, WorldSpec};
 use gauntlet_otel::ImportedTrace;
 use gauntlet_runner::{CustomEvaluators, TrialEvidence, evaluate_trial};
 use serde_json::Value;
+
+/// Declared schemas whose validators are kept.
+const DECLARED: usize = 1_024;
 
 /// Judges traces against one policy.
 pub struct Judge {
     policy: Policy,
     world: WorldSpec,
-    /// Argument validators by tool: the policy's, else the schema a trace declared.
+    /// Argument validators by tool, from the policy.
     validators: HashMap<String, jsonschema::Validator>,
+    /// Tool kinds from the policy.
+    kinds: HashMap<String, ToolKind>,
+    /// Validators of schemas traces declared, by the schema's text: traces repeat the same
+    /// declarations, so each is compiled once (at most `DECLARED` kept).
+    declared: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
     redactor: Redactor,
     custom: CustomEvaluators,
 }
@@ -47,6 +56,11 @@ impl Judge {
             validators.insert(t.name.clone(), v);
         }
         let redactor = Redactor::new(&policy.redaction, &policy.canaries, key)?;
+        let kinds = policy
+            .tools
+            .iter()
+            .map(|t| (t.name.clone(), t.kind))
+            .collect();
         let world = WorldSpec {
             name: "production".to_owned(),
             tools: policy.tools.clone(),
@@ -57,6 +71,8 @@ impl Judge {
             policy,
             world,
             validators,
+            kinds,
+            declared: Mutex::new(HashMap::new()),
             redactor,
             custom: CustomEvaluators {
                 evaluators: Vec::new(),
@@ -137,36 +153,44 @@ impl Judge {
     /// Each call's kind (from the policy) and schema validity (policy's schema, else the one
     /// the trace declared to its model).
     fn annotate(&self, t: &mut ImportedTrace) {
-        let declared: HashMap<&str, jsonschema::Validator> = t
+        let declared: HashMap<&str, Arc<jsonschema::Validator>> = t
             .tools
             .iter()
             .filter(|d| !self.validators.contains_key(&d.name))
             .filter_map(|d| {
-                jsonschema::validator_for(&d.parameters)
-                    .ok()
+                self.declared_validator(&d.parameters)
                     .map(|v| (d.name.as_str(), v))
             })
-            .collect();
-        let kinds: HashMap<&str, ToolKind> = self
-            .policy
-            .tools
-            .iter()
-            .map(|t: &ToolSpec| (t.name.as_str(), t.kind))
             .collect();
         for e in &mut t.trajectory.events {
             if let Event::ToolCall(c) = e {
                 if c.kind.is_none() {
-                    c.kind = kinds.get(c.tool.as_str()).copied();
+                    c.kind = self.kinds.get(&c.tool).copied();
                 }
                 if c.schema_valid.is_none() {
                     c.schema_valid = self
                         .validators
                         .get(&c.tool)
-                        .or_else(|| declared.get(c.tool.as_str()))
+                        .or_else(|| declared.get(c.tool.as_str()).map(|v| &**v))
                         .map(|v| v.is_valid(&c.arguments));
                 }
             }
         }
+    }
+
+    /// The compiled validator of a declared schema (`None` when it is not a JSON Schema).
+    fn declared_validator(&self, schema: &Value) -> Option<Arc<jsonschema::Validator>> {
+        let key = schema.to_string();
+        let mut cache = self.declared.lock().expect("the schema cache lock");
+        if let Some(v) = cache.get(&key) {
+            return Some(v.clone());
+        }
+        let v = Arc::new(jsonschema::validator_for(schema).ok()?);
+        if cache.len() >= DECLARED {
+            cache.clear();
+        }
+        cache.insert(key, v.clone());
+        Some(v)
     }
 
     /// Every string of the record that could hold a secret or personal data: messages,

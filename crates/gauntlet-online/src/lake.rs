@@ -22,7 +22,7 @@ use arrow_array::{
     TimestampMillisecondArray,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use gauntlet_model::{Event, TrialStatus};
+use gauntlet_model::{Event, Trajectory};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
@@ -101,13 +101,19 @@ pub struct FeedbackRow {
     pub abandoned: Option<bool>,
 }
 
-/// The row of a judged (and anonymised) trace.
-pub fn row_of(j: &Judged, received_at_ms: i64) -> TraceRow {
-    let r = &j.record;
-    let events = &r.trajectory.events;
-    let calls: Vec<_> = r.trajectory.tool_calls().collect();
-    let (mut model_calls, mut input_tokens, mut output_tokens, mut cost) = (0, 0u64, 0u64, 0.0);
-    for e in events {
+/// The agent's model calls, tokens and cost (the simulated user's left out).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub model_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_eur: f64,
+}
+
+/// What the agent's model calls in a trajectory used.
+pub fn agent_usage(t: &Trajectory) -> Usage {
+    let mut u = Usage::default();
+    for e in &t.events {
         if let Event::ModelCall {
             prompt_tokens,
             completion_tokens,
@@ -116,12 +122,21 @@ pub fn row_of(j: &Judged, received_at_ms: i64) -> TraceRow {
             ..
         } = e
         {
-            model_calls += 1;
-            input_tokens += prompt_tokens;
-            output_tokens += completion_tokens;
-            cost += cost_eur;
+            u.model_calls += 1;
+            u.input_tokens += prompt_tokens;
+            u.output_tokens += completion_tokens;
+            u.cost_eur += cost_eur;
         }
     }
+    u
+}
+
+/// The row of a judged (and anonymised) trace.
+pub fn row_of(j: &Judged, received_at_ms: i64) -> TraceRow {
+    let r = &j.record;
+    let events = &r.trajectory.events;
+    let calls: Vec<_> = r.trajectory.tool_calls().collect();
+    let usage = agent_usage(&r.trajectory);
     let rating = j
         .feedback
         .iter()
@@ -133,20 +148,15 @@ pub fn row_of(j: &Judged, received_at_ms: i64) -> TraceRow {
         started_at: r.started_at.clone(),
         service: j.service.clone(),
         agent: j.agent.clone(),
-        status: match r.status {
-            TrialStatus::Passed => "passed",
-            TrialStatus::Failed => "failed",
-            TrialStatus::Error => "error",
-        }
-        .to_owned(),
+        status: r.status.as_str().to_owned(),
         complete: j.complete,
         duration_ms: r.duration_ms,
         tool_calls: calls.len() as i64,
         tool_errors: calls.iter().filter(|c| c.error.is_some()).count() as i64,
-        model_calls,
-        input_tokens: input_tokens as i64,
-        output_tokens: output_tokens as i64,
-        cost_eur: cost,
+        model_calls: usage.model_calls as i64,
+        input_tokens: usage.input_tokens as i64,
+        output_tokens: usage.output_tokens as i64,
+        cost_eur: usage.cost_eur,
         tools: calls.iter().map(|c| c.tool.clone()).collect(),
         failed_evaluators: r
             .scores

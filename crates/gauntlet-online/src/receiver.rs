@@ -613,11 +613,7 @@ async fn take(
     verdicts.push(gauntlet_otel::evaluation_span(
         &trace.trace_id,
         judged.root_span_id.as_deref(),
-        match judged.record.status {
-            gauntlet_model::TrialStatus::Passed => "passed",
-            gauntlet_model::TrialStatus::Failed => "failed",
-            gauntlet_model::TrialStatus::Error => "error",
-        },
+        judged.record.status.as_str(),
         &judged.record.scores,
         u64::try_from(received).unwrap_or(0) * 1_000_000,
     ));

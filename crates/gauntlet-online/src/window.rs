@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet_eval::drift::{Observation, Sample};
-use gauntlet_model::{Event, TrialStatus};
+use gauntlet_model::TrialStatus;
 use serde_json::Value;
 
-use crate::lake::{TraceRow, files, read_trace_file};
+use crate::lake::{TraceRow, agent_usage, files, read_trace_file};
 
 /// Where a window's trajectories are.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,26 +106,13 @@ pub fn sample(source: &Source) -> Result<Sample, String> {
             for t in gauntlet_store::read_trials_lean(dir).map_err(|e| e.to_string())? {
                 let t = t.map_err(|e| e.to_string())?;
                 let calls: Vec<_> = t.trajectory.tool_calls().collect();
-                let (mut tokens, mut cost) = (0, 0.0);
-                for e in &t.trajectory.events {
-                    if let Event::ModelCall {
-                        prompt_tokens,
-                        completion_tokens,
-                        cost_eur,
-                        simulated_user: false,
-                        ..
-                    } = e
-                    {
-                        tokens += prompt_tokens + completion_tokens;
-                        cost += cost_eur;
-                    }
-                }
+                let usage = agent_usage(&t.trajectory);
                 sample.add(Observation {
                     tools: calls.iter().map(|c| c.tool.as_str()).collect(),
                     tool_errors: calls.iter().filter(|c| c.error.is_some()).count() as u64,
                     duration_ms: t.duration_ms,
-                    cost_eur: cost,
-                    tokens,
+                    cost_eur: usage.cost_eur,
+                    tokens: usage.input_tokens + usage.output_tokens,
                     passed: t.status == TrialStatus::Passed,
                     verdicts: t
                         .scores

@@ -63,16 +63,7 @@ pub fn harvest(
             }
         )));
     }
-    for (rel, text) in &harvested.files {
-        let path = out.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                ExpectedError::harness(format!("cannot create {}: {e}", parent.display()))
-            })?;
-        }
-        std::fs::write(&path, text)
-            .map_err(|e| ExpectedError::harness(format!("cannot write {}: {e}", path.display())))?;
-    }
+    crate::commands::shared::write_files(out, &harvested.files)?;
     // What was written must load.
     crate::commands::shared::load_suite(out)?;
     eprintln!(

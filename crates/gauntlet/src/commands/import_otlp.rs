@@ -28,10 +28,13 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
             out.display()
         )));
     }
-    let policy_text = policy
-        .map(|p| std::fs::read(p).unwrap_or_default())
-        .unwrap_or_default();
-    let judge = Judge::new(load_policy(policy)?, "").map_err(|e| {
+    let loaded = load_policy(policy)?;
+    let policy_hash = sha256_hex(
+        serde_json::to_string(&loaded)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    let judge = Judge::new(loaded, "").map_err(|e| {
         ExpectedError::input(format!(
             "{}: {e}",
             policy.map(|p| p.display().to_string()).unwrap_or_default()
@@ -81,7 +84,7 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
         started_at: now(),
         versions: Versions {
             harness: env!("CARGO_PKG_VERSION").to_owned(),
-            config: sha256_hex(&policy_text),
+            config: policy_hash,
             ..Versions::default()
         },
         fault_profile: None,

@@ -14,7 +14,7 @@ use gauntlet_shadow::{Proxy, Settings};
 use gauntlet_world::World;
 
 use crate::cli::{ShadowAction, ShadowArgs};
-use crate::commands::shared::{RunSink, load_suite};
+use crate::commands::shared::{RunSink, load_suite, write_files};
 use crate::exit::{ExpectedError, GATES_PASSED};
 use crate::results::now;
 
@@ -335,11 +335,7 @@ impl Sink {
             calls.len(),
             calls.len() - writes,
             writes,
-            match record.status {
-                gauntlet_model::TrialStatus::Passed => "passed",
-                gauntlet_model::TrialStatus::Failed => "failed",
-                gauntlet_model::TrialStatus::Error => "error",
-            },
+            record.status.as_str(),
             record
                 .error
                 .as_ref()
@@ -382,16 +378,7 @@ fn harvest(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ExpectedError::input(format!("{}: {e}", run.display())))?;
     let harvested = gauntlet_shadow::harvest::harvest(&header.run_id, &world, trials);
-    for (rel, text) in &harvested.files {
-        let path = out.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                ExpectedError::harness(format!("cannot create {}: {e}", parent.display()))
-            })?;
-        }
-        std::fs::write(&path, text)
-            .map_err(|e| ExpectedError::harness(format!("cannot write {}: {e}", path.display())))?;
-    }
+    write_files(out, &harvested.files)?;
     for s in &harvested.skipped {
         eprintln!("note: left out {s}");
     }

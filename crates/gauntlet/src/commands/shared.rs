@@ -182,3 +182,21 @@ impl RunSink {
         Ok(n)
     }
 }
+
+/// Writes files under `out` (paths relative to it), creating folders as needed.
+pub fn write_files(
+    out: &Path,
+    files: &[(std::path::PathBuf, String)],
+) -> Result<(), ExpectedError> {
+    for (rel, text) in files {
+        let path = out.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                ExpectedError::harness(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| ExpectedError::harness(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
