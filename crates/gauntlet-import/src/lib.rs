@@ -85,12 +85,12 @@ pub(crate) fn invalid(path: &Path, message: &str) -> ImportError {
 /// (tool, error).
 pub fn replay<'a>(
     world: &Arc<World>,
-    initial: &Value,
+    initial: &Arc<Value>,
     calls: impl IntoIterator<Item = (&'a str, &'a Value)>,
 ) -> (Value, Vec<(String, String)>) {
-    let mut sim = Simulator::new(
+    let mut sim = Simulator::start(
         world.clone(),
-        initial.clone(),
+        Arc::clone(initial),
         Context::default(),
         FaultPlan::default(),
     );

@@ -507,7 +507,11 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
         if side == "user" {
             user_call(&mut start, &name, &args)?;
         } else {
-            let (after, refused) = replay(&domain.world, &start, [(name.as_str(), &args)]);
+            let (after, refused) = replay(
+                &domain.world,
+                &Arc::new(start.clone()),
+                [(name.as_str(), &args)],
+            );
             if let Some((tool, e)) = refused.first() {
                 return Err(format!("initialization_actions[{i}]: {tool} refused: {e}"));
             }
@@ -518,7 +522,7 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
         let (text, calls) = history(messages);
         let (after, refused) = replay(
             &domain.world,
-            &start,
+            &Arc::new(start.clone()),
             calls.iter().map(|(n, a)| (n.as_str(), a)),
         );
         if let Some((tool, e)) = refused.first() {
@@ -547,7 +551,7 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
     }
     let (gold, refused) = replay(
         &domain.world,
-        &start,
+        &Arc::new(start.clone()),
         gold_calls.iter().map(|(n, a, _)| (n.as_str(), a)),
     );
     summary.refused_gold_actions.extend(

@@ -120,8 +120,8 @@ pub struct Domain {
     pub world: std::sync::Arc<World>,
     /// The world file's JSON.
     pub world_json: Value,
-    /// The state: the three tables.
-    pub initial: Value,
+    /// The state: the three tables (shared by every trial that starts from it).
+    pub initial: std::sync::Arc<Value>,
     /// The tasks, as in the task list.
     pub tasks: Vec<Value>,
     /// The task list file.
@@ -188,7 +188,7 @@ pub fn load(opts: &Options) -> Result<Domain, ImportError> {
         spec,
         world,
         world_json,
-        initial: Value::Object(state),
+        initial: std::sync::Arc::new(Value::Object(state)),
         tasks: tasks.clone(),
         tasks_path,
     })
@@ -279,7 +279,7 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
         ),
         (
             out.join(format!("worlds/{}-state.json", opts.domain)),
-            serde_json::to_string(&initial).expect("serialises"),
+            serde_json::to_string(&*initial).expect("serialises"),
         ),
         (
             out.join(format!("cases/{}-{}.jsonl", opts.domain, opts.split)),
@@ -327,7 +327,7 @@ fn tools_from_openai(
 /// The state after the gold actions, and the refusals met on the way.
 pub fn run_gold(
     world: &std::sync::Arc<World>,
-    initial: &Value,
+    initial: &std::sync::Arc<Value>,
     actions: &[Value],
 ) -> (Value, Vec<(String, String)>) {
     crate::replay(
@@ -345,7 +345,7 @@ fn case_of(
     domain: &str,
     task: &Value,
     world: &std::sync::Arc<World>,
-    initial: &Value,
+    initial: &std::sync::Arc<Value>,
 ) -> Result<(Value, Vec<String>), String> {
     let instruction = task["instruction"]
         .as_str()

@@ -123,9 +123,10 @@ fn a_wrong_write_misses_the_expected_state() {
         .find(|c| c["case_id"] == "mock-update_task_1")
         .unwrap();
     let expected = &case["expected_outcome"]["/tasks/task_1"];
+    let initial = std::sync::Arc::new(domain.initial.clone());
     let (right, _) = replay(
         &domain.world,
-        &domain.initial,
+        &initial,
         [(
             "update_task_status",
             &json!({"task_id": "task_1", "status": "completed"}),
@@ -134,7 +135,7 @@ fn a_wrong_write_misses_the_expected_state() {
     assert_eq!(&right["tasks"]["task_1"], expected);
     let (wrong, refused) = replay(
         &domain.world,
-        &domain.initial,
+        &initial,
         [(
             "update_task_status",
             &json!({"task_id": "task_1", "status": "done"}),

@@ -220,9 +220,9 @@ async fn run_one(
             (Some(service), Arc::new(state))
         }
     };
-    let mut simulator = Simulator::new(
+    let mut simulator = Simulator::start(
         Arc::clone(&trial.world),
-        (*initial_state).clone(),
+        Arc::clone(&initial_state),
         trial.context.clone(),
         trial.faults.clone(),
     )

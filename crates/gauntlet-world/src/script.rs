@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use gauntlet_model::{Context, StateChange, ToolError};
-use rquickjs::{CatchResultExt, Function};
+use rquickjs::{CatchResultExt, Function, Persistent};
 use serde_json::Value;
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -44,12 +44,167 @@ pub struct ScriptEffects {
     pub declared: Vec<String>,
 }
 
-/// One trial's script runtime, holding the trial's state.
-pub struct ScriptEngine {
-    _runtime: rquickjs::Runtime,
-    context: rquickjs::Context,
+/// What the realm script hands back: the root of the state and the keys' order.
+const REALM: &str = include_str!("realm.js");
+
+/// A JavaScript value of a loaded state, kept between trials.
+struct Held(Persistent<rquickjs::Value<'static>>);
+
+// SAFETY: a `Held` value is only used with the runtime it came from, and that runtime moves
+// with it: both sit in one `Loaded`, which one trial owns at a time (or the pool keeps idle), so
+// no two threads ever touch the runtime at once.
+unsafe impl Send for Held {}
+
+/// A world's state loaded once into its own runtime, in a realm of its own: records frozen, the
+/// realm's intrinsics locked down. Trials borrow it one at a time, each in a fresh realm (its own
+/// globals, so nothing a script keeps at the top level outlives its trial), and roll back what
+/// they changed.
+struct Loaded {
+    /// The prelude's `openTrial`, bound to the loaded state.
+    opener: Held,
+    _realm: rquickjs::Context,
+    runtime: rquickjs::Runtime,
     deadline: Arc<AtomicU64>,
     origin: Instant,
+    /// The state it holds between trials (the pool's key: the same `Arc`).
+    state: Arc<Value>,
+    /// Trials it has served.
+    trials: u64,
+    /// When the garbage collector runs: the loaded heap plus [`Loaded::GC_SLACK`].
+    gc_threshold: usize,
+}
+
+impl Loaded {
+    fn new(state: Arc<Value>) -> Result<Loaded, String> {
+        let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
+        runtime.set_memory_limit(MEMORY_LIMIT);
+        runtime.set_max_stack_size(1 << 20);
+        let deadline = Arc::new(AtomicU64::new(u64::MAX));
+        let origin = Instant::now();
+        let d = Arc::clone(&deadline);
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            let limit = d.load(Ordering::Relaxed);
+            limit != u64::MAX && origin.elapsed().as_micros() as u64 > limit
+        })));
+        let realm =
+            rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+        deadline.store(
+            (origin.elapsed() + LOAD_TIME_LIMIT).as_micros() as u64,
+            Ordering::Relaxed,
+        );
+        let held = realm.with(|ctx| -> Result<Held, String> {
+            // The realm is sandboxed too: a trial reaches its `Function` through a record's
+            // prototype chain.
+            eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
+            let root = ctx
+                .json_parse(state.to_string())
+                .catch(&ctx)
+                .map_err(|e| format!("the state does not load: {e}"))?;
+            let prelude: Function = ctx
+                .eval(PRELUDE)
+                .catch(&ctx)
+                .map_err(|e| format!("gauntlet-prelude.js: {e}"))?;
+            let harden: Function = ctx
+                .eval(REALM)
+                .catch(&ctx)
+                .map_err(|e| format!("gauntlet-realm.js: {e}"))?;
+            let keys: rquickjs::Value = harden
+                .call((root.clone(),))
+                .catch(&ctx)
+                .map_err(|e| format!("the state does not load: {e}"))?;
+            let opener: rquickjs::Value = prelude
+                .call((root, keys))
+                .catch(&ctx)
+                .map_err(|e| format!("gauntlet-prelude.js: {e}"))?;
+            Ok(Held(Persistent::save(&ctx, opener)))
+        });
+        deadline.store(u64::MAX, Ordering::Relaxed);
+        let opener = held.map_err(|e| {
+            if e.contains("interrupted") {
+                format!("loading the world's state exceeded its time limit of {LOAD_TIME_LIMIT:?}")
+            } else {
+                e
+            }
+        })?;
+        // A trial's realm is garbage once it ends (its cycles wait for the collector), and a
+        // collection walks the whole loaded state: collect after some trials, not after every
+        // few hundred kilobytes as QuickJS would with a heap this size.
+        let gc_threshold =
+            usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(0) + Loaded::GC_SLACK;
+        runtime.set_gc_threshold(gc_threshold);
+        Ok(Loaded {
+            opener,
+            _realm: realm,
+            runtime,
+            deadline,
+            origin,
+            state,
+            trials: 0,
+            gc_threshold,
+        })
+    }
+
+    /// Garbage allowed on top of the loaded heap before the collector runs.
+    const GC_SLACK: usize = 64 << 20;
+    /// Trials between two collections made by the pool (which puts the threshold back).
+    const GC_EVERY: u64 = 128;
+
+    /// Counts a trial served; every [`Loaded::GC_EVERY`] trials, collects the garbage and puts
+    /// the collector's threshold back where the load set it.
+    fn served(&mut self) {
+        self.trials += 1;
+        if self.trials.is_multiple_of(Loaded::GC_EVERY) {
+            self.runtime.run_gc();
+            self.runtime.set_gc_threshold(self.gc_threshold);
+        }
+    }
+}
+
+/// Loaded states kept for the next trial that starts from the same state: one per trial
+/// running at once, at most [`Pool::MAX_IDLE`] idle.
+#[derive(Default)]
+pub struct Pool {
+    idle: std::sync::Mutex<Vec<Loaded>>,
+}
+
+impl Pool {
+    /// How many loaded states a pool keeps idle.
+    pub const MAX_IDLE: usize = 8;
+
+    fn take(&self, state: &Arc<Value>) -> Option<Loaded> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let at = idle.iter().rposition(|l| Arc::ptr_eq(&l.state, state))?;
+        Some(idle.swap_remove(at))
+    }
+
+    fn give_back(&self, loaded: Loaded) {
+        // A state no one else holds cannot be asked for again.
+        if Arc::strong_count(&loaded.state) == 1 {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        // The oldest goes first: it serves a state fewer trials start from now.
+        if idle.len() >= Self::MAX_IDLE {
+            idle.remove(0);
+        }
+        idle.push(loaded);
+    }
+
+    /// How many loaded states wait for a trial.
+    pub fn idle(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// One trial's script runtime: the trial's own realm (the world's script, the sandbox and the
+/// `ctx` its handlers get) over a loaded state it borrows for the trial.
+pub struct ScriptEngine {
+    context: Option<rquickjs::Context>,
+    loaded: Option<Loaded>,
+    /// Where the loaded state goes back to when the trial ends (none: it is dropped).
+    home: Option<Arc<Pool>>,
+    /// A call ran out of time or memory: the loaded state is not lent again.
+    spoiled: bool,
     file: String,
 }
 
@@ -62,7 +217,7 @@ fn internal(message: String) -> ToolError {
 }
 
 impl ScriptEngine {
-    /// Loads the state and the world's script (`file` names it in errors).
+    /// Loads the state and the world's script (`file` names it in errors), for one trial.
     pub fn new(
         file: &str,
         source: &str,
@@ -71,70 +226,120 @@ impl ScriptEngine {
         seed: u64,
         now: &str,
     ) -> Result<ScriptEngine, String> {
-        let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
-        runtime.set_memory_limit(MEMORY_LIMIT);
-        runtime.set_max_stack_size(1 << 20);
-        let deadline = Arc::new(AtomicU64::new(u64::MAX));
-        let origin = Instant::now();
-        let d = Arc::clone(&deadline);
-        runtime.set_interrupt_handler(Some(Box::new(move || {
-            let limit = d.load(Ordering::Relaxed);
-            limit != u64::MAX && origin.elapsed().as_micros() as u64 > limit
-        })));
-        let ctx =
-            rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+        let loaded = Loaded::new(Arc::new(state.clone()))?;
+        ScriptEngine::open(loaded, None, file, source, context, seed, now)
+    }
+
+    /// A trial over `state` that borrows a loaded copy of it from `pool` (loading one when none
+    /// is idle) and gives it back, rolled back, when the trial ends. Trials that start from the
+    /// same `Arc` share loaded states.
+    pub fn lend(
+        pool: &Arc<Pool>,
+        file: &str,
+        source: &str,
+        state: &Arc<Value>,
+        context: &Context,
+        seed: u64,
+        now: &str,
+    ) -> Result<ScriptEngine, String> {
+        let loaded = match pool.take(state) {
+            Some(l) => l,
+            None => Loaded::new(Arc::clone(state))?,
+        };
+        ScriptEngine::open(
+            loaded,
+            Some(Arc::clone(pool)),
+            file,
+            source,
+            context,
+            seed,
+            now,
+        )
+    }
+
+    fn open(
+        loaded: Loaded,
+        home: Option<Arc<Pool>>,
+        file: &str,
+        source: &str,
+        context: &Context,
+        seed: u64,
+        now: &str,
+    ) -> Result<ScriptEngine, String> {
+        let ctx = rquickjs::Context::full(&loaded.runtime)
+            .map_err(|e| format!("cannot start QuickJS: {e}"))?;
         let info = serde_json::json!({
             "user": context.user, "tenant": context.tenant, "roles": context.roles,
             "scopes": context.scopes, "seed": seed & 0xffff_ffff, "now": now,
         });
+        let mut engine = ScriptEngine {
+            context: None,
+            loaded: None,
+            home,
+            spoiled: false,
+            file: file.to_owned(),
+        };
         // Every entry into the sandbox is bounded, loading included (a top-level loop).
+        let deadline = Arc::clone(&loaded.deadline);
         deadline.store(
-            (origin.elapsed() + LOAD_TIME_LIMIT).as_micros() as u64,
+            (loaded.origin.elapsed() + LOAD_TIME_LIMIT).as_micros() as u64,
             Ordering::Relaxed,
         );
-        let loaded = ctx.with(|ctx| -> Result<(), String> {
-            let globals = ctx.globals();
-            globals
-                .set("__state_json", state.to_string())
-                .map_err(|e| e.to_string())?;
-            globals
-                .set("__info_json", info.to_string())
-                .map_err(|e| e.to_string())?;
+        let opened = ctx.with(|ctx| -> Result<(), String> {
             eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
-            eval_file(&ctx, "gauntlet-prelude.js", PRELUDE)?;
+            let open: Function = loaded
+                .opener
+                .0
+                .clone()
+                .restore(&ctx)
+                .and_then(|v| v.get())
+                .map_err(|e| e.to_string())?;
+            open.call::<_, ()>((ctx.globals(), info.to_string()))
+                .catch(&ctx)
+                .map_err(|e| format!("gauntlet-prelude.js: {e}"))?;
             eval_file(&ctx, file, source)
         });
         deadline.store(u64::MAX, Ordering::Relaxed);
-        loaded.map_err(|e| {
-            if e.contains("interrupted") {
-                format!("{file}: loading the world script exceeded its time limit of {LOAD_TIME_LIMIT:?}")
+        engine.context = Some(ctx);
+        engine.loaded = Some(loaded);
+        if let Err(e) = opened {
+            // What a failed load did to the state is unknown: it is not lent again.
+            engine.spoiled = true;
+            return Err(if e.contains("interrupted") {
+                format!(
+                    "{file}: loading the world script exceeded its time limit of {LOAD_TIME_LIMIT:?}"
+                )
             } else {
                 e
-            }
-        })?;
-        Ok(ScriptEngine {
-            _runtime: runtime,
-            context: ctx,
-            deadline,
-            origin,
-            file: file.to_owned(),
-        })
+            });
+        }
+        Ok(engine)
+    }
+
+    fn context(&self) -> &rquickjs::Context {
+        self.context
+            .as_ref()
+            .expect("a trial's realm lives as long as its engine")
+    }
+
+    fn loaded(&self) -> &Loaded {
+        self.loaded
+            .as_ref()
+            .expect("a trial's state lives as long as its engine")
     }
 
     /// Calls the handler named `function` with the arguments. A `read_only` call (a read tool)
-    /// notes the records it touches but takes no snapshots of them, so its writes, if any, are
-    /// not listed as state changes nor rolled back.
+    /// notes the records it touches but takes no snapshots of them; it sees the state as it
+    /// is, read-only (a record no write of this trial has touched is frozen: writing to it fails
+    /// in strict code and does nothing in sloppy code).
     pub fn call(
         &mut self,
         function: &str,
         args: &Value,
         read_only: bool,
     ) -> (Result<Value, ToolError>, ScriptEffects) {
-        let limit = self.origin.elapsed() + CALL_TIME_LIMIT;
-        self.deadline
-            .store(limit.as_micros() as u64, Ordering::Relaxed);
         let file = self.file.clone();
-        let out = self.context.with(|ctx| -> Result<String, ToolError> {
+        let out = self.bounded(|| self.context().with(|ctx| -> Result<String, ToolError> {
             let call: Function = ctx.globals().get("__gauntlet_call").map_err(|e| internal(e.to_string()))?;
             call.call::<_, String>((function, args.to_string(), read_only)).catch(&ctx).map_err(|e| {
                 let text = e.to_string();
@@ -146,11 +351,15 @@ impl ScriptEngine {
                     internal(format!("handler `{function}` ({file}) failed: {text}"))
                 }
             })
-        });
-        self.deadline.store(u64::MAX, Ordering::Relaxed);
+        }));
         let out = match out {
             Ok(s) => s,
-            Err(e) => return (Err(e), ScriptEffects::default()),
+            Err(e) => {
+                if e.message.contains("exceeded") {
+                    self.spoiled = true;
+                }
+                return (Err(e), ScriptEffects::default());
+            }
         };
         let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
         let mut fx = ScriptEffects::default();
@@ -199,11 +408,13 @@ impl ScriptEngine {
     /// Runs `f` with the per-call time limit armed: a world that loops (a `toJSON` or getter
     /// that never returns) is interrupted instead of hanging the run.
     fn bounded<T>(&self, f: impl FnOnce() -> T) -> T {
-        let limit = self.origin.elapsed() + CALL_TIME_LIMIT;
-        self.deadline
+        let loaded = self.loaded();
+        let limit = loaded.origin.elapsed() + CALL_TIME_LIMIT;
+        loaded
+            .deadline
             .store(limit.as_micros() as u64, Ordering::Relaxed);
         let out = f();
-        self.deadline.store(u64::MAX, Ordering::Relaxed);
+        loaded.deadline.store(u64::MAX, Ordering::Relaxed);
         out
     }
 
@@ -211,7 +422,7 @@ impl ScriptEngine {
     /// lookup fails or runs out of time).
     pub fn tenant_of(&self, coll: &str, key: &str, field: &str) -> Option<String> {
         self.bounded(|| {
-            self.context.with(|ctx| {
+            self.context().with(|ctx| {
                 let f: Result<Function, _> = ctx.globals().get("__gauntlet_tenant");
                 f.and_then(|f| f.call::<_, String>((coll, key, field)))
                     .ok()
@@ -229,26 +440,113 @@ impl ScriptEngine {
     /// The current state, or why it cannot be read back (a value that does not serialise in
     /// time, a state nested deeper than [`MAX_STATE_DEPTH`]).
     pub fn read_state(&self) -> Result<Value, String> {
+        let text = self.harness_string("__gauntlet_state")?;
+        parse_state(&text, 0)
+    }
+
+    /// The current state, built from the state the trial started from and what it changed
+    /// (only those records are read out of the script runtime); or why it cannot be read back,
+    /// as [`ScriptEngine::read_state`] says.
+    pub fn changed_state(&self) -> Result<Value, String> {
+        let text = self.harness_string("__gauntlet_changed")?;
+        let changed: Vec<(String, String, bool, Option<String>)> = serde_json::from_str(&text)
+            .map_err(|e| format!("the world's state is not valid JSON: {e}"))?;
+        let mut state = (*self.loaded().state).clone();
+        // The root's keys first: a record's entry reads its collection as it is now.
+        let (root, records): (Vec<_>, Vec<_>) =
+            changed.into_iter().partition(|(coll, ..)| coll.is_empty());
+        for (coll, key, present, json) in root.into_iter().chain(records) {
+            let (target, depth) = if coll.is_empty() {
+                (Some(&mut state), 1)
+            } else {
+                (state.get_mut(&coll), 2)
+            };
+            let Some(Value::Object(target)) = target else {
+                continue;
+            };
+            match json.filter(|_| present) {
+                Some(json) => {
+                    target.insert(key, parse_state(&json, depth)?);
+                }
+                None => {
+                    target.shift_remove(&key);
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    /// Calls a harness entry point that returns a JSON text, within the call time limit.
+    fn harness_string(&self, entry: &str) -> Result<String, String> {
         let text = self.bounded(|| {
-            self.context.with(|ctx| {
-                let f: Result<Function, _> = ctx.globals().get("__gauntlet_state");
+            self.context().with(|ctx| {
+                let f: Result<Function, _> = ctx.globals().get(entry);
                 f.and_then(|f| f.call::<_, String>(())).ok()
             })
         });
-        let Some(text) = text else {
-            return Err(
-                "the world's state does not serialise as JSON (a value that throws or \
-                        loops in toJSON or a getter, or a cycle)"
-                    .to_owned(),
-            );
-        };
-        serde_json::from_str(&text).map_err(|e| {
-            if e.to_string().contains("recursion limit") {
-                format!("the world's state is nested more than {MAX_STATE_DEPTH} levels deep")
-            } else {
-                format!("the world's state is not valid JSON: {e}")
-            }
+        text.ok_or_else(|| {
+            "the world's state does not serialise as JSON (a value that throws or loops in \
+             toJSON or a getter, or a cycle)"
+                .to_owned()
         })
+    }
+
+    /// Puts the loaded state back as the trial found it; false when that cannot be vouched for.
+    fn roll_back(&self) -> bool {
+        self.bounded(|| {
+            self.context().with(|ctx| {
+                let f: Result<Function, _> = ctx.globals().get("__gauntlet_reset");
+                f.and_then(|f| f.call::<_, bool>(())).unwrap_or(false)
+            })
+        })
+    }
+}
+
+impl Drop for ScriptEngine {
+    /// Gives the loaded state back to its pool, rolled back, unless the trial spoiled it (a call
+    /// out of time or memory, a rollback that failed): then it is dropped with the trial.
+    fn drop(&mut self) {
+        let whole = match &self.home {
+            Some(_) if !self.spoiled && self.loaded.is_some() => self.roll_back(),
+            _ => false,
+        };
+        // The trial's realm goes first: its objects are freed while the runtime lives.
+        self.context = None;
+        let (Some(home), Some(loaded)) = (self.home.take(), self.loaded.take()) else {
+            return;
+        };
+        if whole {
+            let mut loaded = loaded;
+            loaded.served();
+            home.give_back(loaded);
+        }
+    }
+}
+
+/// Parses a state (or a part of one found at `depth`), refusing one nested deeper than
+/// [`MAX_STATE_DEPTH`] in all.
+fn parse_state(text: &str, depth: usize) -> Result<Value, String> {
+    let too_deep =
+        || format!("the world's state is nested more than {MAX_STATE_DEPTH} levels deep");
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        if e.to_string().contains("recursion limit") {
+            too_deep()
+        } else {
+            format!("the world's state is not valid JSON: {e}")
+        }
+    })?;
+    if depth + nesting(&value) > MAX_STATE_DEPTH {
+        return Err(too_deep());
+    }
+    Ok(value)
+}
+
+/// How deeply a value nests (a scalar: 0).
+fn nesting(value: &Value) -> usize {
+    match value {
+        Value::Array(a) => 1 + a.iter().map(nesting).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
     }
 }
 

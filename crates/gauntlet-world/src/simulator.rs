@@ -179,6 +179,9 @@ pub struct Simulator {
     /// Attacker text carried by tool outputs and descriptions.
     injections: Injections,
     world: Arc<World>,
+    /// The state the trial started from.
+    initial: Arc<Value>,
+    /// The state now, for worlds without a script (a script's runtime holds its own).
     state: Value,
     context: Context,
     faults: FaultPlan,
@@ -252,23 +255,41 @@ fn changes_between(before: &Value, after: &Value) -> Vec<gauntlet_model::StateCh
 impl Simulator {
     /// A fresh trial over its own copy of the state.
     pub fn new(world: Arc<World>, state: Value, context: Context, faults: FaultPlan) -> Self {
+        Simulator::start(world, Arc::new(state), context, faults)
+    }
+
+    /// A fresh trial from `initial`. A script world's trials that start from the same `Arc`
+    /// share its loaded state, rolled back between trials, instead of loading it each time.
+    pub fn start(
+        world: Arc<World>,
+        initial: Arc<Value>,
+        context: Context,
+        faults: FaultPlan,
+    ) -> Self {
         let script = world.script().map(|src| {
             let now = world.spec().now.clone().unwrap_or_default();
-            crate::script::ScriptEngine::new(
+            crate::script::ScriptEngine::lend(
+                world.pool(),
                 &src.file,
                 &src.source,
-                &state,
+                &initial,
                 &context,
                 faults.seed,
                 &now,
             )
         });
+        let state = if script.is_some() {
+            Value::Null
+        } else {
+            (*initial).clone()
+        };
         Simulator {
             traps: Vec::new(),
             trapped: None,
             injections: Injections::default(),
             script,
             world,
+            initial,
             state,
             context,
             faults,
@@ -383,8 +404,9 @@ impl Simulator {
     /// The current state.
     pub fn state(&self) -> Value {
         match &self.script {
-            Some(Ok(engine)) => engine.state(),
-            _ => self.state.clone(),
+            Some(Ok(engine)) => engine.changed_state().unwrap_or(Value::Null),
+            Some(Err(_)) => (*self.initial).clone(),
+            None => self.state.clone(),
         }
     }
 
@@ -708,7 +730,8 @@ impl Simulator {
         let state = match (&mut service, &self.script) {
             // The service's own state, read back once more: what it is, not what was seen.
             (Some(service), _) => service.snapshot(),
-            (None, Some(Ok(engine))) => engine.read_state(),
+            (None, Some(Ok(engine))) => engine.changed_state(),
+            (None, Some(Err(_))) => Ok(Arc::unwrap_or_clone(self.initial)),
             _ => Ok(self.state),
         };
         // The service is torn down here.

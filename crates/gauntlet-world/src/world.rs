@@ -39,6 +39,8 @@ pub struct World {
     spec: WorldSpec,
     tools: HashMap<String, CompiledTool>,
     script: Option<ScriptSource>,
+    /// Loaded states of the script, lent to trials (see [`crate::ScriptEngine::lend`]).
+    pool: std::sync::Arc<crate::script::Pool>,
 }
 
 impl World {
@@ -174,6 +176,7 @@ impl World {
                 spec,
                 tools,
                 script,
+                pool: Default::default(),
             })
         } else {
             Err(errors)
@@ -226,6 +229,11 @@ impl World {
     /// The world's script, if it has one.
     pub fn script(&self) -> Option<&ScriptSource> {
         self.script.as_ref()
+    }
+
+    /// The loaded states of the world's script that wait for a trial.
+    pub fn pool(&self) -> &std::sync::Arc<crate::script::Pool> {
+        &self.pool
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&CompiledTool> {
