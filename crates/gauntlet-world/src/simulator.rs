@@ -278,7 +278,9 @@ impl Simulator {
                 &now,
             )
         });
-        let state = if script.is_some() {
+        // A world whose tools are all its script's keeps no state of its own here; one with
+        // declarative tools beside its script keeps the copy they read and write.
+        let state = if script.is_some() && world.spec().tools.iter().all(|t| t.handler.is_empty()) {
             Value::Null
         } else {
             (*initial).clone()

@@ -226,3 +226,42 @@ fn a_spoiled_trial_does_not_give_its_state_back() {
     drop(engine);
     assert_eq!(pool.idle(), 0);
 }
+
+/// A world with declarative tools beside its script: the declarative ones still read the state
+/// the trial started from (the script's tools hold theirs in the script runtime).
+#[test]
+fn declarative_tools_beside_a_script_read_the_trial_state() {
+    use gauntlet_model::WorldSpec;
+    use gauntlet_world::{FaultPlan, ScriptSource, Simulator, World};
+    let spec: WorldSpec = serde_json::from_value(json!({
+        "name": "mixed", "script": "w.js",
+        "state": {"items": {"a": {"n": 1}}},
+        "tools": [
+            {"name": "get", "kind": "read",
+             "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+             "handler": [{"get": "/items/{id}"}]},
+            {"name": "peek", "kind": "read", "parameters": {"type": "object"}}
+        ]
+    }))
+    .unwrap();
+    let state = Arc::new(Value::Object(spec.state.clone()));
+    let world = Arc::new(
+        World::compile_with(
+            spec,
+            Some(ScriptSource {
+                file: "w.js".into(),
+                source: "function peek(a, ctx) { return ctx.state.items.a; }".into(),
+            }),
+        )
+        .unwrap(),
+    );
+    let mut sim = Simulator::start(world, state, Context::default(), FaultPlan::default());
+    assert_eq!(
+        sim.call_tool(1, "get", json!({"id": "a"}), None).unwrap(),
+        json!({"n": 1})
+    );
+    assert_eq!(
+        sim.call_tool(2, "peek", json!({}), None).unwrap(),
+        json!({"n": 1})
+    );
+}
