@@ -61,37 +61,6 @@ pub struct Evaluation {
     pub judges: Vec<JudgeOutcome>,
 }
 
-/// Scores many trials on up to `workers` threads, each with its own single-threaded runtime
-/// (custom evaluators may run commands); the evaluations come back in the input's order.
-pub fn evaluate_batch(
-    trials: &[TrialEvidence<'_>],
-    custom: &CustomEvaluators,
-    judges: Option<&JudgePanel>,
-    workers: usize,
-) -> Vec<Evaluation> {
-    let chunk = trials.len().div_ceil(workers.max(1)).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = trials
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("a single-threaded runtime starts");
-                    part.iter()
-                        .map(|t| runtime.block_on(evaluate_trial(t, custom, judges)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a scoring thread does not panic"))
-            .collect()
-    })
-}
-
 /// Scores one trial with the built-in evaluators and `custom`, decides its status, then runs the
 /// LLM judges (on trials that passed, unless a judge says otherwise). A judge never turns a
 /// deterministic fail into a pass; a calibrated judge's fail fails a trial that passed.

@@ -12,13 +12,15 @@ mod error;
 mod evaluate;
 mod ids;
 pub mod judge;
+mod ordered;
 pub mod plan;
 mod run;
 
 pub use custom::{CustomEvaluator, CustomKind, run_custom};
-pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_batch, evaluate_trial};
+pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_trial};
 pub use gauntlet_model::RunEvent;
 pub use ids::{trace_id, trial_seed};
 pub use judge::{JudgePanel, PreparedJudge, prepare_judges};
+pub use ordered::{WorkerPanicked, ordered_map};
 pub use plan::{PlanError, RunOptions, Settings};
 pub use run::{RunPlan, TrialPlan, now, run_trials};

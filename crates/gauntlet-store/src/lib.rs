@@ -16,9 +16,10 @@ mod verdicts;
 
 pub use index::{Index, RunRow};
 pub use judge_cache::{CachedReply, JudgeCache};
-pub use recorded::{ImportedTrial, read_trajectories};
+pub use recorded::{ImportedTrial, ItemParser, RawItem, RawItems, read_items, read_trajectories};
 pub use run_dir::{
-    RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean, replay,
+    EncodedRecord, RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean,
+    replay,
 };
 pub use spill::SpilledSummaries;
 pub use states::StateReader;

@@ -99,10 +99,55 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
     Err(errors.join("; "))
 }
 
-/// Streams the trials of a file (or run directory). Each item is scored or reported on its own.
-pub fn read_trajectories(
-    path: &Path,
-) -> Result<Box<dyn Iterator<Item = Result<ImportedTrial, StoreError>> + Send>, StoreError> {
+/// One item of a recorded-trajectories file, read but not yet parsed: the reading of a file
+/// stays in order on one thread while items are parsed (and scored) on several.
+pub struct RawItem {
+    /// 1-based line (JSON Lines) or item number (other layouts).
+    pub line: usize,
+    text: String,
+}
+
+/// Parses [`RawItem`]s of one file into trials. Each scoring thread keeps a clone: it remembers
+/// the format the last item had and the stored states it has read.
+#[derive(Clone)]
+pub struct ItemParser {
+    file: PathBuf,
+    format: Format,
+    /// Stored-state references are expanded in JSON Lines files (our `trials.jsonl`).
+    states: Option<crate::StateReader>,
+}
+
+impl ItemParser {
+    /// The trial of one item, or why it is not one (naming the file and line).
+    pub fn parse(&mut self, raw: RawItem) -> Result<ImportedTrial, StoreError> {
+        let line = raw.line;
+        let fmt_err = |message: String| StoreError::Format {
+            path: self.file.clone(),
+            line,
+            message,
+        };
+        let mut t = match parse_item(&raw.text, &mut self.format) {
+            Ok(t) => t,
+            Err(m) if self.states.is_some() => return Err(fmt_err(m)),
+            Err(m) => return Err(fmt_err(format!("item {line}: {m}"))),
+        };
+        drop(raw);
+        t.line = line;
+        if let Some(states) = &mut self.states {
+            t.initial_state = states.expand(std::mem::take(&mut t.initial_state))?;
+            t.final_state = states.expand(std::mem::take(&mut t.final_state))?;
+        }
+        Ok(t)
+    }
+}
+
+/// The items of a recorded-trajectories file (or run directory), streamed in order and not
+/// yet parsed, and the parser for them. [`read_trajectories`] is the two together.
+pub type RawItems = Box<dyn Iterator<Item = Result<RawItem, StoreError>> + Send>;
+
+/// Opens a file (or run directory) of recorded trajectories: its items, read in order, and
+/// the parser for them.
+pub fn read_items(path: &Path) -> Result<(RawItems, ItemParser), StoreError> {
     let file: PathBuf = if path.is_dir() {
         path.join("trials.jsonl")
     } else {
@@ -135,33 +180,24 @@ pub fn read_trajectories(
             message,
         }
     };
+    let parser = ItemParser {
+        file: file.clone(),
+        format: Format::Ours,
+        states: line_mode.then(|| crate::StateReader::for_file(&file)),
+    };
     if line_mode {
-        let mut format = Format::Ours;
         let mut lines = reader.lines().enumerate();
-        let mut states = crate::StateReader::for_file(&file);
-        return Ok(Box::new(std::iter::from_fn(move || {
+        let items = std::iter::from_fn(move || {
             loop {
                 let (i, line) = lines.next()?;
-                let line = match line {
-                    Ok(l) => l,
-                    Err(e) => return Some(Err(fmt_err(i + 1, e.to_string()))),
-                };
-                if line.trim().is_empty() {
-                    continue;
-                }
-                return Some(
-                    parse_item(&line, &mut format)
-                        .map_err(|m| fmt_err(i + 1, m))
-                        .and_then(|mut t| {
-                            t.line = i + 1;
-                            t.initial_state =
-                                states.expand(std::mem::take(&mut t.initial_state))?;
-                            t.final_state = states.expand(std::mem::take(&mut t.final_state))?;
-                            Ok(t)
-                        }),
-                );
+                return Some(match line {
+                    Ok(l) if l.trim().is_empty() => continue,
+                    Ok(text) => Ok(RawItem { line: i + 1, text }),
+                    Err(e) => Err(fmt_err(i + 1, e.to_string())),
+                });
             }
-        })));
+        });
+        return Ok((Box::new(items), parser));
     }
     let mut text = String::new();
     reader.read_to_string(&mut text).map_err(io)?;
@@ -173,15 +209,22 @@ pub fn read_trajectories(
             .collect::<Result<_, _>>()
             .map_err(|e| fmt_err(e.line(), e.to_string()))?
     };
-    let mut format = Format::Ours;
-    Ok(Box::new(items.into_iter().enumerate().map(
-        move |(i, raw)| {
-            parse_item(raw.get(), &mut format)
-                .map(|mut t| {
-                    t.line = i + 1;
-                    t
-                })
-                .map_err(|m| fmt_err(i + 1, format!("item {}: {m}", i + 1)))
-        },
-    )))
+    drop(text);
+    let items = items.into_iter().enumerate().map(|(i, raw)| {
+        Ok(RawItem {
+            line: i + 1,
+            text: String::from(Box::<str>::from(raw)),
+        })
+    });
+    Ok((Box::new(items), parser))
+}
+
+/// Streams the trials of a file (or run directory). Each item is scored or reported on its own.
+pub fn read_trajectories(
+    path: &Path,
+) -> Result<Box<dyn Iterator<Item = Result<ImportedTrial, StoreError>> + Send>, StoreError> {
+    let (items, mut parser) = read_items(path)?;
+    Ok(Box::new(
+        items.map(move |item| item.and_then(|raw| parser.parse(raw))),
+    ))
 }

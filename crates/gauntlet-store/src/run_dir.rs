@@ -8,6 +8,9 @@ use gauntlet_model::{FORMAT_VERSION, RunEvent, RunHeader, RunResults, TrialRecor
 use serde_json::Value;
 
 pub use crate::error::StoreError;
+
+/// A trial record serialised for `trials.jsonl` (see [`RunWriter::encode`]).
+pub struct EncodedRecord(Vec<u8>);
 use crate::states::{StateReader, StateWriter};
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -229,6 +232,37 @@ impl RunWriter {
             message: e.to_string(),
         })?;
         self.trials.write_all(b"\n").map_err(io(&path))?;
+        self.trials.flush().map_err(io(&path))
+    }
+
+    /// A record serialised as [`RunWriter::append`] would write it, on any thread (so records
+    /// are serialised on every core and written in order by one); `None` for a record with a
+    /// large initial state, which only `append` can store (it writes the state once under
+    /// `states/`).
+    pub fn encode(record: &TrialRecord) -> Option<Result<EncodedRecord, StoreError>> {
+        let compacted = gauntlet_model::stored_state::stored_ref(&record.initial_state).is_none()
+            && gauntlet_model::stored_state::is_large(&record.initial_state);
+        if compacted {
+            return None;
+        }
+        let mut line = Vec::with_capacity(4096);
+        Some(match serde_json::to_writer(&mut line, record) {
+            Ok(()) => {
+                line.push(b'\n');
+                Ok(EncodedRecord(line))
+            }
+            Err(e) => Err(StoreError::Format {
+                path: PathBuf::from("trials.jsonl"),
+                line: 0,
+                message: e.to_string(),
+            }),
+        })
+    }
+
+    /// Appends a record serialised by [`RunWriter::encode`] and flushes it.
+    pub fn append_encoded(&mut self, record: &EncodedRecord) -> Result<(), StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        self.trials.write_all(&record.0).map_err(io(&path))?;
         self.trials.flush().map_err(io(&path))
     }
 

@@ -97,6 +97,7 @@ fn refs(name: &str, initial: &Value, final_state: &Value) -> (Value, Value) {
 }
 
 /// Expands stored-state references of one run folder, caching each base.
+#[derive(Clone)]
 pub struct StateReader {
     dir: PathBuf,
     bases: HashMap<String, Arc<Value>>,

@@ -1,22 +1,25 @@
 //! `gauntlet score FILE --cases SUITE`: score recorded trajectories without running anything.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::{FORMAT_VERSION, RunHeader, TrialRecord, TrialSummary};
-use gauntlet_store::{ImportedTrial, RunWriter, SpilledSummaries, read_trajectories};
+use gauntlet_store::{
+    EncodedRecord, ImportedTrial, ItemParser, RawItem, RunWriter, SpilledSummaries, read_items,
+};
 
 use crate::cli::ScoreArgs;
 use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
 use crate::results::now;
 use gauntlet_eval::{Accumulator, results_of};
-use gauntlet_runner::{TrialEvidence, evaluate_batch};
+use gauntlet_runner::{TrialEvidence, evaluate_trial, ordered_map};
 
 /// How many problems `score` reports before it stops reading the file.
 const MAX_PROBLEMS: usize = 50;
-/// Trajectories read before a batch is scored across the cores.
-const BATCH: usize = 512;
+/// Items a scoring thread takes at a time.
+const CHUNK: usize = 64;
 /// Threads that score a batch, at most.
 const MAX_WORKERS: usize = 8;
 /// Trial summaries held in memory, at most, unless `GAUNTLET_SCORE_KEEP` says otherwise: past
@@ -52,37 +55,100 @@ fn evidence<'a>(
     }
 }
 
-/// A scored trial on its way to the sink.
-type Scored<'a> = (
-    ImportedTrial,
-    &'a gauntlet_suite::LoadedCase,
-    gauntlet_runner::Evaluation,
-);
-
-/// Where scored trials go, in file order: the run folder, the tally, and the summaries kept for
-/// `results.json` (in memory up to `keep`, then on disk).
-struct Sink {
-    writer: Option<RunWriter>,
-    tally: Accumulator,
-    summaries: Vec<TrialSummary>,
-    spill: Option<SpilledSummaries>,
-    summaries_needed: bool,
-    keep: usize,
-    listing: bool,
-    /// Trials whose trace id was made up, as `CASE#EPOCH`.
-    derived: Vec<String>,
-    epochs: u32,
-    /// The file's name, for derived trace ids.
-    source: String,
+/// What a scoring thread hands on for one item of the file, in file order.
+enum Outcome {
+    Trial {
+        line: usize,
+        warnings: Vec<String>,
+        /// `CASE#EPOCH` when the trial's trace id was made up.
+        derived: Option<String>,
+        ready: Ready,
+    },
+    Problem(String),
 }
 
-impl Sink {
-    fn take(
-        &mut self,
+/// A scored trial as the scoring thread leaves it: its summary, with its record serialised when
+/// a run folder is written; or, for a record of a large world that the writer must store, the
+/// record itself (the sink stores it, then summarises it).
+enum Ready {
+    Record(Box<TrialRecord>),
+    Summary(Box<TrialSummary>, Option<EncodedRecord>),
+}
+
+/// What every scoring thread shares.
+struct Scoring<'a> {
+    suite: &'a gauntlet_suite::Suite,
+    by_id: HashMap<&'a str, &'a gauntlet_suite::LoadedCase>,
+    custom: &'a gauntlet_runner::CustomEvaluators,
+    judges: Option<&'a gauntlet_runner::JudgePanel>,
+    file: &'a str,
+    /// The file's name, for derived trace ids.
+    source: &'a str,
+    /// Whether records go to a run folder (else the scoring threads summarise them).
+    writing: bool,
+    /// Whether summaries are needed whole (else they are lightened).
+    summaries_needed: bool,
+}
+
+impl Scoring<'_> {
+    /// Parses, scores and records one item of the file.
+    fn item(
+        &self,
+        parser: &mut ItemParser,
+        runtime: &tokio::runtime::Runtime,
+        item: Result<RawItem, gauntlet_store::StoreError>,
+    ) -> Outcome {
+        let t = match item.and_then(|raw| parser.parse(raw)) {
+            Ok(t) => t,
+            Err(e) => return Outcome::Problem(e.to_string()),
+        };
+        let Some(loaded) = self.by_id.get(t.case_id.as_str()).copied() else {
+            return Outcome::Problem(format!(
+                "{}:{}:1: no case `{}` in suite `{}`",
+                self.file, t.line, t.case_id, self.suite.config.name
+            ));
+        };
+        let evaluation = runtime.block_on(evaluate_trial(
+            &evidence(&t, loaded, self.suite),
+            self.custom,
+            self.judges,
+        ));
+        let (line, warnings) = (t.line, t.warnings.clone());
+        let (record, derived) = self.record(t, loaded, evaluation);
+        // A record the writer must store itself (or cannot serialise: it says why) goes whole.
+        let encoded = match self.writing.then(|| RunWriter::encode(&record)) {
+            None => None,
+            Some(Some(Ok(e))) => Some(e),
+            Some(_) => {
+                return Outcome::Trial {
+                    line,
+                    warnings,
+                    derived,
+                    ready: Ready::Record(Box::new(record)),
+                };
+            }
+        };
+        let mut summary = TrialSummary::of_owned(record);
+        if !self.summaries_needed {
+            // Nothing is stored or printed whole: keep what the verdict and summary read.
+            summary.lighten();
+        }
+        let ready = Ready::Summary(Box::new(summary), encoded);
+        Outcome::Trial {
+            line,
+            warnings,
+            derived,
+            ready,
+        }
+    }
+
+    /// The trial's record, and `CASE#EPOCH` when its trace id had to be made up.
+    fn record(
+        &self,
         t: ImportedTrial,
         loaded: &gauntlet_suite::LoadedCase,
         evaluation: gauntlet_runner::Evaluation,
-    ) -> Result<(), ExpectedError> {
+    ) -> (TrialRecord, Option<String>) {
         let case = &loaded.case;
         // Many trials of a large world are kept by what changed, not whole.
         let (initial_state, final_state) =
@@ -91,11 +157,12 @@ impl Sink {
             } else {
                 (t.initial_state, t.final_state)
             };
+        let mut derived = None;
         let record = TrialRecord {
             trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
                 Some(id) => id,
                 None => {
-                    self.derived.push(format!("{}#{}", t.case_id, t.epoch));
+                    derived = Some(format!("{}#{}", t.case_id, t.epoch));
                     // Deterministic: the same file scores to the same ids.
                     gauntlet_runner::trace_id(
                         &format!("{}:{}", self.source, t.line),
@@ -120,22 +187,36 @@ impl Sink {
             not_applicable: evaluation.not_applicable,
             judges: evaluation.judges,
         };
-        self.epochs = self.epochs.max(record.epoch + 1);
-        let stored = match &mut self.writer {
-            Some(w) => w
-                .append(&record)
-                .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?,
-            None => None,
+        (record, derived)
+    }
+}
+
+/// Where scored trials go, in file order: the run folder, the tally, and the summaries kept for
+/// `results.json` (in memory up to `keep`, then on disk).
+struct Sink {
+    writer: Option<RunWriter>,
+    tally: Accumulator,
+    summaries: Vec<TrialSummary>,
+    spill: Option<SpilledSummaries>,
+    summaries_needed: bool,
+    keep: usize,
+    listing: bool,
+    /// Trials whose trace id was made up, as `CASE#EPOCH`.
+    derived: Vec<String>,
+    epochs: u32,
+}
+
+impl Sink {
+    fn take(&mut self, ready: Ready) -> Result<(), ExpectedError> {
+        let summary = match (ready, &mut self.writer) {
+            (Ready::Summary(summary, Some(encoded)), Some(w)) => {
+                w.append_encoded(&encoded).map_err(record_error)?;
+                *summary
+            }
+            (Ready::Summary(summary, _), _) => *summary,
+            (Ready::Record(record), _) => self.store(*record)?,
         };
-        let mut summary = TrialSummary::of_owned(record);
-        // A large final state is summarised as stored: its reference and changes.
-        if let Some(stored) = stored {
-            summary.final_state = stored;
-        }
-        if !self.summaries_needed {
-            // Nothing is stored or printed whole: keep what the verdict and summary read.
-            summary.lighten();
-        }
+        self.epochs = self.epochs.max(summary.epoch + 1);
         self.tally.push(&summary);
         match &mut self.spill {
             Some(spill) => spill.push(&summary).map_err(spill_error)?,
@@ -157,6 +238,24 @@ impl Sink {
         }
         Ok(())
     }
+
+    /// Writes a record to the run folder; its summary.
+    fn store(&mut self, record: TrialRecord) -> Result<TrialSummary, ExpectedError> {
+        let stored = match &mut self.writer {
+            Some(w) => w.append(&record).map_err(record_error)?,
+            None => None,
+        };
+        let mut summary = TrialSummary::of_owned(record);
+        // A large final state is summarised as stored: its reference and changes.
+        if let Some(stored) = stored {
+            summary.final_state = stored;
+        }
+        Ok(summary)
+    }
+}
+
+fn record_error(e: gauntlet_store::StoreError) -> ExpectedError {
+    ExpectedError::harness(format!("failed to record a trial: {e}"))
 }
 
 fn spill_error(e: gauntlet_store::StoreError) -> ExpectedError {
@@ -170,7 +269,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         .iter()
         .map(|c| (c.case.case_id.as_str(), c))
         .collect();
-    let items = read_trajectories(&args.trajectories)
+    let (items, parser) = read_items(&args.trajectories)
         .map_err(|e| ExpectedError::input(format!("failed to read trajectories: {e}")))?;
     let file = args.trajectories.display().to_string();
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
@@ -211,7 +310,17 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         None => None,
     };
     let summaries_needed = writer.is_some() || args.json;
-    let sink = Sink {
+    let scoring = Scoring {
+        suite: &suite,
+        by_id,
+        custom: &custom,
+        judges: judges.map(|j| &**j),
+        file: &file,
+        source: &source,
+        writing: writer.is_some(),
+        summaries_needed,
+    };
+    let mut sink = Sink {
         tally: Accumulator::with_judges(&header.judges),
         writer,
         summaries: Vec::new(),
@@ -221,97 +330,60 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         listing: true,
         derived: Vec::new(),
         epochs: header.epochs,
-        source,
     };
-    // Three stages overlap, with a few batches between them at most (memory stays bounded): a
-    // reader thread parses the file, this thread checks each item and scores a batch on every
-    // core, and a sink thread writes and tallies the scored trials in file order. Each stage
-    // stops when the next one stops taking.
-    let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<_>>(2);
-    std::thread::spawn(move || {
-        let mut items = items.peekable();
-        while items.peek().is_some() {
-            let chunk: Vec<_> = items.by_ref().take(BATCH / 2).collect();
-            if sender.send(chunk).is_err() {
-                break;
-            }
-        }
-    });
-    let mut items = receiver.into_iter().flatten();
+    // The file is read in order on this thread; its items are parsed, scored and (unless a run
+    // folder is written) summarised on every core; the sink writes and tallies them in file
+    // order. A bounded number of items is in flight, so memory does not grow with the file.
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS));
-    let sink = std::thread::scope(|scope| {
-        let (scored, to_sink) = std::sync::mpsc::sync_channel::<Vec<Scored<'_>>>(1);
-        let sink = scope.spawn(move || {
-            let mut sink = sink;
-            for batch in to_sink {
-                for (t, loaded, evaluation) in batch {
-                    sink.take(t, loaded, evaluation)?;
-                }
+    let mut failure = None;
+    let quiet = args.quiet || args.json;
+    ordered_map(
+        items,
+        CHUNK,
+        workers,
+        || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a single-threaded runtime starts");
+            (parser.clone(), runtime)
+        },
+        |(parser, runtime), item| scoring.item(parser, runtime, item),
+        |outcome| {
+            // A file of bad items is summarised, not echoed line by line (nor read to its end).
+            if problems.len() >= MAX_PROBLEMS {
+                problems.push(format!(
+                    "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
+                ));
+                return ControlFlow::Break(());
             }
-            Ok::<Sink, ExpectedError>(sink)
-        });
-        let mut stop = false;
-        while !stop {
-            // A batch is read (and checked) in file order, then scored on every core.
-            let mut batch: Vec<(ImportedTrial, &gauntlet_suite::LoadedCase)> = Vec::new();
-            while batch.len() < BATCH {
-                // A file of bad items is summarised, not echoed line by line (nor read to its
-                // end).
-                if problems.len() >= MAX_PROBLEMS {
-                    problems.push(format!(
-                        "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
-                    ));
-                    stop = true;
-                    break;
-                }
-                let Some(item) = items.next() else {
-                    stop = true;
-                    break;
-                };
-                let t = match item {
-                    Ok(t) => t,
-                    Err(e) => {
-                        problems.push(e.to_string());
-                        continue;
+            match outcome {
+                Outcome::Problem(p) => problems.push(p),
+                Outcome::Trial {
+                    line,
+                    warnings,
+                    derived,
+                    ready,
+                } => {
+                    if !quiet {
+                        for w in &warnings {
+                            eprintln!("warning: {file}:{line}: {w}");
+                        }
                     }
-                };
-                let Some(loaded) = by_id.get(t.case_id.as_str()) else {
-                    problems.push(format!(
-                        "{file}:{}:1: no case `{}` in suite `{}`",
-                        t.line, t.case_id, suite.config.name
-                    ));
-                    continue;
-                };
-                if !args.quiet && !args.json {
-                    for w in &t.warnings {
-                        eprintln!("warning: {file}:{}: {w}", t.line);
+                    sink.derived.extend(derived);
+                    if let Err(e) = sink.take(ready) {
+                        failure = Some(e);
+                        return ControlFlow::Break(());
                     }
                 }
-                batch.push((t, loaded));
             }
-            let evidence: Vec<TrialEvidence<'_>> = batch
-                .iter()
-                .map(|(t, loaded)| evidence(t, loaded, &suite))
-                .collect();
-            let evaluations = evaluate_batch(&evidence, &custom, judges.map(|j| &**j), workers);
-            drop(evidence);
-            let done: Vec<Scored<'_>> = batch
-                .into_iter()
-                .zip(evaluations)
-                .map(|((t, loaded), e)| (t, loaded, e))
-                .collect();
-            if scored.send(done).is_err() {
-                // The sink stopped on an error, which its join gives.
-                break;
-            }
-        }
-        drop(scored);
-        sink.join().unwrap_or_else(|_| {
-            Err(ExpectedError::harness(
-                "the scoring sink panicked".to_owned(),
-            ))
-        })
-    })?;
+            ControlFlow::Continue(())
+        },
+    )
+    .map_err(|p| ExpectedError::harness(format!("a scoring thread panicked: {}", p.0)))?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
     let Sink {
         tally,
         writer,
