@@ -132,3 +132,9 @@ pub fn header() -> gauntlet_model::RunHeader {
         judges: Vec::new(),
     }
 }
+
+/// The example suite (`examples/incident-desk`).
+pub fn example_suite() -> gauntlet_suite::Suite {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk");
+    gauntlet_suite::Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"))
+}

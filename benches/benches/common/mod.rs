@@ -1,6 +1,5 @@
 //! What the latency benchmarks share: the example suite, a trial environment, percentiles.
 
-use std::path::Path;
 
 use gauntlet_agent::{SimulatedEnvironment, SimulatedUser};
 use gauntlet_model::FaultSpec;
@@ -8,11 +7,7 @@ use gauntlet_suite::Suite;
 use gauntlet_world::{FaultPlan, FaultRule, Simulator};
 use statrs::statistics::{Data, OrderStatistics};
 
-/// The example suite (`examples/incident-desk`).
-pub fn example_suite() -> Suite {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk");
-    Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"))
-}
+pub use gauntlet_bench::example_suite;
 
 /// A fresh trial environment of the `lookup-status` case, with these fault rules.
 pub fn lookup_env(suite: &Suite, faults: Vec<FaultSpec>) -> gauntlet_agent::SharedEnv {

@@ -12,6 +12,7 @@ mod error;
 mod evaluate;
 mod ids;
 pub mod judge;
+pub mod offline;
 mod ordered;
 pub mod plan;
 mod run;

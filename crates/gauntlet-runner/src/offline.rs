@@ -1,0 +1,459 @@
+//! Scoring a file of recorded trajectories against a suite, without running anything: the file
+//! is read in order on the calling thread; its items are parsed, scored and (unless a run
+//! folder is written) summarised on every core; one thread writes and tallies them in file
+//! order. A bounded number of items is in flight and only summaries are kept (on disk past a
+//! limit), so memory does not grow with the file.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use gauntlet_eval::{Accumulator, results_of};
+use gauntlet_model::{Classified, ErrorKind, RunHeader, RunResults, TrialRecord, TrialSummary};
+use gauntlet_store::{
+    EncodedRecord, ImportedTrial, ItemParser, RawItem, RunWriter, SpilledSummaries, StoreError,
+    read_items,
+};
+use gauntlet_suite::{LoadedCase, Suite};
+
+use crate::evaluate::{CustomEvaluators, TrialEvidence, evaluate_trial};
+use crate::judge::JudgePanel;
+use crate::ordered::ordered_map;
+
+/// How many problems are reported before the file is no longer read.
+pub const MAX_PROBLEMS: usize = 50;
+/// Items a scoring thread takes at a time.
+const CHUNK: usize = 64;
+
+/// What to score and where the results go.
+pub struct OfflineScoring<'a> {
+    /// The suite whose cases the trajectories played.
+    pub suite: &'a Suite,
+    /// The file (or run folder) of recorded trajectories.
+    pub trajectories: &'a Path,
+    /// The suite's custom evaluators.
+    pub custom: &'a CustomEvaluators,
+    /// The suite's LLM judges, when it has some.
+    pub judges: Option<&'a JudgePanel>,
+    /// The run's header (its epoch count is settled from the file).
+    pub header: RunHeader,
+    /// The run folder to write, if any (created once the file opens).
+    pub out: Option<&'a Path>,
+    /// Whether every trial's summary is wanted whole (to print it), even with no run folder.
+    pub summaries_needed: bool,
+    /// Summaries held in memory at most; past this they wait on disk.
+    pub keep: usize,
+    /// Scoring threads.
+    pub workers: usize,
+    /// The time the results are stamped with, when the scoring ends.
+    pub clock: fn() -> String,
+}
+
+/// What a file scored to.
+pub struct OfflineScore {
+    /// The run's results. With `spill`, their trials are on disk instead.
+    pub results: RunResults,
+    /// Gates that could not be decided.
+    pub gate_errors: Vec<String>,
+    /// Items that could not be scored, each naming the file and line (at most
+    /// [`MAX_PROBLEMS`], then a line saying the file was not read further).
+    pub problems: Vec<String>,
+    /// Trials whose trace id was made up, as `CASE#EPOCH`.
+    pub derived: Vec<String>,
+    /// The trial summaries kept on disk, when there were too many for memory.
+    pub spill: Option<SpilledSummaries>,
+}
+
+/// Why a file could not be scored (as opposed to items of it, which are `problems`).
+#[derive(Debug, thiserror::Error)]
+pub enum OfflineError {
+    /// The file cannot be opened or its layout read.
+    #[error("failed to read trajectories: {0}")]
+    Read(StoreError),
+    /// The run folder cannot be created.
+    #[error("failed to create the run folder: {0}")]
+    CreateRun(StoreError),
+    /// A trial could not be written to the run folder.
+    #[error("failed to record a trial: {0}")]
+    Record(StoreError),
+    /// Trial summaries could not be kept on disk.
+    #[error("failed to keep trial summaries on disk: {0}")]
+    Spill(StoreError),
+    /// The results could not be written to the run folder.
+    #[error("failed to write results: {0}")]
+    Results(StoreError),
+    /// A scoring thread panicked.
+    #[error("a scoring thread panicked: {0}")]
+    Panicked(String),
+}
+
+impl Classified for OfflineError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            OfflineError::Read(_) => ErrorKind::InvalidInput,
+            _ => ErrorKind::Harness,
+        }
+    }
+}
+
+/// Scores every trajectory of the file; `warn` gets what is odd about an item but changes no
+/// score, as `FILE:LINE: WARNING`, in file order.
+pub fn score_file(
+    s: OfflineScoring<'_>,
+    mut warn: impl FnMut(String) + Send,
+) -> Result<OfflineScore, OfflineError> {
+    let OfflineScoring {
+        suite,
+        trajectories,
+        custom,
+        judges,
+        mut header,
+        out,
+        summaries_needed,
+        keep,
+        workers,
+        clock,
+    } = s;
+    let (items, parser) = read_items(trajectories).map_err(OfflineError::Read)?;
+    let writer = match out {
+        Some(out) => Some(RunWriter::create(out, &header).map_err(OfflineError::CreateRun)?),
+        None => None,
+    };
+    let file = trajectories.display().to_string();
+    let source = trajectories
+        .file_name()
+        .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
+    let scoring = Scoring {
+        suite,
+        by_id: suite
+            .cases
+            .iter()
+            .map(|c| (c.case.case_id.as_str(), c))
+            .collect(),
+        custom,
+        judges,
+        file: &file,
+        source: &source,
+        writing: writer.is_some(),
+        summaries_needed: summaries_needed || writer.is_some(),
+    };
+    let mut sink = Sink {
+        tally: Accumulator::with_judges(&header.judges),
+        summaries_needed: scoring.summaries_needed,
+        writer,
+        summaries: Vec::new(),
+        spill: None,
+        keep,
+        listing: true,
+        derived: Vec::new(),
+        epochs: header.epochs,
+    };
+    let mut problems = Vec::new();
+    let mut failure = None;
+    ordered_map(
+        items,
+        CHUNK,
+        workers,
+        || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a single-threaded runtime starts");
+            (parser.clone(), runtime)
+        },
+        |(parser, runtime), item| scoring.item(parser, runtime, item),
+        |outcome| {
+            // A file of bad items is summarised, not echoed line by line (nor read to its end).
+            if problems.len() >= MAX_PROBLEMS {
+                problems.push(format!(
+                    "{file}: stopped after {MAX_PROBLEMS} problems; fix these and score again"
+                ));
+                return ControlFlow::Break(());
+            }
+            match outcome {
+                Outcome::Problem(p) => problems.push(p),
+                Outcome::Trial {
+                    line,
+                    warnings,
+                    derived,
+                    ready,
+                } => {
+                    for w in warnings {
+                        warn(format!("{file}:{line}: {w}"));
+                    }
+                    sink.derived.extend(derived);
+                    if let Err(e) = sink.take(ready) {
+                        failure = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        },
+    )
+    .map_err(|p| OfflineError::Panicked(p.0))?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let Sink {
+        tally,
+        writer,
+        mut summaries,
+        mut spill,
+        derived,
+        epochs,
+        ..
+    } = sink;
+    header.epochs = epochs;
+    // Report in the suite's case order, as a live run does, whatever order the log has (a
+    // large scoring's summaries stay in file order on disk).
+    let order: HashMap<&str, usize> = suite
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.case.case_id.as_str(), i))
+        .collect();
+    summaries.sort_by_key(|r| (order.get(r.case_id.as_str()).copied(), r.epoch));
+    if tally.trials() == 0 && problems.is_empty() {
+        problems.push(format!("{file}: no trajectories found"));
+    }
+    // Judged once: the stored result and the printed one are the same.
+    let seed = header.seed;
+    let (results, gate_errors) = results_of(
+        header,
+        clock(),
+        tally.finish(seed, Some(&order)),
+        summaries,
+        &suite.gates,
+        suite.rubric.as_ref(),
+    );
+    match (writer, &mut spill) {
+        (Some(w), Some(spill)) => w.finish_spilled(&results, spill),
+        (Some(w), None) => w.finish(&results),
+        (None, _) => Ok(()),
+    }
+    .map_err(OfflineError::Results)?;
+    Ok(OfflineScore {
+        results,
+        gate_errors,
+        problems,
+        derived,
+        spill,
+    })
+}
+
+/// The evidence of a read trajectory, for the trial-scoring entry point.
+fn evidence<'a>(
+    t: &'a ImportedTrial,
+    loaded: &'a LoadedCase,
+    suite: &'a Suite,
+) -> TrialEvidence<'a> {
+    TrialEvidence {
+        case_id: &t.case_id,
+        case: Some(&loaded.case),
+        epoch: t.epoch,
+        trajectory: &t.trajectory,
+        initial_state: Some(&t.initial_state),
+        final_state: &t.final_state,
+        world: Some(suite.world_of(loaded).world.spec()),
+        benchmark: suite.config.benchmark.as_ref(),
+        // A trial the harness failed stays the harness's failure.
+        harness_failed: t.error.is_some(),
+        policy: None,
+    }
+}
+
+/// What a scoring thread hands on for one item of the file, in file order.
+enum Outcome {
+    Trial {
+        line: usize,
+        warnings: Vec<String>,
+        /// `CASE#EPOCH` when the trial's trace id was made up.
+        derived: Option<String>,
+        ready: Ready,
+    },
+    Problem(String),
+}
+
+/// A scored trial as the scoring thread leaves it: its summary, with its record serialised when
+/// a run folder is written; or, for a record of a large world that the writer must store, the
+/// record itself (the sink stores it, then summarises it).
+enum Ready {
+    Record(Box<TrialRecord>),
+    Summary(Box<TrialSummary>, Option<EncodedRecord>),
+}
+
+/// What every scoring thread shares.
+struct Scoring<'a> {
+    suite: &'a Suite,
+    by_id: HashMap<&'a str, &'a LoadedCase>,
+    custom: &'a CustomEvaluators,
+    judges: Option<&'a JudgePanel>,
+    file: &'a str,
+    /// The file's name, for derived trace ids.
+    source: &'a str,
+    /// Whether records go to a run folder (else the scoring threads summarise them).
+    writing: bool,
+    /// Whether summaries are needed whole (else they are lightened).
+    summaries_needed: bool,
+}
+
+impl Scoring<'_> {
+    /// Parses, scores and records one item of the file.
+    fn item(
+        &self,
+        parser: &mut ItemParser,
+        runtime: &tokio::runtime::Runtime,
+        item: Result<RawItem, StoreError>,
+    ) -> Outcome {
+        let t = match item.and_then(|raw| parser.parse(raw)) {
+            Ok(t) => t,
+            Err(e) => return Outcome::Problem(e.to_string()),
+        };
+        let Some(loaded) = self.by_id.get(t.case_id.as_str()).copied() else {
+            return Outcome::Problem(format!(
+                "{}:{}:1: no case `{}` in suite `{}`",
+                self.file, t.line, t.case_id, self.suite.config.name
+            ));
+        };
+        let evaluation = runtime.block_on(evaluate_trial(
+            &evidence(&t, loaded, self.suite),
+            self.custom,
+            self.judges,
+        ));
+        let (line, warnings) = (t.line, t.warnings.clone());
+        let (record, derived) = self.record(t, loaded, evaluation);
+        // A record the writer must store itself (or cannot serialise: it says why) goes whole.
+        let encoded = match self.writing.then(|| RunWriter::encode(&record)) {
+            None => None,
+            Some(Some(Ok(e))) => Some(e),
+            Some(_) => {
+                return Outcome::Trial {
+                    line,
+                    warnings,
+                    derived,
+                    ready: Ready::Record(Box::new(record)),
+                };
+            }
+        };
+        let mut summary = TrialSummary::of_owned(record);
+        if !self.summaries_needed {
+            // Nothing is stored or printed whole: keep what the verdict and summary read.
+            summary.lighten();
+        }
+        let ready = Ready::Summary(Box::new(summary), encoded);
+        Outcome::Trial {
+            line,
+            warnings,
+            derived,
+            ready,
+        }
+    }
+
+    /// The trial's record, and `CASE#EPOCH` when its trace id had to be made up.
+    fn record(
+        &self,
+        t: ImportedTrial,
+        loaded: &LoadedCase,
+        evaluation: crate::Evaluation,
+    ) -> (TrialRecord, Option<String>) {
+        let case = &loaded.case;
+        // Many trials of a large world are kept by what changed, not whole.
+        let (initial_state, final_state) =
+            if gauntlet_model::stored_state::is_large(&t.initial_state) {
+                gauntlet_model::stored_state::lean(&t.initial_state, &t.final_state)
+            } else {
+                (t.initial_state, t.final_state)
+            };
+        let mut derived = None;
+        let record = TrialRecord {
+            trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
+                Some(id) => id,
+                None => {
+                    derived = Some(format!("{}#{}", t.case_id, t.epoch));
+                    // Deterministic: the same file scores to the same ids.
+                    crate::trace_id(&format!("{}:{}", self.source, t.line), &t.case_id, t.epoch)
+                }
+            },
+            case_id: t.case_id,
+            epoch: t.epoch,
+            seed: 0,
+            status: evaluation.status,
+            error: t.error,
+            tags: case.tags.clone(),
+            difficulty: case.difficulty.clone(),
+            initial_state,
+            final_state,
+            trajectory: t.trajectory,
+            scores: evaluation.scores,
+            duration_ms: t.duration_ms,
+            started_at: None,
+            not_applicable: evaluation.not_applicable,
+            judges: evaluation.judges,
+        };
+        (record, derived)
+    }
+}
+
+/// Where scored trials go, in file order: the run folder, the tally, and the summaries kept for
+/// `results.json` (in memory up to `keep`, then on disk).
+struct Sink {
+    writer: Option<RunWriter>,
+    tally: Accumulator,
+    summaries: Vec<TrialSummary>,
+    spill: Option<SpilledSummaries>,
+    summaries_needed: bool,
+    keep: usize,
+    listing: bool,
+    /// Trials whose trace id was made up, as `CASE#EPOCH`.
+    derived: Vec<String>,
+    epochs: u32,
+}
+
+impl Sink {
+    fn take(&mut self, ready: Ready) -> Result<(), OfflineError> {
+        let summary = match (ready, &mut self.writer) {
+            (Ready::Summary(summary, Some(encoded)), Some(w)) => {
+                w.append_encoded(&encoded).map_err(OfflineError::Record)?;
+                *summary
+            }
+            (Ready::Summary(summary, _), _) => *summary,
+            (Ready::Record(record), _) => self.store(*record)?,
+        };
+        self.epochs = self.epochs.max(summary.epoch + 1);
+        self.tally.push(&summary);
+        match &mut self.spill {
+            Some(spill) => spill.push(&summary).map_err(OfflineError::Spill)?,
+            None if !self.listing => {}
+            None if self.summaries.len() < self.keep => self.summaries.push(summary),
+            None if self.summaries_needed => {
+                let mut s = SpilledSummaries::create(self.writer.as_ref().map(RunWriter::dir))
+                    .map_err(OfflineError::Spill)?;
+                for kept in self.summaries.drain(..).chain(std::iter::once(summary)) {
+                    s.push(&kept).map_err(OfflineError::Spill)?;
+                }
+                self.spill = Some(s);
+            }
+            // Only the terminal summary reads them, and it does not list this many.
+            None => {
+                self.summaries = Vec::new();
+                self.listing = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a record to the run folder; its summary.
+    fn store(&mut self, record: TrialRecord) -> Result<TrialSummary, OfflineError> {
+        let stored = match &mut self.writer {
+            Some(w) => w.append(&record).map_err(OfflineError::Record)?,
+            None => None,
+        };
+        let mut summary = TrialSummary::of_owned(record);
+        // A large final state is summarised as stored: its reference and changes.
+        if let Some(stored) = stored {
+            summary.final_state = stored;
+        }
+        Ok(summary)
+    }
+}
