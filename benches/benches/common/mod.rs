@@ -1,6 +1,5 @@
 //! What the latency benchmarks share: the example suite, a trial environment, percentiles.
 
-
 use gauntlet_agent::{SimulatedEnvironment, SimulatedUser};
 use gauntlet_model::FaultSpec;
 use gauntlet_suite::Suite;

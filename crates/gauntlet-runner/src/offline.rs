@@ -7,12 +7,13 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gauntlet_eval::{Accumulator, results_of};
 use gauntlet_model::{Classified, ErrorKind, RunHeader, RunResults, TrialRecord, TrialSummary};
 use gauntlet_store::{
-    EncodedRecord, ImportedTrial, ItemParser, RawItem, RunWriter, SpilledSummaries, StoreError,
-    read_items,
+    EncodedRecord, EncodedSummary, ImportedTrial, ItemParser, RawItem, RunWriter, SpilledSummaries,
+    StoreError, read_items,
 };
 use gauntlet_suite::{LoadedCase, Suite};
 
@@ -136,8 +137,10 @@ pub fn score_file(
         source: &source,
         writing: writer.is_some(),
         summaries_needed: summaries_needed || writer.is_some(),
+        spilling: AtomicBool::new(false),
     };
     let mut sink = Sink {
+        spilling: &scoring.spilling,
         tally: Accumulator::with_judges(&header.judges),
         summaries_needed: scoring.summaries_needed,
         writer,
@@ -280,7 +283,13 @@ enum Outcome {
 /// record itself (the sink stores it, then summarises it).
 enum Ready {
     Record(Box<TrialRecord>),
-    Summary(Box<TrialSummary>, Option<EncodedRecord>),
+    Summary {
+        summary: Box<TrialSummary>,
+        record: Option<EncodedRecord>,
+        /// The summary serialised for the spill file, once summaries are spilled (the summary
+        /// itself is then lightened: only the tally reads it).
+        spilled: Option<EncodedSummary>,
+    },
 }
 
 /// What every scoring thread shares.
@@ -296,6 +305,8 @@ struct Scoring<'a> {
     writing: bool,
     /// Whether summaries are needed whole (else they are lightened).
     summaries_needed: bool,
+    /// Set by the sink once summaries wait on disk: the scoring threads serialise them then.
+    spilling: AtomicBool,
 }
 
 impl Scoring<'_> {
@@ -337,11 +348,20 @@ impl Scoring<'_> {
             }
         };
         let mut summary = TrialSummary::of_owned(record);
-        if !self.summaries_needed {
-            // Nothing is stored or printed whole: keep what the verdict and summary read.
+        let spilled = if self.spilling.load(Ordering::Relaxed) {
+            SpilledSummaries::encode(&summary).ok()
+        } else {
+            None
+        };
+        if !self.summaries_needed || spilled.is_some() {
+            // Nothing needs it whole: keep what the verdict and summary read.
             summary.lighten();
         }
-        let ready = Ready::Summary(Box::new(summary), encoded);
+        let ready = Ready::Summary {
+            summary: Box::new(summary),
+            record: encoded,
+            spilled,
+        };
         Outcome::Trial {
             line,
             warnings,
@@ -397,7 +417,9 @@ impl Scoring<'_> {
 
 /// Where scored trials go, in file order: the run folder, the tally, and the summaries kept for
 /// `results.json` (in memory up to `keep`, then on disk).
-struct Sink {
+struct Sink<'a> {
+    /// Tells the scoring threads that summaries are spilled.
+    spilling: &'a AtomicBool,
     writer: Option<RunWriter>,
     tally: Accumulator,
     summaries: Vec<TrialSummary>,
@@ -410,20 +432,32 @@ struct Sink {
     epochs: u32,
 }
 
-impl Sink {
+impl Sink<'_> {
     fn take(&mut self, ready: Ready) -> Result<(), OfflineError> {
-        let summary = match (ready, &mut self.writer) {
-            (Ready::Summary(summary, Some(encoded)), Some(w)) => {
-                w.append_encoded(&encoded).map_err(OfflineError::Record)?;
-                *summary
+        let (summary, spilled) = match (ready, &mut self.writer) {
+            (
+                Ready::Summary {
+                    summary,
+                    record,
+                    spilled,
+                },
+                w,
+            ) => {
+                if let (Some(record), Some(w)) = (record, w) {
+                    w.append_encoded(&record).map_err(OfflineError::Record)?;
+                }
+                (*summary, spilled)
             }
-            (Ready::Summary(summary, _), _) => *summary,
-            (Ready::Record(record), _) => self.store(*record)?,
+            (Ready::Record(record), _) => (self.store(*record)?, None),
         };
         self.epochs = self.epochs.max(summary.epoch + 1);
         self.tally.push(&summary);
         match &mut self.spill {
-            Some(spill) => spill.push(&summary).map_err(OfflineError::Spill)?,
+            Some(spill) => match spilled {
+                Some(bytes) => spill.push_encoded(&bytes),
+                None => spill.push(&summary),
+            }
+            .map_err(OfflineError::Spill)?,
             None if !self.listing => {}
             None if self.summaries.len() < self.keep => self.summaries.push(summary),
             None if self.summaries_needed => {
@@ -433,6 +467,7 @@ impl Sink {
                     s.push(&kept).map_err(OfflineError::Spill)?;
                 }
                 self.spill = Some(s);
+                self.spilling.store(true, Ordering::Relaxed);
             }
             // Only the terminal summary reads them, and it does not list this many.
             None => {

@@ -21,6 +21,6 @@ pub use run_dir::{
     EncodedRecord, RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean,
     replay,
 };
-pub use spill::SpilledSummaries;
+pub use spill::{EncodedSummary, SpilledSummaries};
 pub use states::StateReader;
 pub use verdicts::{JudgeVerdicts, read_judge_verdicts};

@@ -17,6 +17,9 @@ pub struct SpilledSummaries {
     count: u64,
 }
 
+/// A trial summary serialised for a spill file (see [`SpilledSummaries::encode`]).
+pub struct EncodedSummary(Vec<u8>);
+
 /// Stands in for the trials while the rest of the results is printed.
 const SLOT: &str = "\u{0}gauntlet-trials-slot\u{0}";
 
@@ -43,6 +46,23 @@ impl SpilledSummaries {
     /// Whether none was written.
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// A summary serialised as [`SpilledSummaries::push`] would write it, on any thread.
+    pub fn encode(summary: &TrialSummary) -> Result<EncodedSummary, serde_json::Error> {
+        let mut line = Vec::with_capacity(2048);
+        serde_json::to_writer(&mut line, summary)?;
+        line.push(b'\n');
+        Ok(EncodedSummary(line))
+    }
+
+    /// Adds one summary serialised by [`SpilledSummaries::encode`].
+    pub fn push_encoded(&mut self, summary: &EncodedSummary) -> Result<(), StoreError> {
+        if let Err(e) = self.file.write_all(&summary.0) {
+            return Err(io(self.file.get_ref().path())(e));
+        }
+        self.count += 1;
+        Ok(())
     }
 
     /// Adds one summary.
