@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One MCP tool call over streamable HTTP, the official Python client against `gauntlet serve
 # --http` (the example suite's world, a trial recording every call) and against FastMCP serving
-# the same tool: the server's CPU per call, the client's p50 and p99 round trip, and the
-# server's memory growth per 1,000 calls, with the ratios (gauntlet / FastMCP; below 1: gauntlet
+# the same tool: the server's CPU per call, the client's p50 and p99 round trip (and the p50 of
+# the first and last tenth of the calls: flat over a long session?), and the server's memory
+# growth per 1,000 calls, with the ratios (gauntlet / FastMCP; below 1: gauntlet
 # spends less).
 #
 # usage: benches/peers/mcp.sh [CALLS]      (default 2000)
@@ -35,7 +36,9 @@ g, f, n = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
 print(f"MCP tool call, official Python client, streamable HTTP, {n} calls in one session")
 print(f"{'':32}{'gauntlet':>12}{'FastMCP':>12}{'ratio':>8}")
 for key, label in [("server_cpu_us_per_call", "server CPU per call (µs)"), ("p50_us", "round trip p50 (µs)"),
-                   ("p99_us", "round trip p99 (µs)"), ("rss_growth_kib_per_1000_calls", "server RSS growth / 1000 calls (KiB)")]:
+                   ("p99_us", "round trip p99 (µs)"), ("p50_first_tenth_us", "p50, first tenth of calls (µs)"),
+                   ("p50_last_tenth_us", "p50, last tenth of calls (µs)"),
+                   ("rss_growth_kib_per_1000_calls", "server RSS growth / 1000 calls (KiB)")]:
     ratio = g[key] / f[key] if f[key] else float("nan")
     print(f"{label:32}{g[key]:>12.0f}{f[key]:>12.0f}{ratio:>8.2f}")
 PY

@@ -1,7 +1,8 @@
 """The official `mcp` Python client making N get_incident calls over streamable HTTP in one
 session, against gauntlet's server or FastMCP's. Prints one JSON line: the server's CPU seconds
-per call (read from /proc for SERVER_PID around the calls), p50 and p99 round trip in µs, and
-the server's resident memory growth in KiB per 1,000 calls.
+per call (read from /proc for SERVER_PID around the calls), p50 and p99 round trip in µs, the
+median of the first and of the last tenth of the calls (flat over a long session?), and the
+server's resident memory growth in KiB per 1,000 calls.
 
 usage: python3 mcp_calls.py URL TOKEN|- SERVER_PID N
 """
@@ -48,9 +49,14 @@ async def main():
                 rtts.append((time.perf_counter() - t) * 1e6)
                 assert "Search index lagging" in "".join(getattr(c, "text", "") for c in result.content)
             cpu1, rss1 = cpu_s(), rss_kib()
+    # Flat over a long session: the first tenth's median against the last tenth's.
+    tenth = max(1, n // 10)
+    first, last = statistics.median(rtts[:tenth]), statistics.median(rtts[-tenth:])
     rtts.sort()
     print(json.dumps({
         "server_cpu_us_per_call": (cpu1 - cpu0) * 1e6 / n,
+        "p50_first_tenth_us": first,
+        "p50_last_tenth_us": last,
         "p50_us": statistics.median(rtts),
         "p99_us": rtts[int(0.99 * (len(rtts) - 1))],
         "rss_growth_kib_per_1000_calls": (rss1 - rss0) * 1000 / n,
