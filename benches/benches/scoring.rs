@@ -113,6 +113,7 @@ fn whole_score_path(c: &mut Criterion) {
                 clock: || "2026-12-01T10:00:00Z".to_owned(),
             },
             |_| {},
+            |_| {},
         )
         .expect("scored");
         assert_eq!(scored.problems, Vec::<String>::new());

@@ -98,10 +98,12 @@ impl Classified for OfflineError {
 }
 
 /// Scores every trajectory of the file; `warn` gets what is odd about an item but changes no
-/// score, as `FILE:LINE: WARNING`, in file order.
+/// score, as `FILE:LINE: WARNING`, in file order; `progress` gets the bytes of each item handed
+/// on (the file's size in all, for JSON Lines).
 pub fn score_file(
     s: OfflineScoring<'_>,
     mut warn: impl FnMut(String) + Send,
+    mut progress: impl FnMut(u64) + Send,
 ) -> Result<OfflineScore, OfflineError> {
     let OfflineScoring {
         suite,
@@ -164,8 +166,13 @@ pub fn score_file(
                 .expect("a single-threaded runtime starts");
             (parser.clone(), runtime)
         },
-        |(parser, runtime), item| scoring.item(parser, runtime, item),
-        |outcome| {
+        |(parser, runtime), item| {
+            // The line and its end.
+            let bytes = item.as_ref().map_or(0, |raw| raw.len() as u64 + 1);
+            (bytes, scoring.item(parser, runtime, item))
+        },
+        |(bytes, outcome)| {
+            progress(bytes);
             // A file of bad items is summarised, not echoed line by line (nor read to its end).
             if problems.len() >= MAX_PROBLEMS {
                 problems.push(format!(

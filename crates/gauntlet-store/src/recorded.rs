@@ -117,6 +117,18 @@ pub struct ItemParser {
     states: Option<crate::StateReader>,
 }
 
+impl RawItem {
+    /// The item's size in bytes (its line's, for JSON Lines), for progress.
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Whether the item is empty (never, for an item read from a file).
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+}
+
 impl ItemParser {
     /// The trial of one item, or why it is not one (naming the file and line).
     pub fn parse(&mut self, raw: RawItem) -> Result<ImportedTrial, StoreError> {

@@ -53,13 +53,25 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         judges: judges.map(|j| j.headers()).unwrap_or_default(),
     };
     let quiet = args.quiet || args.json;
-    let OfflineScore {
-        results,
-        gate_errors,
-        problems,
-        derived,
-        mut spill,
-    } = score_file(
+    // Bytes scored of the file's size, on stderr when it is a terminal.
+    let bar = match std::fs::metadata(&args.trajectories) {
+        Ok(m) if !quiet && m.is_file() => {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(m.len()),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{bar:30}] {bytes}/{total_bytes} scored  {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar
+        }
+        _ => indicatif::ProgressBar::hidden(),
+    };
+    let scored = score_file(
         OfflineScoring {
             suite: &suite,
             trajectories: &args.trajectories,
@@ -74,10 +86,19 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         },
         |warning| {
             if !quiet {
-                eprintln!("warning: {warning}");
+                bar.suspend(|| eprintln!("warning: {warning}"));
             }
         },
-    )?;
+        |bytes| bar.inc(bytes),
+    );
+    bar.finish_and_clear();
+    let OfflineScore {
+        results,
+        gate_errors,
+        problems,
+        derived,
+        mut spill,
+    } = scored?;
     if !derived.is_empty() && !args.quiet && !args.json {
         let shown: Vec<&str> = derived.iter().take(5).map(String::as_str).collect();
         eprintln!(
