@@ -10,7 +10,7 @@ use gauntlet_model::names;
 use std::collections::BTreeSet;
 
 use gauntlet_model::matcher::state_expectations;
-use gauntlet_model::path::canonical_json;
+use gauntlet_model::path::Canonical;
 use gauntlet_model::{Case, Dimension, Event, ReservedKey, Score, Severity, ToolKind, Trajectory};
 use serde_json::{Value, json};
 
@@ -550,12 +550,13 @@ fn step_efficiency(optimal: u32, trajectory: &Trajectory) -> Score {
 /// whose last attempt failed is not a loop (the reference `AgentTrajectory` evaluator knows no faults; gauntlet injects them, and
 /// scores retries by the fault verdicts instead).
 fn loop_detection(trajectory: &Trajectory) -> Score {
-    let mut last_failed: std::collections::HashMap<(&str, String), bool> = Default::default();
+    let mut last_failed: std::collections::HashMap<(&str, Canonical<'_>), bool> =
+        Default::default();
     let mut duplicates = Vec::new();
     let mut total = 0;
     for (i, c) in tool_call_indexes(trajectory) {
         total += 1;
-        let key = (c.tool.as_str(), canonical_json(&c.arguments));
+        let key = (c.tool.as_str(), Canonical(&c.arguments));
         if last_failed.get(&key) == Some(&false) {
             duplicates.push(i);
         }

@@ -81,6 +81,80 @@ pub fn canonical_json(v: &Value) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// A JSON value compared and hashed as its [`canonical_json`] text would be (objects by key
+/// whatever their order, numbers as written: `20` and `20.0` differ), without writing it out.
+#[derive(Debug, Clone, Copy)]
+pub struct Canonical<'a>(pub &'a Value);
+
+impl PartialEq for Canonical<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        fn eq(a: &Value, b: &Value) -> bool {
+            match (a, b) {
+                (Value::Null, Value::Null) => true,
+                (Value::Bool(x), Value::Bool(y)) => x == y,
+                (Value::Number(x), Value::Number(y)) => {
+                    match (x.as_f64(), x.is_f64(), y.is_f64()) {
+                        // Written alike only when the same kind and, for floats, the same bits
+                        // (`0.0` and `-0.0` are written apart).
+                        (Some(fx), true, true) => {
+                            y.as_f64().is_some_and(|fy| fx.to_bits() == fy.to_bits())
+                        }
+                        (_, false, false) => x == y,
+                        _ => false,
+                    }
+                }
+                (Value::String(x), Value::String(y)) => x == y,
+                (Value::Array(x), Value::Array(y)) => {
+                    x.len() == y.len() && x.iter().zip(y).all(|(a, b)| eq(a, b))
+                }
+                (Value::Object(x), Value::Object(y)) => {
+                    x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| eq(a, b)))
+                }
+                _ => false,
+            }
+        }
+        eq(self.0, other.0)
+    }
+}
+
+impl Eq for Canonical<'_> {}
+
+impl std::hash::Hash for Canonical<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(canonical_hash(self.0));
+    }
+}
+
+/// A hash of the value consistent with [`Canonical`]'s equality: an object's entries are
+/// combined whatever their order.
+fn canonical_hash(v: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Not keyed: these hashes only group a trial's own calls.
+    let mut h = rustc_hash::FxHasher::default();
+    match v {
+        Value::Null => 0u8.hash(&mut h),
+        Value::Bool(b) => (1u8, b).hash(&mut h),
+        Value::Number(n) if n.is_f64() => (2u8, n.as_f64().map(f64::to_bits)).hash(&mut h),
+        Value::Number(n) => (3u8, n.as_u64(), n.as_i64()).hash(&mut h),
+        Value::String(s) => (5u8, s).hash(&mut h),
+        Value::Array(a) => {
+            (6u8, a.len()).hash(&mut h);
+            for x in a {
+                canonical_hash(x).hash(&mut h);
+            }
+        }
+        Value::Object(m) => {
+            let entries = m.iter().fold(0u64, |acc, (k, x)| {
+                let mut e = rustc_hash::FxHasher::default();
+                (k, canonical_hash(x)).hash(&mut e);
+                acc.wrapping_add(e.finish())
+            });
+            (7u8, m.len(), entries).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
 /// Equality of parsed JSON as Python's `==` sees it (the reference evaluators compare parsed
 /// JSON in Python): numbers by value (`20 == 20.0`), booleans as the numbers 1 and 0
 /// (`True == 1`), arrays in order, objects by their keys whatever the order.
@@ -147,7 +221,70 @@ mod tests {
     }
 
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Small JSON values whose leaves collide often: the same keys in other orders, `1` and
+    /// `1.0`, `0.0` and `-0.0`.
+    fn small_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0i64..3).prop_map(|n| json!(n)),
+            (-1i64..1).prop_map(|n| json!(n as f64)),
+            Just(json!(-0.0)),
+            prop::sample::select(vec!["a", "b", "é\"", ""]).prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((prop::sample::select(vec!["x", "y", "z"]), inner), 0..4)
+                    .prop_map(|entries| {
+                        Value::Object(
+                            entries
+                                .into_iter()
+                                .map(|(k, v)| (k.to_owned(), v))
+                                .collect(),
+                        )
+                    }),
+            ]
+        })
+    }
+
+    fn hash_of(v: &Value) -> u64 {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(Canonical(v))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// `Canonical` equality is equality of the canonical texts, and equal values hash alike.
+        #[test]
+        fn canonical_compares_as_the_canonical_text_does(a in small_json(), b in small_json()) {
+            let same_text = canonical_json(&a) == canonical_json(&b);
+            prop_assert_eq!(Canonical(&a) == Canonical(&b), same_text);
+            if same_text {
+                prop_assert_eq!(hash_of(&a), hash_of(&b));
+            }
+            // The same value with its objects' keys reversed is the same canonical value.
+            let reversed = reverse_keys(&a);
+            prop_assert!(Canonical(&a) == Canonical(&reversed));
+            prop_assert_eq!(hash_of(&a), hash_of(&reversed));
+        }
+    }
+
+    fn reverse_keys(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .rev()
+                    .map(|(k, x)| (k.clone(), reverse_keys(x)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(reverse_keys).collect()),
+            other => other.clone(),
+        }
+    }
 
     #[test]
     fn same_value_compares_numbers_by_value_but_not_booleans() {
