@@ -324,7 +324,7 @@ impl Scoring<'_> {
         runtime: &tokio::runtime::Runtime,
         item: Result<RawItem, StoreError>,
     ) -> Outcome {
-        let t = match item.and_then(|raw| parser.parse(raw)) {
+        let mut t = match item.and_then(|raw| parser.parse(raw)) {
             Ok(t) => t,
             Err(e) => return Outcome::Problem(e.to_string()),
         };
@@ -339,7 +339,7 @@ impl Scoring<'_> {
             self.custom,
             self.judges,
         ));
-        let (line, warnings) = (t.line, t.warnings.clone());
+        let (line, warnings) = (t.line, std::mem::take(&mut t.warnings));
         let (record, derived) = self.record(t, loaded, evaluation);
         // A record the writer must store itself (or cannot serialise: it says why) goes whole.
         let encoded = match self.writing.then(|| RunWriter::encode(&record)) {

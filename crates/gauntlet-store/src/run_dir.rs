@@ -11,6 +11,14 @@ pub use crate::error::StoreError;
 
 /// A trial record serialised for `trials.jsonl` (see [`RunWriter::encode`]).
 pub struct EncodedRecord(Vec<u8>);
+
+/// One line of `trials.jsonl`.
+fn encode_line(record: &TrialRecord) -> Result<EncodedRecord, serde_json::Error> {
+    let mut line = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut line, record)?;
+    line.push(b'\n');
+    Ok(EncodedRecord(line))
+}
 use crate::states::{StateReader, StateWriter};
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -225,14 +233,12 @@ impl RunWriter {
 
     /// Writes one line of `trials.jsonl` and flushes it, so a crash loses no finished trial.
     fn write_line(&mut self, record: &TrialRecord) -> Result<(), StoreError> {
-        let path = self.dir.join("trials.jsonl");
-        serde_json::to_writer(&mut self.trials, record).map_err(|e| StoreError::Format {
-            path: path.clone(),
+        let line = encode_line(record).map_err(|e| StoreError::Format {
+            path: self.dir.join("trials.jsonl"),
             line: 0,
             message: e.to_string(),
         })?;
-        self.trials.write_all(b"\n").map_err(io(&path))?;
-        self.trials.flush().map_err(io(&path))
+        self.append_encoded(&line)
     }
 
     /// A record serialised as [`RunWriter::append`] would write it, on any thread (so records
@@ -240,23 +246,14 @@ impl RunWriter {
     /// large initial state, which only `append` can store (it writes the state once under
     /// `states/`).
     pub fn encode(record: &TrialRecord) -> Option<Result<EncodedRecord, StoreError>> {
-        let compacted = gauntlet_model::stored_state::stored_ref(&record.initial_state).is_none()
-            && gauntlet_model::stored_state::is_large(&record.initial_state);
-        if compacted {
+        if StateWriter::compacts(&record.initial_state) {
             return None;
         }
-        let mut line = Vec::with_capacity(4096);
-        Some(match serde_json::to_writer(&mut line, record) {
-            Ok(()) => {
-                line.push(b'\n');
-                Ok(EncodedRecord(line))
-            }
-            Err(e) => Err(StoreError::Format {
-                path: PathBuf::from("trials.jsonl"),
-                line: 0,
-                message: e.to_string(),
-            }),
-        })
+        Some(encode_line(record).map_err(|e| StoreError::Format {
+            path: PathBuf::from("trials.jsonl"),
+            line: 0,
+            message: e.to_string(),
+        }))
     }
 
     /// Appends a record serialised by [`RunWriter::encode`] and flushes it.

@@ -67,15 +67,12 @@ impl SpilledSummaries {
 
     /// Adds one summary.
     pub fn push(&mut self, summary: &TrialSummary) -> Result<(), StoreError> {
-        let path = self.file.get_ref().path().to_owned();
-        serde_json::to_writer(&mut self.file, summary).map_err(|e| StoreError::Format {
-            path: path.clone(),
+        let line = Self::encode(summary).map_err(|e| StoreError::Format {
+            path: self.file.get_ref().path().to_owned(),
             line: self.count as usize + 1,
             message: e.to_string(),
         })?;
-        self.file.write_all(b"\n").map_err(io(&path))?;
-        self.count += 1;
-        Ok(())
+        self.push_encoded(&line)
     }
 
     /// Writes `results` as pretty JSON to `out` with its `trials` (which must be empty) being

@@ -42,6 +42,12 @@ impl StateWriter {
         Ok(name.map(|name| refs(&name, initial, final_state)))
     }
 
+    /// Whether [`StateWriter::compact`] would store this initial state under `states/` (a large
+    /// state not already a reference to one).
+    pub(crate) fn compacts(initial: &Value) -> bool {
+        stored_ref(initial).is_none() && is_large(initial)
+    }
+
     /// The compact forms of a trial's states, or `None` when they are small enough to inline.
     pub(crate) fn compact(
         &mut self,
@@ -49,7 +55,7 @@ impl StateWriter {
         initial: &Value,
         final_state: &Value,
     ) -> Result<Option<(Value, Value)>, StoreError> {
-        if stored_ref(initial).is_some() {
+        if !Self::compacts(initial) {
             return Ok(None);
         }
         Ok(self
