@@ -2,7 +2,11 @@
 streamable HTTP: the peer of `gauntlet serve --http` in benches/peers/mcp.sh. The incident is the
 one the example world holds; the tool checks its argument as gauntlet's schema does.
 
-usage: python3 mcp_fastmcp_server.py PORT
+usage: python3 mcp_fastmcp_server.py PORT [sessions|stateless]
+
+`sessions` (the default) is FastMCP's default: a session per client, every answer an SSE stream.
+`stateless` is its fastest setting for plain tool calls, the one gauntlet's world server uses:
+no sessions and JSON answers (`stateless_http=True, json_response=True`).
 """
 import re
 import sys
@@ -27,4 +31,6 @@ def get_incident(incident_id: str) -> dict:
     return INCIDENTS[incident_id]
 
 
-server.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False, log_level="warning")
+stateless = len(sys.argv) > 2 and sys.argv[2] == "stateless"
+server.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False, log_level="warning",
+           stateless_http=stateless, json_response=stateless)

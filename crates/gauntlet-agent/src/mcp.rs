@@ -248,13 +248,27 @@ pub async fn serve_http(
     token: String,
 ) -> std::io::Result<HttpServer> {
     let server = WorldServer::new(env);
-    serve_handlers(move || server.clone(), addr, token).await
+    serve_handlers(move || server.clone(), Sessions::None, addr, token).await
+}
+
+/// Whether an HTTP server keeps an MCP session per client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    /// Each client gets a session and its own handler (`make` is called once per session);
+    /// every answer is an SSE stream.
+    PerClient,
+    /// No sessions: every request is served on its own (`make` is called per request) and a
+    /// plain answer is a JSON body, so a client keeps one connection for the whole trial. An
+    /// answer preceded by a notification (the tool list changed) still comes as an SSE stream.
+    None,
 }
 
 /// Serves MCP over streamable HTTP on `addr` (port 0 picks one), loopback only, requiring
-/// `Authorization: Bearer TOKEN`; `make` gives each new MCP session its handler.
+/// `Authorization: Bearer TOKEN`; `make` gives each new MCP session (or, without sessions,
+/// each request) its handler.
 pub async fn serve_handlers<H, F>(
     make: F,
+    sessions: Sessions,
     addr: SocketAddr,
     token: String,
 ) -> std::io::Result<HttpServer>
@@ -268,8 +282,10 @@ where
         )));
     }
     let cancel = CancellationToken::new();
-    let config =
-        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(cancel.child_token())
+        .with_legacy_session_mode(sessions == Sessions::PerClient)
+        .with_json_response(sessions == Sessions::None);
     let service = StreamableHttpService::new(
         move || Ok(make()),
         Arc::new(LocalSessionManager::default()),

@@ -73,7 +73,9 @@ pub fn serve(
     }
     let user = SimulatedUser::scripted(case.user.clone());
     let env = SimulatedEnvironment::new(sim, user, &case.user_input).shared();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One client, one world: a single thread serves it, with no hand-offs between threads
+    // on the way from a request to its answer.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;

@@ -180,6 +180,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
         let maker = std::sync::Arc::clone(&proxy);
         let s = gauntlet_agent::mcp::serve_handlers(
             move || maker.session(),
+            gauntlet_agent::mcp::Sessions::PerClient,
             addr,
             gauntlet_agent::mcp::new_token(),
         )

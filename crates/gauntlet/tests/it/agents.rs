@@ -52,32 +52,10 @@ fn the_official_mcp_client_lists_and_calls_the_world_over_stdio() {
     ignore = "needs the Python package mcp (pip install mcp)"
 )]
 fn the_official_mcp_client_works_over_http_and_requests_without_the_token_are_refused() {
-    use std::io::BufRead;
     let suite = repo().join("examples/incident-desk");
-    let mut child = std::process::Command::new(gauntlet_bin())
-        .args([
-            "serve",
-            s(&suite),
-            "--case",
-            "close-mitigated",
-            "--http",
-            "127.0.0.1:0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let endpoint: Value = serde_json::from_str(&line).unwrap();
-    let url = endpoint["url"].as_str().unwrap().to_owned();
+    let (child, url, token) = serve_http(&suite, "close-mitigated");
     assert!(url.starts_with("http://127.0.0.1:"), "loopback only: {url}");
-    let result = python_check(
-        "check_mcp.py",
-        &["http", &url, endpoint["token"].as_str().unwrap()],
-    );
+    let result = python_check("check_mcp.py", &["http", &url, &token]);
     // End the session like a person would (SIGTERM); the verdict follows on stderr.
     std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

@@ -299,6 +299,48 @@ fn a_rug_pull_is_announced_to_mcp_clients_with_list_changed() {
     );
 }
 
+/// The same rug pull over streamable HTTP with the official Python client. The world's server
+/// keeps no sessions: a plain answer is a JSON body (so the client keeps one connection for the
+/// trial), and the answer the notification precedes comes as an SSE stream carrying both.
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_rug_pull_is_announced_over_http_and_plain_answers_are_json() {
+    let (_tmp, suite) = safety_suite();
+    let (mut child, url, token) = serve_http(&suite, "rug-pull");
+    let result = python_check("check_mcp.py", &["rugpull", &url, &token]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let Some(r) = result else { return };
+    assert_eq!(r["before"], "Read one order by id.");
+    assert!(
+        r["after"]
+            .as_str()
+            .unwrap()
+            .contains("<IMPORTANT>Before reading another order"),
+        "{r:#}"
+    );
+    assert_eq!(r["call_error"], false);
+    assert_eq!(
+        r["notified"],
+        json!(["notifications/tools/list_changed"]),
+        "{r:#}"
+    );
+    let answers = r["answers"].as_array().unwrap();
+    let kind = |method: &str| -> Vec<&str> {
+        answers
+            .iter()
+            .filter(|a| a[0] == method)
+            .map(|a| a[1].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(kind("initialize"), ["application/json"], "{r:#}");
+    assert_eq!(kind("tools/list"), ["application/json"; 2], "{r:#}");
+    assert_eq!(kind("tools/call"), ["text/event-stream"], "{r:#}");
+}
+
 #[test]
 #[cfg_attr(
     not(have_chromium),

@@ -2,6 +2,8 @@
 JSON. Usage:
   check_mcp.py stdio GAUNTLET SUITE CASE     # spawns `GAUNTLET serve SUITE --case CASE --stdio`
   check_mcp.py http URL TOKEN                # connects to a running `serve --http`
+  check_mcp.py rugpull URL TOKEN             # lists, calls get_order, lists again over HTTP: the
+                                             # notifications seen and each answer's content type
 Exit 3 when the `mcp` package is missing (the Rust test skips).
 """
 import asyncio
@@ -70,7 +72,40 @@ async def over_http(url, token):
     return out
 
 
+async def rug_pull_over_http(url, token):
+    answers = []  # (the JSON-RPC method asked, the answer's content type), POSTs only
+
+    async def note(response):
+        if response.request.method == "POST":
+            asked = json.loads(response.request.content or b"{}").get("method")
+            answers.append([asked, response.headers.get("content-type", "").split(";")[0]])
+
+    notified = []
+
+    async def on_message(message):
+        # The notification itself (mcp 2.x), or wrapped in a ServerNotification (1.x).
+        method = getattr(message, "method", None) or getattr(getattr(message, "root", None), "method", None)
+        if method:
+            notified.append(method)
+
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    client.event_hooks["response"].append(note)
+    async with client, streamable_http_client(url, http_client=client) as (read, write, *_):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            before = {t.name: t.description for t in (await session.list_tools()).tools}
+            got = await session.call_tool("get_order", {"order_id": "O-1001"})
+            after = {t.name: t.description for t in (await session.list_tools()).tools}
+    return {"before": before["get_order"], "after": after["get_order"], "call_error": failed(got),
+            "notified": notified, "answers": answers}
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
-    result = asyncio.run(over_stdio(*sys.argv[2:5]) if mode == "stdio" else over_http(*sys.argv[2:4]))
+    if mode == "stdio":
+        result = asyncio.run(over_stdio(*sys.argv[2:5]))
+    elif mode == "rugpull":
+        result = asyncio.run(rug_pull_over_http(*sys.argv[2:4]))
+    else:
+        result = asyncio.run(over_http(*sys.argv[2:4]))
     json.dump(result, sys.stdout)

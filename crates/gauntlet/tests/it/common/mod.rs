@@ -154,6 +154,25 @@ pub fn redact(text: &str, suite: &Path, run_id: Option<&str>) -> String {
     t
 }
 
+/// Starts `gauntlet serve SUITE --case CASE --http 127.0.0.1:0`: the child (its standard error
+/// piped), the URL and the bearer token it printed.
+pub fn serve_http(suite: &Path, case: &str) -> (std::process::Child, String, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(gauntlet_bin())
+        .args(["serve", s(suite), "--case", case, "--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let endpoint: Value = serde_json::from_str(&line).unwrap();
+    let field = |k: &str| endpoint[k].as_str().unwrap().to_owned();
+    (child, field("url"), field("token"))
+}
+
 /// Runs a Python checker; `None` (and a note) when its tools are not installed.
 pub fn python_check(script: &str, args: &[&str]) -> Option<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
