@@ -175,8 +175,12 @@ impl Environment for SimulatedEnvironment {
             Turn::Ask => self.record(Event::Question { step, text: asked }),
             Turn::Confirm => self.record(Event::ConfirmationRequest { step, text: asked }),
         }
-        let history = self.sim.as_ref().map(Simulator::events).unwrap_or_default();
-        self.user.reply(turn, text, history)
+        let history: Vec<&Event> = self
+            .sim
+            .as_ref()
+            .map(|sim| sim.conversation().collect())
+            .unwrap_or_default();
+        self.user.reply(turn, text, &history)
     }
 
     fn user_answered(&mut self, turn: Turn, text: String) {

@@ -116,8 +116,8 @@ impl SimulatedUser {
     }
 
     /// The reply to a question or confirmation request, given the conversation so far (the
-    /// trial's events, the request included).
-    pub fn reply(&self, turn: Turn, text: &str, history: &[Event]) -> Reply {
+    /// trial's events but its tool calls, the request included).
+    pub fn reply(&self, turn: Turn, text: &str, history: &[&Event]) -> Reply {
         if let Some(reply) = self.matching(text) {
             return Reply::Now(reply);
         }
@@ -210,7 +210,7 @@ pub const PERSONA_GREETING: &str = "Hi! How can I help you today?";
 
 /// The chat request that asks the persona's model for the user's next message; `prompt` is the
 /// system prompt, with `{persona}` where the persona goes.
-pub fn persona_request(prompt: &str, persona: &str, model: &str, history: &[Event]) -> Value {
+pub fn persona_request(prompt: &str, persona: &str, model: &str, history: &[&Event]) -> Value {
     let mut messages = vec![json!({
         "role": "system",
         "content": prompt.replace("{persona}", persona.trim()),
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn the_persona_sees_the_conversation_from_the_user_side_and_never_the_tools() {
-        let history = vec![
+        let history = [
             Event::UserMessage {
                 text: "Cancel my trip.".into(),
             },
@@ -332,7 +332,7 @@ mod tests {
             PERSONA_PROMPT,
             "You are Mia. You want ABC123 cancelled.",
             "m",
-            &history,
+            &history.iter().collect::<Vec<_>>(),
         );
         let messages = r["messages"].as_array().unwrap();
         assert!(

@@ -7,6 +7,7 @@
 
 mod declarative;
 mod handler;
+mod log;
 pub mod recorded;
 mod script;
 mod simulator;

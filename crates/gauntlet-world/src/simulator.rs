@@ -185,7 +185,7 @@ pub struct Simulator {
     state: Value,
     context: Context,
     faults: FaultPlan,
-    events: Vec<Event>,
+    events: crate::log::EventLog,
     side_effects: Vec<SideEffect>,
     calls_per_tool: std::collections::HashMap<String, u32>,
     model_calls: u32,
@@ -295,7 +295,7 @@ impl Simulator {
             state,
             context,
             faults,
-            events: Vec::new(),
+            events: crate::log::EventLog::default(),
             side_effects: Vec::new(),
             calls_per_tool: Default::default(),
             model_calls: 0,
@@ -414,19 +414,13 @@ impl Simulator {
 
     /// Puts the recorded output of a replayed call beside the last call's output.
     pub fn note_recorded_output(&mut self, recorded: Value) {
-        if let Some(Event::ToolCall(c)) = self
-            .events
-            .iter_mut()
-            .rev()
-            .find(|e| matches!(e, Event::ToolCall(_)))
-        {
-            c.recorded_output = Some(recorded);
-        }
+        self.events
+            .change_last_call(|c| c.recorded_output = Some(recorded));
     }
 
-    /// The trial's events so far.
-    pub fn events(&self) -> &[Event] {
-        &self.events
+    /// The trial's events so far other than its tool calls (the conversation, faults, waits).
+    pub fn conversation(&self) -> impl Iterator<Item = &Event> {
+        self.events.conversation()
     }
 
     /// Appends a non-tool event (messages, confirmations, model calls).
@@ -461,10 +455,8 @@ impl Simulator {
     ) -> Result<Value, ToolError> {
         // A step trap is taken when the agent moves past its step, on the state before this call.
         if !self.traps.is_empty() && self.trapped.is_none() {
-            let closed = self.events.iter().rev().find_map(|e| match e {
-                Event::ToolCall(c) => Some(c.step),
-                _ => None,
-            });
+            // With traps pending the log keeps every call whole.
+            let closed = self.events.whole_calls().next_back().map(|c| c.step);
             let last = closed.unwrap_or(0);
             let due = self
                 .traps
@@ -515,16 +507,9 @@ impl Simulator {
             Err(e) => call.error = Some(e.clone()),
         }
         call.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        self.events.push(Event::ToolCall(Box::new(call)));
+        self.events.push_call(Box::new(call), self.traps.is_empty());
         if !self.traps.is_empty() {
-            let calls: Vec<&gauntlet_model::ToolCall> = self
-                .events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::ToolCall(c) => Some(c.as_ref()),
-                    _ => None,
-                })
-                .collect();
+            let calls: Vec<&gauntlet_model::ToolCall> = self.events.whole_calls().collect();
             let last = calls.len() - 1;
             let due: Vec<bool> = self
                 .traps
@@ -740,7 +725,7 @@ impl Simulator {
         drop(service);
         (
             Trajectory {
-                events: self.events,
+                events: self.events.into_events(),
                 final_answer,
                 side_effects: self.side_effects,
             },

@@ -73,6 +73,49 @@ fn the_official_mcp_client_works_over_http_and_requests_without_the_token_are_re
     );
 }
 
+/// A long MCP session: past the calls a trial keeps whole, the rest are kept as text, and the
+/// trajectory still holds every call in order with what the agent was answered.
+#[test]
+fn a_long_mcp_session_records_every_call_with_its_answer() {
+    let suite = repo().join("examples/incident-desk");
+    let ids = ["INC-004217", "INC-004218", "INC-004219"];
+    let mut requests: Vec<Value> = (1..=400)
+        .map(|n| {
+            json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                "params": {"name": "get_incident", "arguments": {"incident_id": ids[n % 3]}}})
+        })
+        .collect();
+    requests.push(json!({"jsonrpc": "2.0", "id": 401, "method": "tools/call",
+        "params": {"name": "get_incident", "arguments": {"incident_id": 42}}}));
+    let (seen, stderr) = mcp_session(&suite, "close-mitigated", &requests);
+    let record: Value = serde_json::from_str(stderr.lines().last().unwrap()).unwrap();
+    let calls: Vec<&Value> = record["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .collect();
+    assert_eq!(calls.len(), 401);
+    for (n, call) in calls.iter().enumerate().take(400) {
+        let n = n + 1;
+        assert_eq!(call["id"], format!("call-{n}"));
+        assert_eq!(call["arguments"]["incident_id"], ids[n % 3]);
+        let answer = seen.iter().find(|v| v["id"] == n).unwrap();
+        assert_eq!(
+            call["result"], answer["result"]["structuredContent"],
+            "call {n}"
+        );
+        assert_eq!(call["schema_valid"], true);
+    }
+    assert_eq!(calls[400]["schema_valid"], false);
+    let verdict = stderr.lines().nth(1).unwrap();
+    assert!(
+        verdict.contains("session over: 401 tool calls"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("LoopDetection"), "{verdict}");
+}
+
 #[test]
 fn a_python_agent_runs_the_suite_through_cmd_and_its_calls_are_recorded() {
     if std::process::Command::new("python3")

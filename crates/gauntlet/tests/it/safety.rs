@@ -195,53 +195,6 @@ fn a_suite_wide_attack_runs_every_case_under_it_and_is_kept_on_resume() {
     );
 }
 
-/// Talks MCP over stdio to `gauntlet serve` for one case: sends `requests` (a call of `None`
-/// id is a notification) and returns every message the server sent, until the last request's
-/// answer.
-fn mcp_session(suite: &Path, case: &str, requests: &[Value]) -> Vec<Value> {
-    use std::io::{BufRead, Write};
-    let mut child = std::process::Command::new(gauntlet_bin())
-        .args(["serve", s(suite), "--case", case, "--stdio"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
-    writeln!(stdin, "{init}").unwrap();
-    let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let done = v["id"] == 0;
-        seen.push(v);
-        if done {
-            break;
-        }
-    }
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .unwrap();
-    for r in requests {
-        writeln!(stdin, "{r}").unwrap();
-        for line in lines.by_ref() {
-            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            let done = v["id"] == r["id"];
-            seen.push(v);
-            if done {
-                break;
-            }
-        }
-    }
-    drop(stdin);
-    let _ = child.wait();
-    seen
-}
-
 fn description_of(listing: &Value, tool: &str) -> String {
     listing["result"]["tools"]
         .as_array()
@@ -258,7 +211,7 @@ fn description_of(listing: &Value, tool: &str) -> String {
 #[test]
 fn the_poisoned_description_is_what_an_mcp_client_lists() {
     let (_tmp, suite) = safety_suite();
-    let seen = mcp_session(
+    let (seen, _) = mcp_session(
         &suite,
         "poisoned-tool",
         &[json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})],
@@ -278,7 +231,7 @@ fn a_rug_pull_is_announced_to_mcp_clients_with_list_changed() {
     let (_tmp, suite) = safety_suite();
     let list = |id: u32| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_order", "arguments": {"order_id": "O-1001"}}});
-    let seen = mcp_session(&suite, "rug-pull", &[list(1), call, list(3)]);
+    let (seen, _) = mcp_session(&suite, "rug-pull", &[list(1), call, list(3)]);
     assert_eq!(
         seen[0]["result"]["capabilities"]["tools"]["listChanged"],
         true

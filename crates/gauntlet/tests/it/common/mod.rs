@@ -173,6 +173,54 @@ pub fn serve_http(suite: &Path, case: &str) -> (std::process::Child, String, Str
     (child, field("url"), field("token"))
 }
 
+/// Talks MCP over stdio to `gauntlet serve` for one case: sends `requests` (a call of `None`
+/// id is a notification) and returns every message the server sent, until the last request's
+/// answer, and what it wrote on standard error once the session ended (the verdict, then the
+/// trial record as one JSON line).
+pub fn mcp_session(suite: &Path, case: &str, requests: &[Value]) -> (Vec<Value>, String) {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(gauntlet_bin())
+        .args(["serve", s(suite), "--case", case, "--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let done = v["id"] == 0;
+        seen.push(v);
+        if done {
+            break;
+        }
+    }
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    for r in requests {
+        writeln!(stdin, "{r}").unwrap();
+        for line in lines.by_ref() {
+            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let done = v["id"] == r["id"];
+            seen.push(v);
+            if done {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    (seen, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// Runs a Python checker; `None` (and a note) when its tools are not installed.
 pub fn python_check(script: &str, args: &[&str]) -> Option<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,0 +1,178 @@
+//! A trial's event log. Tool calls are most of a trajectory's weight: their arguments and what
+//! came back, held as trees of JSON values (about 2 KB for a small record). A trial keeps its
+//! first [`WHOLE_CALLS`] calls whole, so a short one pays nothing; past them, a call is kept as
+//! its compact JSON text (a few hundred bytes) until the trajectory is handed out, so memory per
+//! call stays small however long an agent's session runs.
+
+use gauntlet_model::{Event, ToolCall};
+
+/// How many calls a log keeps whole before it keeps them as text.
+pub(crate) const WHOLE_CALLS: usize = 256;
+
+/// The events of one trial, in order.
+#[derive(Default)]
+pub(crate) struct EventLog {
+    entries: Vec<Entry>,
+    whole_calls: usize,
+}
+
+enum Entry {
+    Whole(Event),
+    /// A tool call as its JSON text.
+    Call(Box<str>),
+}
+
+impl EventLog {
+    /// Appends an event, whole.
+    pub(crate) fn push(&mut self, event: Event) {
+        if matches!(event, Event::ToolCall(_)) {
+            self.whole_calls += 1;
+        }
+        self.entries.push(Entry::Whole(event));
+    }
+
+    /// Appends a tool call: as text past the first [`WHOLE_CALLS`] when `compact` allows it (a
+    /// trial whose traps read every call as they go keeps them whole).
+    pub(crate) fn push_call(&mut self, call: Box<ToolCall>, compact: bool) {
+        if compact
+            && self.whole_calls >= WHOLE_CALLS
+            && let Ok(text) = serde_json::to_string(&call)
+        {
+            self.entries.push(Entry::Call(text.into_boxed_str()));
+        } else {
+            self.push(Event::ToolCall(call));
+        }
+    }
+
+    /// The events other than tool calls (the conversation, faults, waits), in order.
+    pub(crate) fn conversation(&self) -> impl Iterator<Item = &Event> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Whole(Event::ToolCall(_)) | Entry::Call(_) => None,
+            Entry::Whole(event) => Some(event),
+        })
+    }
+
+    /// The calls kept whole, in order: every call of a trial that never let the log compact.
+    pub(crate) fn whole_calls(&self) -> impl DoubleEndedIterator<Item = &ToolCall> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Whole(Event::ToolCall(c)) => Some(c.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// Changes the last tool call, wherever it is kept.
+    pub(crate) fn change_last_call(&mut self, change: impl FnOnce(&mut ToolCall)) {
+        let Some(last) = self
+            .entries
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(e, Entry::Whole(Event::ToolCall(_)) | Entry::Call(_)))
+        else {
+            return;
+        };
+        match last {
+            Entry::Whole(Event::ToolCall(c)) => change(c),
+            Entry::Call(text) => {
+                let mut call = read_call(text);
+                change(&mut call);
+                if let Ok(changed) = serde_json::to_string(&call) {
+                    *text = changed.into_boxed_str();
+                }
+            }
+            Entry::Whole(_) => {}
+        }
+    }
+
+    /// The events, every call whole again.
+    pub(crate) fn into_events(self) -> Vec<Event> {
+        self.entries
+            .into_iter()
+            .map(|e| match e {
+                Entry::Whole(event) => event,
+                Entry::Call(text) => Event::ToolCall(Box::new(read_call(&text))),
+            })
+            .collect()
+    }
+}
+
+/// A call back from the text the log wrote. It reads back as a stored trajectory's call does
+/// (a `null` result is no result); text the log wrote always parses, but should it not, the
+/// call says so rather than vanish.
+fn read_call(text: &str) -> ToolCall {
+    serde_json::from_str(text).unwrap_or_else(|e| {
+        let mut call: ToolCall = serde_json::from_value(serde_json::json!({
+            "id": "", "step": 0, "tool": "", "arguments": null, "at_ms": 0.0, "latency_ms": 0.0,
+        }))
+        .expect("a minimal call parses");
+        call.error = Some(gauntlet_model::ToolError {
+            status: 500,
+            message: format!("gauntlet could not read this call back from its log: {e}"),
+            retry_after_s: None,
+        });
+        call
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(n: u32) -> Event {
+        let call: ToolCall = serde_json::from_value(json!({
+            "id": format!("call-{n}"), "step": n, "tool": "get_incident",
+            "arguments": {"incident_id": format!("INC-{n:06}")},
+            "kind": "read", "schema_valid": true,
+            "result": {"id": n, "title": "Search index lagging", "notes": [], "score": 0.1 + n as f64},
+            "at_ms": n as f64 / 3.0, "latency_ms": 0.017,
+        }))
+        .unwrap();
+        Event::ToolCall(Box::new(call))
+    }
+
+    #[test]
+    fn a_long_log_gives_back_exactly_what_was_pushed() {
+        let mut log = EventLog::default();
+        let mut pushed = Vec::new();
+        for n in 0..(WHOLE_CALLS as u32 + 40) {
+            let events = [
+                call(n),
+                Event::AgentMessage {
+                    step: n,
+                    text: format!("said {n}"),
+                },
+            ];
+            for e in events {
+                pushed.push(e.clone());
+                match e {
+                    Event::ToolCall(c) => log.push_call(c, true),
+                    e => log.push(e),
+                }
+            }
+        }
+        assert!(log.entries.iter().any(|e| matches!(e, Entry::Call(_))));
+        assert_eq!(log.whole_calls().count(), WHOLE_CALLS);
+        assert_eq!(log.conversation().count(), WHOLE_CALLS + 40);
+        log.change_last_call(|c| c.recorded_output = Some(json!({"was": "recorded"})));
+        if let Some(Event::ToolCall(c)) = pushed
+            .iter_mut()
+            .rev()
+            .find(|e| matches!(e, Event::ToolCall(_)))
+        {
+            c.recorded_output = Some(json!({"was": "recorded"}));
+        }
+        assert_eq!(log.into_events(), pushed);
+    }
+
+    #[test]
+    fn a_log_told_not_to_compact_keeps_every_call_whole() {
+        let mut log = EventLog::default();
+        for n in 0..(WHOLE_CALLS as u32 + 5) {
+            let Event::ToolCall(c) = call(n) else {
+                unreachable!()
+            };
+            log.push_call(c, false);
+        }
+        assert_eq!(log.whole_calls().count(), WHOLE_CALLS + 5);
+    }
+}
