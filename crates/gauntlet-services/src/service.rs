@@ -22,6 +22,9 @@ use crate::upstream::{CallFailure, Target, Upstream, UpstreamSpec, call, outcome
 const START_TIMEOUT_S: f64 = 60.0;
 const CALL_TIMEOUT_S: f64 = 30.0;
 
+/// How long a trial's end waits for its killed servers to be gone.
+const SERVER_GONE: Duration = Duration::from_secs(2);
+
 /// Where per-trial folders live: `$TMPDIR/gauntlet-trials/p<PID>-...`.
 fn trials_root() -> PathBuf {
     std::env::temp_dir().join("gauntlet-trials")
@@ -43,15 +46,32 @@ pub fn sweep_stale() {
         {
             // Its servers, should any have outlived it (a sandbox does not die with a killed
             // parent): every process whose command line names the folder.
-            kill_naming(&e.path());
+            kill_naming_until_gone(&e.path(), SERVER_GONE);
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }
 
-/// SIGKILL to every process whose command line names `path`.
-fn kill_naming(path: &Path) {
+/// SIGKILL to every process whose command line names `path`, until none is left (at most
+/// `patience`): a killed process lingers a moment, and a sandboxed server dies only after its
+/// sandbox does. Whether none is left.
+fn kill_naming_until_gone(path: &Path, patience: Duration) -> bool {
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        if kill_naming(path) == 0 {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// SIGKILL to every process whose command line names `path`; how many there were.
+fn kill_naming(path: &Path) -> usize {
     let needle = path.display().to_string();
+    let mut found = 0;
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
@@ -59,12 +79,14 @@ fn kill_naming(path: &Path) {
         if let Ok(raw) = std::fs::read(e.path().join("cmdline"))
             && String::from_utf8_lossy(&raw).contains(&needle)
         {
+            found += 1;
             // SAFETY: kill only sends a signal.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
         }
     }
+    found
 }
 
 /// Held while a trial's folder is made and filled; `true` once gauntlet is stopping, after
@@ -78,6 +100,15 @@ pub fn remove_own() {
     *stopping = true;
     crate::upstream::kill_all();
     let own = format!("p{}-", std::process::id());
+    for e in std::fs::read_dir(trials_root())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().starts_with(&own) {
+            kill_naming_until_gone(&e.path(), SERVER_GONE);
+        }
+    }
     // A server may still be writing into its folder as it dies: try again a few times.
     for _ in 0..20 {
         let mut left = false;
@@ -265,6 +296,8 @@ impl RealService {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        // Gone before the trial is over, sandbox and all (so none outlives a run).
+        kill_naming_until_gone(&self.work, SERVER_GONE);
         if let (ServiceKind::Command, Some(teardown)) = (self.spec.kind, &self.spec.teardown) {
             let fixture = self.spec.fixture.clone();
             let _ = run_shell(teardown, &self.work, fixture.as_deref().map(Path::new));
