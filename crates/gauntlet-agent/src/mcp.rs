@@ -248,7 +248,7 @@ pub async fn serve_http(
     token: String,
 ) -> std::io::Result<HttpServer> {
     let server = WorldServer::new(env);
-    serve_handlers(move || server.clone(), Sessions::None, addr, token).await
+    serve_handlers(move || server.clone(), Sessions::Stateless, addr, token).await
 }
 
 /// Whether an HTTP server keeps an MCP session per client.
@@ -260,7 +260,7 @@ pub enum Sessions {
     /// No sessions: every request is served on its own (`make` is called per request) and a
     /// plain answer is a JSON body, so a client keeps one connection for the whole trial. An
     /// answer preceded by a notification (the tool list changed) still comes as an SSE stream.
-    None,
+    Stateless,
 }
 
 /// Serves MCP over streamable HTTP on `addr` (port 0 picks one), loopback only, requiring
@@ -285,7 +285,7 @@ where
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(cancel.child_token())
         .with_legacy_session_mode(sessions == Sessions::PerClient)
-        .with_json_response(sessions == Sessions::None);
+        .with_json_response(sessions == Sessions::Stateless);
     let service = StreamableHttpService::new(
         move || Ok(make()),
         Arc::new(LocalSessionManager::default()),
