@@ -165,7 +165,7 @@ pub enum Event {
 }
 
 /// A tool call as the simulator saw it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// Call id, unique within the trial (`call-1`, `call-2`, ...).

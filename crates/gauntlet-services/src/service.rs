@@ -54,16 +54,10 @@ pub fn sweep_stale() {
 
 /// SIGKILL to every process whose command line names `path`, until none is left (at most
 /// `patience`): a killed process lingers a moment, and a sandboxed server dies only after its
-/// sandbox does. Whether none is left.
-fn kill_naming_until_gone(path: &Path, patience: Duration) -> bool {
+/// sandbox does.
+fn kill_naming_until_gone(path: &Path, patience: Duration) {
     let deadline = std::time::Instant::now() + patience;
-    loop {
-        if kill_naming(path) == 0 {
-            return true;
-        }
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
+    while kill_naming(path) > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
 }

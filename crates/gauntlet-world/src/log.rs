@@ -1,5 +1,6 @@
 //! A trial's event log. Tool calls are most of a trajectory's weight: their arguments and what
-//! came back, held as trees of JSON values (about 2 KB for a small record). A trial keeps its
+//! came back, held as trees of JSON values (about 2 KB of memory for a call that reads a small
+//! record, against about 300 bytes of JSON text). A trial keeps its
 //! first [`WHOLE_CALLS`] calls whole, so a short one pays nothing; past them, a call is kept as
 //! its compact JSON text (a few hundred bytes) until the trajectory is handed out, so memory per
 //! call stays small however long an agent's session runs.
@@ -99,17 +100,13 @@ impl EventLog {
 /// (a `null` result is no result); text the log wrote always parses, but should it not, the
 /// call says so rather than vanish.
 fn read_call(text: &str) -> ToolCall {
-    serde_json::from_str(text).unwrap_or_else(|e| {
-        let mut call: ToolCall = serde_json::from_value(serde_json::json!({
-            "id": "", "step": 0, "tool": "", "arguments": null, "at_ms": 0.0, "latency_ms": 0.0,
-        }))
-        .expect("a minimal call parses");
-        call.error = Some(gauntlet_model::ToolError {
+    serde_json::from_str(text).unwrap_or_else(|e| ToolCall {
+        error: Some(gauntlet_model::ToolError {
             status: 500,
             message: format!("gauntlet could not read this call back from its log: {e}"),
             retry_after_s: None,
-        });
-        call
+        }),
+        ..ToolCall::default()
     })
 }
 
