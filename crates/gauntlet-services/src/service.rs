@@ -94,28 +94,20 @@ pub fn remove_own() {
     *stopping = true;
     crate::upstream::kill_all();
     let own = format!("p{}-", std::process::id());
-    for e in std::fs::read_dir(trials_root())
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(trials_root())
         .into_iter()
         .flatten()
         .flatten()
-    {
-        if e.file_name().to_string_lossy().starts_with(&own) {
-            kill_naming_until_gone(&e.path(), SERVER_GONE);
-        }
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&own))
+        .map(|e| e.path())
+        .collect();
+    for f in &folders {
+        kill_naming_until_gone(f, SERVER_GONE);
     }
     // A server may still be writing into its folder as it dies: try again a few times.
     for _ in 0..20 {
-        let mut left = false;
-        for e in std::fs::read_dir(trials_root())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if e.file_name().to_string_lossy().starts_with(&own) {
-                left |= std::fs::remove_dir_all(e.path()).is_err();
-            }
-        }
-        if !left {
+        folders.retain(|f| std::fs::remove_dir_all(f).is_err() && f.exists());
+        if folders.is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(25));

@@ -9,17 +9,25 @@ use serde_json::Value;
 
 pub use crate::error::StoreError;
 
+use crate::states::{StateReader, StateWriter};
+
 /// A trial record serialised for `trials.jsonl` (see [`RunWriter::encode`]).
 pub struct EncodedRecord(Vec<u8>);
 
-/// One line of `trials.jsonl`.
-fn encode_line(record: &TrialRecord) -> Result<EncodedRecord, serde_json::Error> {
+/// One line of `trials.jsonl`; an error names `path`.
+fn encode_line(
+    record: &TrialRecord,
+    path: impl FnOnce() -> PathBuf,
+) -> Result<EncodedRecord, StoreError> {
     let mut line = Vec::with_capacity(4096);
-    serde_json::to_writer(&mut line, record)?;
+    serde_json::to_writer(&mut line, record).map_err(|e| StoreError::Format {
+        path: path(),
+        line: 0,
+        message: e.to_string(),
+    })?;
     line.push(b'\n');
     Ok(EncodedRecord(line))
 }
-use crate::states::{StateReader, StateWriter};
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
@@ -233,11 +241,7 @@ impl RunWriter {
 
     /// Writes one line of `trials.jsonl` and flushes it, so a crash loses no finished trial.
     fn write_line(&mut self, record: &TrialRecord) -> Result<(), StoreError> {
-        let line = encode_line(record).map_err(|e| StoreError::Format {
-            path: self.dir.join("trials.jsonl"),
-            line: 0,
-            message: e.to_string(),
-        })?;
+        let line = encode_line(record, || self.dir.join("trials.jsonl"))?;
         self.append_encoded(&line)
     }
 
@@ -249,11 +253,7 @@ impl RunWriter {
         if StateWriter::compacts(&record.initial_state) {
             return None;
         }
-        Some(encode_line(record).map_err(|e| StoreError::Format {
-            path: PathBuf::from("trials.jsonl"),
-            line: 0,
-            message: e.to_string(),
-        }))
+        Some(encode_line(record, || PathBuf::from("trials.jsonl")))
     }
 
     /// Appends a record serialised by [`RunWriter::encode`] and flushes it.

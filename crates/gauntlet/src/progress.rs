@@ -1,5 +1,5 @@
-//! The progress bar: a consumer of the run event stream, and the only place that draws while
-//! trials run (on stderr, hidden with --quiet or --json).
+//! The progress bars: a consumer of the run event stream, the only place that draws while
+//! trials run, and the bar of a file being scored (on stderr, hidden with --quiet or --json).
 
 use gauntlet_model::RunEvent;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -17,13 +17,18 @@ impl Progress {
                 bar: ProgressBar::hidden(),
             };
         }
-        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} trials  {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        Progress { bar }
+        Progress {
+            bar: drawn(0, "{pos}/{len} trials"),
+        }
+    }
+
+    /// A bar of bytes done out of `total` (a file scored), or a hidden one.
+    pub fn bytes(visible: bool, total: u64) -> ProgressBar {
+        if visible {
+            drawn(total, "{bytes}/{total_bytes} scored")
+        } else {
+            ProgressBar::hidden()
+        }
     }
 
     /// Moves the bar for one event.
@@ -44,4 +49,15 @@ impl Progress {
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
+}
+
+/// A bar on stderr of `len` steps, counted as `count` says.
+fn drawn(len: u64, count: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!("{{spinner}} [{{bar:30}}] {count}  {{msg}}"))
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar
 }

@@ -55,21 +55,8 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let quiet = args.quiet || args.json;
     // Bytes scored of the file's size, on stderr when it is a terminal.
     let bar = match std::fs::metadata(&args.trajectories) {
-        Ok(m) if !quiet && m.is_file() => {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(m.len()),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{bar:30}] {bytes}/{total_bytes} scored  {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar
-        }
-        _ => indicatif::ProgressBar::hidden(),
+        Ok(m) if m.is_file() => crate::progress::Progress::bytes(!quiet, m.len()),
+        _ => crate::progress::Progress::bytes(false, 0),
     };
     let scored = score_file(
         OfflineScoring {
