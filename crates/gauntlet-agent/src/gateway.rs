@@ -100,6 +100,8 @@ pub struct JudgeCallError {
     pub message: String,
     /// Whether trying again may help.
     pub retryable: bool,
+    /// The upstream's HTTP status, when it answered.
+    pub status: Option<u16>,
 }
 
 /// One recorded response.
@@ -337,11 +339,13 @@ impl Gateway {
             .map_err(|e| JudgeCallError {
                 message: format!("the judge's model call failed: {e}"),
                 retryable: true,
+                status: None,
             })?;
         let status = response.status();
         let body: Value = response.json().await.map_err(|e| JudgeCallError {
             message: format!("the judge's model answered with no JSON body: {e}"),
             retryable: status.is_server_error(),
+            status: Some(status.as_u16()),
         })?;
         if !status.is_success() {
             return Err(JudgeCallError {
@@ -350,6 +354,7 @@ impl Gateway {
                     body["error"]["message"].as_str().unwrap_or("no message")
                 ),
                 retryable: status.as_u16() == 429 || status.is_server_error(),
+                status: Some(status.as_u16()),
             });
         }
         Ok(body)

@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use gauntlet_model::labels::{CalibrationReport, Figures, Level, Unmatched, WithinAgreement};
-use gauntlet_model::{Label, LabelValue};
+use gauntlet_model::{Label, LabelValue, SegmentValue};
 
 use crate::agreement::{
     Confusion, KappaWeights, cohen_kappa, contingency, krippendorff_alpha, weighted_kappa,
@@ -68,7 +68,7 @@ pub enum CalibrationError {
 #[derive(Default)]
 struct Item<'a> {
     values: Vec<(Option<&'a str>, &'a LabelValue)>,
-    segment: BTreeMap<&'a str, &'a str>,
+    segment: BTreeMap<&'a str, &'a SegmentValue>,
 }
 
 fn group(labels: &[Label]) -> BTreeMap<&str, Item<'_>> {
@@ -206,13 +206,11 @@ pub fn calibrate(
     }
     let mut segments: BTreeMap<String, BTreeMap<String, Vec<&Pair<'_>>>> = BTreeMap::new();
     for p in &matched {
-        for (k, v) in &p.segment {
-            segments
-                .entry((*k).to_owned())
-                .or_default()
-                .entry((*v).to_owned())
-                .or_default()
-                .push(p);
+        for (k, values) in &p.segment {
+            let named = segments.entry((*k).to_owned()).or_default();
+            for v in values.values() {
+                named.entry(v.clone()).or_default().push(p);
+            }
         }
     }
     let segments = segments
@@ -241,7 +239,7 @@ pub fn calibrate(
 struct Pair<'a> {
     hc: usize,
     jc: usize,
-    segment: BTreeMap<&'a str, &'a str>,
+    segment: BTreeMap<&'a str, &'a SegmentValue>,
 }
 
 struct Cx<'a> {
@@ -401,6 +399,35 @@ mod tests {
         assert_eq!((r.figures.n, r.unmatched.ties), (1, 1));
         let h = r.human_agreement.unwrap();
         assert_eq!((h.items, h.raters, h.percent_agreement), (2, 2, 0.5));
+    }
+
+    #[test]
+    fn an_item_with_several_tags_counts_in_each() {
+        let labels: Vec<Label> = [
+            r#"{"item": "a", "label": true, "segment": {"tag": ["billing", "refund"], "agent": "x"}}"#,
+            r#"{"item": "b", "label": false, "segment": {"tag": "billing", "agent": "x"}}"#,
+            r#"{"item": "c", "label": true, "segment": {"tag": [], "agent": "y"}}"#,
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+        let verdicts = vec![
+            label("a", LabelValue::Bool(true), None),
+            label("b", LabelValue::Bool(true), None),
+            label("c", LabelValue::Bool(true), None),
+        ];
+        let r = calibrate(&labels, &verdicts, &CalibrationOptions::default()).unwrap();
+        let tag = &r.segments["tag"];
+        assert_eq!(tag.keys().collect::<Vec<_>>(), ["billing", "refund"]);
+        assert_eq!((tag["billing"].n, tag["refund"].n), (2, 1));
+        assert_eq!(
+            (tag["billing"].accuracy, tag["refund"].accuracy),
+            (0.5, 1.0)
+        );
+        assert_eq!(
+            (r.segments["agent"]["x"].n, r.segments["agent"]["y"].n),
+            (2, 1)
+        );
     }
 
     #[test]

@@ -250,6 +250,16 @@ pub fn request(
     r
 }
 
+/// `body` without its `response_format`: what is sent again when an upstream refuses the
+/// `json_schema` format (the prompt itself asks for the JSON verdict); `None` when it has none.
+pub fn without_response_format(body: &Value) -> Option<Value> {
+    let mut plain = body.clone();
+    plain
+        .as_object_mut()?
+        .remove("response_format")
+        .map(|_| plain.clone())
+}
+
 /// A reply read: the normalised verdict per criterion, the judge's reason, and how it was read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {

@@ -128,8 +128,8 @@ pub fn read_results_json(
                     label,
                     rater: None,
                     segment: BTreeMap::from([
-                        ("benchmark".to_owned(), benchmark.clone()),
-                        ("agent".to_owned(), agent.clone()),
+                        ("benchmark".to_owned(), benchmark.clone().into()),
+                        ("agent".to_owned(), agent.clone().into()),
                     ]),
                     note: None,
                 });

@@ -312,6 +312,10 @@ pub struct JudgeSample {
     /// Answered from the judge cache (no model call).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// The upstream refused the `json_schema` response format (HTTP 400 or 422), so the
+    /// request was sent again without it and the reply read by the fallbacks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub format_refused: bool,
     /// Prompt tokens.
     pub prompt_tokens: u64,
     /// Completion tokens.

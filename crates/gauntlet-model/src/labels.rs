@@ -2,7 +2,8 @@
 //!
 //! One JSON object per line: `{"item": "ID", "label": VALUE}` with VALUE a bool, a number or a
 //! string, an optional `"rater"` (several raters may label one item) and an optional
-//! `"segment": {"name": "value", ...}` (benchmark, agent, tag) to break the figures down by.
+//! `"segment": {"name": "value", ...}` (benchmark, agent, tag) to break the figures down by; a
+//! segment may hold a list (`{"tag": ["billing", "refund"]}`: the item counts in each).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -21,12 +22,39 @@ pub struct Label {
     /// Who gave it, when items carry several labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rater: Option<String>,
-    /// Segments the item belongs to (`{"benchmark": "webarena"}`).
+    /// Segments the item belongs to (`{"benchmark": "webarena"}`, `{"tag": ["a", "b"]}`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub segment: BTreeMap<String, String>,
+    pub segment: BTreeMap<String, SegmentValue>,
     /// A note on the verdict (kept, not scored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// The value of one segment of a label: one value, or several (an item with two tags counts in
+/// both tags' figures).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SegmentValue {
+    /// One value.
+    One(String),
+    /// Several values.
+    Many(Vec<String>),
+}
+
+impl SegmentValue {
+    /// Its values.
+    pub fn values(&self) -> &[String] {
+        match self {
+            SegmentValue::One(v) => std::slice::from_ref(v),
+            SegmentValue::Many(v) => v,
+        }
+    }
+}
+
+impl From<String> for SegmentValue {
+    fn from(v: String) -> Self {
+        SegmentValue::One(v)
+    }
 }
 
 /// The item id of a trial, as calibration, a run's judge verdicts and the HTML report's labels

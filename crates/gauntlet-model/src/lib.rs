@@ -42,7 +42,9 @@ pub use digest::is_trace_id;
 pub use error::{Classified, ErrorKind};
 pub use events::RunEvent;
 pub use judge::{JudgeBrief, JudgeHeader, JudgeOutcome, JudgeReport, JudgeSpec, JudgeStatus};
-pub use labels::{CalibrationFile, CalibrationThresholds, JudgeIdentity, Label, LabelValue};
+pub use labels::{
+    CalibrationFile, CalibrationThresholds, JudgeIdentity, Label, LabelValue, SegmentValue,
+};
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{

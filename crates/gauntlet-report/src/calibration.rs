@@ -12,6 +12,14 @@ fn num(x: Option<f64>) -> String {
     }
 }
 
+/// A p-value: three decimals, or `<0.001` when smaller (a tiny p is not zero).
+fn p_value(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x.is_finite() && x < 0.001 => "<0.001".to_owned(),
+        _ => num(x),
+    }
+}
+
 fn count(x: Option<u64>) -> String {
     x.map_or_else(|| "n/a".to_owned(), |x| x.to_string())
 }
@@ -43,7 +51,7 @@ fn row(name: &str, f: &Figures) -> Vec<String> {
             num(f.judge_positive_rate),
             num(f.human_positive_rate)
         ),
-        num(f.mcnemar_p),
+        p_value(f.mcnemar_p),
     ]
 }
 
@@ -90,7 +98,7 @@ pub fn render_calibration(r: &CalibrationReport) -> String {
             "judge positive rate {} vs humans {} (gap {gap:+.3}); McNemar p={}",
             num(f.judge_positive_rate),
             num(f.human_positive_rate),
-            num(f.mcnemar_p)
+            p_value(f.mcnemar_p)
         );
     }
     for (side, within) in [
@@ -132,4 +140,16 @@ pub fn render_calibration(r: &CalibrationReport) -> String {
     }
     let _ = writeln!(out, "{table}");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::p_value;
+
+    #[test]
+    fn a_tiny_p_value_is_not_printed_as_zero() {
+        assert_eq!(p_value(Some(3e-12)), "<0.001");
+        assert_eq!(p_value(Some(0.0421)), "0.042");
+        assert_eq!(p_value(None), "n/a");
+    }
 }

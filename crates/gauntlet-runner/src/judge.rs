@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gauntlet_agent::ModelCallRecorder;
-use gauntlet_agent::gateway::Gateway;
+use gauntlet_agent::gateway::{Gateway, JudgeCallError};
 use gauntlet_eval::judge::{
     TrialView, combine, parse_reply, render_prompt, request, rubric_hash, weigh,
+    without_response_format,
 };
 use gauntlet_eval::pairwise::{
     pairwise_request, parse_pairwise, render_pairwise_prompt, resolve, summarise,
@@ -302,6 +303,7 @@ impl JudgePanel {
             parse: String::new(),
             reason: None,
             cached: false,
+            format_refused: false,
             prompt_tokens: 0,
             completion_tokens: 0,
             cost_eur: 0.0,
@@ -310,6 +312,7 @@ impl JudgePanel {
         let content = match self.ask(model, index, body, case_id, epoch).await {
             Ok(reply) => {
                 sample.cached = reply.cached;
+                sample.format_refused = reply.format_refused;
                 sample.prompt_tokens = reply.call.prompt_tokens;
                 sample.completion_tokens = reply.call.completion_tokens;
                 sample.cost_eur = reply.call.cost_eur;
@@ -357,6 +360,7 @@ impl JudgePanel {
             return Ok(Reply {
                 content: reply.content,
                 cached: true,
+                format_refused: false,
                 call: CallRecord {
                     prompt_tokens: reply.prompt_tokens,
                     completion_tokens: reply.completion_tokens,
@@ -364,7 +368,8 @@ impl JudgePanel {
                 },
             });
         }
-        let (content, call) = self.call(body, case_id, epoch).await?;
+        let (content, call, format_refused) = self.call(body, case_id, epoch).await?;
+        // Cached under the request as asked, so a later run finds it without a refused call.
         if let Some(cache) = &self.cache {
             cache.put(
                 &key,
@@ -380,6 +385,7 @@ impl JudgePanel {
         Ok(Reply {
             content,
             cached: false,
+            format_refused,
             call,
         })
     }
@@ -450,18 +456,47 @@ impl JudgePanel {
         )
     }
 
-    /// Asks the model through the gateway, with up to [`ATTEMPTS`] tries on a retryable error.
+    /// Asks the model through the gateway. An upstream that refuses the `json_schema` response
+    /// format (HTTP 400 or 422) is asked again without it, and the reply marked so; the
+    /// prompt itself asks for the JSON verdict. Every call is asked the same way, so a cassette
+    /// replays what was recorded whatever the order of trials.
     async fn call(
         &self,
         body: &serde_json::Value,
         case_id: &str,
         epoch: u32,
-    ) -> Result<(String, CallRecord), String> {
+    ) -> Result<(String, CallRecord, bool), String> {
         let Some(gateway) = &self.gateway else {
             return Err("no model endpoint and no cached reply: give --gateway-upstream URL (or the suite's gateway.upstream) or --replay-cassette CASSETTE".to_owned());
         };
         let _permit = self.limit.acquire().await.map_err(|e| e.to_string())?;
-        let mut last = String::new();
+        match Self::attempts(gateway, body, case_id, epoch).await {
+            Ok((content, call)) => Ok((content, call, false)),
+            Err(e) => match without_response_format(body) {
+                Some(plain) if matches!(e.status, Some(400 | 422)) => {
+                    let (content, call) = Self::attempts(gateway, &plain, case_id, epoch)
+                        .await
+                        .map_err(|again| {
+                            format!(
+                                "{}; asked again without the json_schema response format: {}",
+                                e.message, again.message
+                            )
+                        })?;
+                    Ok((content, call, true))
+                }
+                _ => Err(e.message),
+            },
+        }
+    }
+
+    /// Up to [`ATTEMPTS`] tries of one request, on a retryable error.
+    async fn attempts(
+        gateway: &Gateway,
+        body: &serde_json::Value,
+        case_id: &str,
+        epoch: u32,
+    ) -> Result<(String, CallRecord), JudgeCallError> {
+        let mut last = None;
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
@@ -480,14 +515,19 @@ impl JudgePanel {
                     return Ok((content, call));
                 }
                 Err(e) => {
-                    last = e.message;
-                    if !e.retryable {
+                    let retryable = e.retryable;
+                    last = Some(e);
+                    if !retryable {
                         break;
                     }
                 }
             }
         }
-        Err(last)
+        Err(last.unwrap_or(JudgeCallError {
+            message: "no attempt was made".to_owned(),
+            retryable: false,
+            status: None,
+        }))
     }
 }
 
@@ -495,6 +535,7 @@ impl JudgePanel {
 struct Reply {
     content: String,
     cached: bool,
+    format_refused: bool,
     call: CallRecord,
 }
 

@@ -1,11 +1,12 @@
 //! A stored run's judge verdicts, as labels for calibration: one per judged trial, item
-//! `CASE#EPOCH`, label the judge's pass/fail, segments the case and its tags.
+//! `CASE#EPOCH`, label the judge's pass/fail, segments the case, its difficulty, its tags (an
+//! item counts in each of its tags) and the run's agent.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use gauntlet_model::labels::trial_item;
-use gauntlet_model::{JudgeIdentity, JudgeStatus, Label, LabelValue};
+use gauntlet_model::{JudgeIdentity, JudgeStatus, Label, LabelValue, SegmentValue};
 
 use crate::StoreError;
 use crate::run_dir::{read_results, read_trials_lean};
@@ -67,9 +68,15 @@ pub fn read_judge_verdicts(run: &Path, judge: Option<&str>) -> Result<JudgeVerdi
         let Some(passed) = outcome.passed else {
             continue;
         };
-        let mut segment = BTreeMap::from([("case".to_owned(), record.case_id.clone())]);
+        let mut segment = BTreeMap::from([
+            ("case".to_owned(), record.case_id.clone().into()),
+            ("agent".to_owned(), results.header.agent.clone().into()),
+        ]);
         if let Some(d) = &record.difficulty {
-            segment.insert("difficulty".to_owned(), d.clone());
+            segment.insert("difficulty".to_owned(), d.clone().into());
+        }
+        if !record.tags.is_empty() {
+            segment.insert("tag".to_owned(), SegmentValue::Many(record.tags.clone()));
         }
         labels.push(Label {
             item: trial_item(&record.case_id, record.epoch),

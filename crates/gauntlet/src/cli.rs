@@ -335,8 +335,9 @@ pub enum Command {
     ///
     /// LABELS and VERDICTS are JSON Lines of {"item": "ID", "label": VALUE} (VALUE a bool, a
     /// number or a string; optional "rater" when items carry several labels, optional
-    /// "segment": {"benchmark": "..."} to break the figures down). VERDICTS may also be a run
-    /// folder (its judge verdicts, item CASE#EPOCH) and either may be an Online-Mind2Web /
+    /// "segment": {"benchmark": "...", "tag": ["a", "b"]} to break the figures down). VERDICTS
+    /// may also be a run folder (its judge verdicts, item CASE#EPOCH, segments case,
+    /// difficulty, tag and agent) and either may be an Online-Mind2Web /
     /// AgentRewardBench results.json (--judge and --category pick the lists). Items are matched
     /// by id; the unmatched are counted and listed.
     ///

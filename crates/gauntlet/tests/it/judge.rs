@@ -243,6 +243,82 @@ fn an_unparsable_reply_is_invalid_and_a_fenced_one_is_read() {
     }
 }
 
+/// `run SUITE --out OUT` through the upstream at `url`; its results.
+fn judged_results(suite: &Path, out: &Path, url: &str) -> Value {
+    let o = run(&[
+        "run",
+        s(suite),
+        "--out",
+        s(out),
+        "--gateway-upstream",
+        url,
+        "-q",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    results(out)
+}
+
+/// Lines in the fake upstream's count of refused response formats.
+fn refused_formats(port_dir: &Path) -> usize {
+    std::fs::read_to_string(port_dir.join("fake.port.refused"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_nothing() {
+    let (tmp, suite) = suite_with_judge("judge-noschema", "");
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let judged_run = |out: &Path| judged_results(&suite, out, &fake.url);
+    let first = tmp.path().join("first");
+    let r = judged_run(&first);
+    let passed = r["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "passed")
+        .count();
+    assert!(passed > 0);
+    // Each judged trial: the json_schema request refused once, then answered without it.
+    assert_eq!(refused_formats(tmp.path()), passed);
+    assert_eq!(judge_calls(tmp.path()), passed);
+    assert_eq!(r["judges"][0]["scored"], passed, "{}", r["judges"][0]);
+    for t in trials(&first)
+        .iter()
+        .filter(|t| t["judges"][0]["status"] == "scored")
+    {
+        let sample = &t["judges"][0]["samples"][0];
+        assert_eq!(sample["format_refused"], true, "{sample}");
+        assert_eq!(sample["parse"], "json", "{sample}");
+    }
+
+    // The same trials again: every verdict from the cache, no call and no refusal.
+    let second = tmp.path().join("second");
+    let r2 = judged_run(&second);
+    assert_eq!(judge_calls(tmp.path()), passed);
+    assert_eq!(refused_formats(tmp.path()), passed);
+    assert_eq!(r2["judges"][0]["calls"], 0);
+    assert_eq!(r2["judges"][0]["cache_hits"], passed);
+    assert_eq!(judge_scores(&first), judge_scores(&second));
+
+    // Another model is another key: the cache misses and the model is asked.
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("- model: judge-noschema", "- model: judge-good"),
+    )
+    .unwrap();
+    let third = tmp.path().join("third");
+    let r3 = judged_run(&third);
+    assert_eq!(r3["judges"][0]["calls"], passed);
+    assert_eq!(r3["judges"][0]["cache_hits"], 0);
+    assert_eq!(judge_calls(tmp.path()), 2 * passed);
+}
+
 #[test]
 #[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
 fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
@@ -267,6 +343,17 @@ fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
         o.stderr
     );
     assert!(o.stderr.contains("judge.calibration.json"), "{}", o.stderr);
+    // The article's composite reads the judge too: refused as well.
+    let composite = text.replace("rubric: release-gates", "rubric: composite-score");
+    std::fs::write(&config, &composite).unwrap();
+    let o = run(&["run", s(&suite), "--gateway-upstream", &fake.url, "-q"]);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr
+            .contains("rubric `composite-score` dimension `Judge` reads judge `Judge`"),
+        "{}",
+        o.stderr
+    );
 
     // Produce verdicts without the gate, label them as a human would (agreeing), calibrate.
     std::fs::write(&config, text.clone()).unwrap();
@@ -313,21 +400,40 @@ fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
         serde_json::from_str(&std::fs::read_to_string(&calibration).unwrap()).unwrap();
     assert_eq!(file["trusted"], true, "{file}");
     assert_eq!(file["judge"]["model"], "judge-good");
+    // Figures per case, tag (an item counts in each of its tags) and agent.
+    let o = run(&[
+        "calibrate",
+        "--labels",
+        s(&label_file),
+        "--verdicts",
+        s(&verdict_run),
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let c: Value = serde_json::from_str(&o.stdout).unwrap();
+    let judged = trials(&verdict_run)
+        .into_iter()
+        .filter(|t| t["judges"][0]["status"] == "scored")
+        .collect::<Vec<_>>();
+    for tag in ["write", "safety"] {
+        let expected = judged
+            .iter()
+            .filter(|t| t["tags"].as_array().unwrap().iter().any(|x| x == tag))
+            .count();
+        assert!(expected > 0, "no judged trial is tagged {tag}");
+        assert_eq!(
+            c["segments"]["tag"][tag]["n"], expected,
+            "{}",
+            c["segments"]
+        );
+    }
+    let agents = c["segments"]["agent"].as_object().unwrap();
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!(agents.values().next().unwrap()["n"], judged.len());
 
     // Now the gate is accepted and the judge gates.
     std::fs::write(&config, text.replacen("gates:\n", gate, 1)).unwrap();
-    let out = tmp.path().join("gated");
-    let o = run(&[
-        "run",
-        s(&suite),
-        "--out",
-        s(&out),
-        "--gateway-upstream",
-        &fake.url,
-        "-q",
-    ]);
-    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
-    let r = results(&out);
+    let r = judged_results(&suite, &tmp.path().join("gated"), &fake.url);
     assert_eq!(r["header"]["judges"][0]["advisory"], false);
     assert!(
         r["gates"]
@@ -335,6 +441,38 @@ fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
             .unwrap()
             .iter()
             .any(|g| g["name"] == "judged safe")
+    );
+
+    // The composite now weighs the real judge score: its Judge dimension is the mean of the
+    // trials' Judge scores.
+    std::fs::write(&config, &composite).unwrap();
+    let out = tmp.path().join("composite");
+    let r = judged_results(&suite, &out, &fake.url);
+    let judge_values: Vec<f64> = trials(&out)
+        .iter()
+        .flat_map(|t| t["scores"].as_array().unwrap().clone())
+        .filter(|s| s["name"] == "Judge")
+        .map(|s| s["value"].as_f64().unwrap())
+        .collect();
+    assert!(!judge_values.is_empty());
+    let mean = judge_values.iter().sum::<f64>() / judge_values.len() as f64;
+    let dimension = r["rubric"]["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "Judge")
+        .unwrap()
+        .clone();
+    assert!(
+        (dimension["value"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{dimension} vs mean {mean}"
+    );
+    assert!(
+        r["rubric"]["unmeasured"]
+            .as_array()
+            .is_none_or(|u| !u.iter().any(|d| d == "Judge")),
+        "{}",
+        r["rubric"]
     );
 
     // A changed rubric voids the calibration: advisory again, and the gate refused.

@@ -107,6 +107,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body.get("model") == "judge-noschema" and "response_format" in body:
+            # An upstream without structured outputs: it refuses the response format (counted
+            # in PORT_FILE.refused, one line each).
+            with open(sys.argv[1] + ".refused", "a") as f:
+                f.write("response_format\n")
+            out = json.dumps({"error": {"message": "response_format is not supported by this model",
+                                        "type": "invalid_request_error", "param": "response_format"}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
         message = reply(body)
         usage = {"prompt_tokens": 20 + 10 * len(body.get("messages", [])), "completion_tokens": 7, "total_tokens": 0}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
