@@ -53,6 +53,29 @@ fn judge(c: &mut Criterion) {
             black_box(parse_reply(&rubric, &hit.content).expect("parses"))
         })
     });
+    // A long trial: 40 calls, each observation 8 KB (cut to the rubric's 1,200 characters).
+    let mut long = trial.trajectory.clone();
+    let call = long
+        .events
+        .iter()
+        .find_map(|e| match e {
+            gauntlet_model::Event::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("a call");
+    for k in 0..40 {
+        let mut c = call.clone();
+        c.step = 10 + k;
+        c.result = Some(serde_json::json!({"log": "x".repeat(8 * 1024)}));
+        long.events.push(gauntlet_model::Event::ToolCall(c));
+    }
+    let long_view = TrialView {
+        goal: view.goal,
+        trajectory: &long,
+    };
+    group.bench_function("render prompt, 40 calls of 8 KB", |b| {
+        b.iter(|| black_box(render_prompt(&rubric, &long_view)))
+    });
     group.bench_function("parse reply", |b| {
         b.iter(|| black_box(parse_reply(&rubric, reply).expect("parses")))
     });

@@ -44,8 +44,10 @@ pub struct JudgeSpec {
     /// Sampling temperature (0: the same prompt gives the same verdict, where the API allows).
     #[serde(default)]
     pub temperature: f64,
-    /// The seed sent where the API takes one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The seed sent with each request (default 0; `null` sends none, for an API that refuses
+    /// the field). With temperature 0 it asks for the same verdict each time where the API
+    /// honours it.
+    #[serde(default = "seed_zero")]
     pub seed: Option<u64>,
     /// Judge calls in flight at once, across trials.
     #[serde(default = "four")]
@@ -58,6 +60,10 @@ fn default_judge_name() -> String {
 
 fn one() -> u32 {
     1
+}
+
+fn seed_zero() -> Option<u64> {
+    Some(0)
 }
 
 fn four() -> usize {
@@ -431,4 +437,22 @@ pub struct JudgeReport {
     /// Trials where its models or samples split (`CASE#EPOCH`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub split_trials: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_judge_asks_at_temperature_zero_with_a_seed_unless_told_otherwise() {
+        let spec: JudgeSpec = serde_json::from_str(r#"{"model": "gpt-4o"}"#).unwrap();
+        assert_eq!((spec.temperature, spec.seed), (0.0, Some(0)));
+        assert_eq!((spec.samples, spec.concurrency), (1, 4));
+        assert_eq!(
+            (spec.run_on, spec.combine),
+            (RunOn::Passed, Combine::Majority)
+        );
+        let spec: JudgeSpec = serde_json::from_str(r#"{"model": "gpt-4o", "seed": null}"#).unwrap();
+        assert_eq!(spec.seed, None);
+    }
 }
