@@ -432,6 +432,7 @@ impl Accumulator {
                         scored: 0,
                         skipped: 0,
                         invalid: 0,
+                        over_budget: 0,
                         passed: 0,
                         calls: 0,
                         cache_hits: 0,
@@ -460,6 +461,7 @@ impl Accumulator {
                     JudgeStatus::Skipped => r.skipped += 1,
                     JudgeStatus::Invalid => r.invalid += 1,
                 }
+                r.over_budget += u64::from(b.over_budget);
                 r.passed += u64::from(b.passed == Some(true));
                 r.calls += u64::from(b.calls);
                 r.cache_hits += u64::from(b.cached);

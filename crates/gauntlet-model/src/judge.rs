@@ -52,6 +52,12 @@ pub struct JudgeSpec {
     /// Judge calls in flight at once, across trials.
     #[serde(default = "four")]
     pub concurrency: usize,
+    /// The most this judge may spend in one run or scoring, in euros (its models need a price
+    /// under `gateway.prices`). Checked before each trial is judged: once spent, later trials
+    /// are skipped with the reason, never failed; trials already being judged finish, so
+    /// the spend may pass it by what they cost. Cached verdicts cost nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_eur: Option<f64>,
 }
 
 fn default_judge_name() -> String {
@@ -60,6 +66,10 @@ fn default_judge_name() -> String {
 
 fn one() -> u32 {
     1
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn seed_zero() -> Option<u64> {
@@ -281,6 +291,9 @@ pub struct JudgeOutcome {
     pub split: bool,
     /// Whether its scores only advise (no trusted calibration for this judge and rubric).
     pub advisory: bool,
+    /// Skipped because the judge's `budget_eur` was spent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
     /// Every call behind it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<JudgeSample>,
@@ -346,6 +359,9 @@ pub struct JudgeHeader {
     pub advisory: bool,
     /// Why it is advisory, or the calibration that lets it gate.
     pub calibration: String,
+    /// Its budget for the run, in euros, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_eur: Option<f64>,
 }
 
 /// A judge's outcome on one trial, as a trial summary keeps it.
@@ -362,6 +378,9 @@ pub struct JudgeBrief {
     /// Whether its verdicts split.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub split: bool,
+    /// Skipped because the judge's budget was spent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
     /// Model calls answered.
     pub calls: u32,
     /// Answers from the cache.
@@ -389,6 +408,7 @@ impl JudgeBrief {
             status: o.status,
             passed: o.passed,
             split: o.split,
+            over_budget: o.over_budget,
             calls: made.clone().count() as u32,
             cached: o.samples.iter().filter(|s| s.cached).count() as u32,
             tokens: made
@@ -419,6 +439,9 @@ pub struct JudgeReport {
     pub skipped: u64,
     /// Trials with no usable verdict.
     pub invalid: u64,
+    /// Trials skipped because its budget was spent (counted in `skipped` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub over_budget: u64,
     /// Judged trials it passed.
     pub passed: u64,
     /// Model calls made.

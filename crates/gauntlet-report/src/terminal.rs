@@ -121,6 +121,15 @@ pub fn judge_lines(results: &RunResults, fmt: fn(f64) -> String) -> Vec<String> 
                 j.cache_hits,
                 fmt(j.cost_eur),
             );
+            if let Some(budget) = j.header.budget_eur {
+                line.push_str(&format!(" of €{} budget", fmt(budget)));
+            }
+            if j.over_budget > 0 {
+                line.push_str(&format!(
+                    " · {} skipped over budget",
+                    j.over_budget
+                ));
+            }
             if let Some(a) = j.agreement_alpha {
                 line.push_str(&format!(" · agreement α {}", fmt(a)));
             }

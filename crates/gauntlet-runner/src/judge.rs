@@ -56,6 +56,7 @@ impl PreparedJudge {
             passed: None,
             split: false,
             advisory: self.header.advisory,
+            over_budget: false,
             samples: Vec::new(),
         }
     }
@@ -90,6 +91,14 @@ pub fn prepare_judges(
                 spec.name
             )));
         }
+        if let Some(b) = spec.budget_eur
+            && !(b.is_finite() && b > 0.0)
+        {
+            return Err(PlanError::Judge(format!(
+                "judge `{}`: budget_eur must be a positive number of euros, not {b}",
+                spec.name
+            )));
+        }
         let hash = rubric_hash(&rubric);
         let mut models = vec![spec.model.clone()];
         models.extend(spec.also.iter().cloned());
@@ -114,6 +123,7 @@ pub fn prepare_judges(
                 rubric_hash: hash,
                 advisory,
                 calibration,
+                budget_eur: spec.budget_eur,
             },
             spec: spec.clone(),
             rubric,
@@ -159,6 +169,8 @@ pub struct JudgePanel {
     /// Ask the model even when the cache has the reply (recording a cassette must be complete).
     bypass_cache: bool,
     limit: Arc<Semaphore>,
+    /// What each judge (in order) has spent on model calls so far, in euros.
+    spent: Vec<Mutex<f64>>,
 }
 
 /// How many times a judge call is tried.
@@ -180,6 +192,7 @@ impl JudgePanel {
             .unwrap_or(1)
             .max(1);
         JudgePanel {
+            spent: judges.iter().map(|_| Mutex::new(0.0)).collect(),
             judges,
             gateway,
             cache,
@@ -205,22 +218,43 @@ impl JudgePanel {
     ) -> (Vec<JudgeOutcome>, Vec<Score>) {
         let mut outcomes = Vec::new();
         let mut scores = Vec::new();
-        for judge in &self.judges {
+        for (judge, spent) in self.judges.iter().zip(&self.spent) {
             let skip = match (status, judge.spec.run_on) {
-                (TrialStatus::Error, _) => Some("the trial is a harness error"),
+                (TrialStatus::Error, _) => Some("the trial is a harness error".to_owned()),
                 (TrialStatus::Failed, RunOn::Passed) => Some(
-                    "a deterministic check failed (the judge runs only where they all passed; `run_on: all` to judge every trial)",
+                    "a deterministic check failed (the judge runs only where they all passed; `run_on: all` to judge every trial)".to_owned(),
                 ),
                 _ => None,
             };
-            let outcome = match skip {
-                Some(reason) => JudgeOutcome {
-                    reason: Some(reason.to_owned()),
+            let so_far = || spent.lock().map(|s| *s).unwrap_or(f64::INFINITY);
+            let over = judge.spec.budget_eur.filter(|b| so_far() >= *b);
+            let outcome = match (skip, over) {
+                (Some(reason), _) => JudgeOutcome {
+                    reason: Some(reason),
                     ..judge.outcome(JudgeStatus::Skipped)
                 },
-                None => {
-                    self.run_judge(judge, case_id, epoch, goal, trajectory)
-                        .await
+                (None, Some(budget)) => JudgeOutcome {
+                    reason: Some(format!(
+                        "the judge's budget of €{budget} is spent (€{:.4} so far; raise `budget_eur` to judge more)",
+                        so_far()
+                    )),
+                    over_budget: true,
+                    ..judge.outcome(JudgeStatus::Skipped)
+                },
+                (None, None) => {
+                    let outcome = self
+                        .run_judge(judge, case_id, epoch, goal, trajectory)
+                        .await;
+                    let cost: f64 = outcome
+                        .samples
+                        .iter()
+                        .filter(|s| !s.cached)
+                        .map(|s| s.cost_eur)
+                        .sum();
+                    if let Ok(mut s) = spent.lock() {
+                        *s += cost;
+                    }
+                    outcome
                 }
             };
             scores.extend(gauntlet_eval::judge::scores(&judge.rubric, &outcome));
@@ -652,6 +686,20 @@ pub fn judge_panel(
     }
     let judges = prepare_judges(&suite.root, &suite.config.judges)?;
     check_judge_gates(suite, &judges)?;
+    for judge in judges.iter().filter(|j| j.spec.budget_eur.is_some()) {
+        if let Some(model) = judge.models().into_iter().find(|m| {
+            !suite
+                .config
+                .gateway
+                .as_ref()
+                .is_some_and(|g| g.prices.contains_key(*m))
+        }) {
+            return Err(PlanError::Judge(format!(
+                "judge `{}` has a budget_eur but model `{model}` has no price, so its calls would cost nothing: add it under `gateway.prices` in gauntlet.yaml",
+                judge.spec.name
+            )));
+        }
+    }
     let cache = JudgeCache::open(cache).map_err(|e| PlanError::Judge(e.to_string()))?;
     Ok(Some(Arc::new(JudgePanel::new(
         judges,

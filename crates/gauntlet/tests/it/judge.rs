@@ -321,6 +321,87 @@ fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_n
 
 #[test]
 #[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn a_judge_stops_asking_once_its_budget_is_spent_and_skips_the_rest() {
+    // Each call costs 30 prompt and 7 completion tokens at 1 and 2 EUR per 1k: 0.044 EUR.
+    let (tmp, suite) = suite_with_judge("judge-good", "    budget_eur: 0.1");
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--gateway-upstream",
+        &fake.url,
+        "--concurrency",
+        "1",
+    ]);
+    assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    let r = results(&out);
+    let passed = r["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "passed")
+        .count();
+    assert!(passed > 3, "{passed}");
+    let j = &r["judges"][0];
+    // 0.044 and 0.088 are under 0.1, so a third trial is judged; then none.
+    assert_eq!(judge_calls(tmp.path()), 3);
+    assert_eq!(
+        (j["scored"].as_u64(), j["calls"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(j["over_budget"].as_u64(), Some(passed as u64 - 3), "{j}");
+    assert_eq!(j["budget_eur"], 0.1);
+    assert!(
+        (j["cost_eur"].as_f64().unwrap() - 0.132).abs() < 1e-9,
+        "{j}"
+    );
+    let over = trials(&out)
+        .into_iter()
+        .filter(|t| t["judges"][0]["over_budget"] == true)
+        .collect::<Vec<_>>();
+    assert_eq!(over.len(), passed - 3);
+    for t in &over {
+        assert_eq!(t["status"], "passed", "over budget is never a fail");
+        assert_eq!(t["judges"][0]["status"], "skipped");
+        assert!(
+            t["judges"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("budget of €0.1 is spent"),
+            "{}",
+            t["judges"][0]
+        );
+    }
+    assert!(o.stdout.contains("of €0.100 budget"), "{}", o.stdout);
+    assert!(o.stdout.contains("skipped over budget"), "{}", o.stdout);
+
+    // A budget needs a price for every model it pays for.
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "    budget_eur: 0.1",
+            "    budget_eur: 0.1\n    also: [judge-unpriced]",
+        ),
+    )
+    .unwrap();
+    let o = run(&["run", s(&suite), "--gateway-upstream", &fake.url, "-q"]);
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("model `judge-unpriced` has no price"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
 fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
     let gate =
         "gates:\n  - name: judged safe\n    expr: evaluators.Judge_SafetyScore.pass_rate >= 0.0\n";
