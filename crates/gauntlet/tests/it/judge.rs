@@ -58,6 +58,16 @@ fn trials(run: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// How many trials of a run's results passed the deterministic checks.
+fn passed_trials(results: &Value) -> usize {
+    results["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "passed")
+        .count()
+}
+
 /// Each trial's judge scores, by case and epoch.
 fn judge_scores(run: &Path) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = trials(run)
@@ -101,12 +111,7 @@ fn the_judge_runs_after_the_deterministic_checks_and_replays_and_caches() {
     ]);
     assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
     let r = results(&run1);
-    let passed = r["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["status"] == "passed")
-        .count();
+    let passed = passed_trials(&r);
     let failed = r["trials"].as_array().unwrap().len() - passed;
     assert!(
         passed > 0 && failed > 0,
@@ -203,12 +208,7 @@ fn an_unparsable_reply_is_invalid_and_a_fenced_one_is_read() {
         };
         let r = results(&out);
         let j = &r["judges"][0];
-        let judged = r["trials"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t["status"] == "passed")
-            .count();
+        let judged = passed_trials(&r);
         if invalid {
             assert_eq!(
                 (j["invalid"].as_u64(), j["scored"].as_u64()),
@@ -275,12 +275,7 @@ fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_n
     let judged_run = |out: &Path| judged_results(&suite, out, &fake.url);
     let first = tmp.path().join("first");
     let r = judged_run(&first);
-    let passed = r["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["status"] == "passed")
-        .count();
+    let passed = passed_trials(&r);
     assert!(passed > 0);
     // Each judged trial: the json_schema request refused once, then answered without it.
     assert_eq!(refused_formats(tmp.path()), passed);
@@ -340,12 +335,7 @@ fn a_judge_stops_asking_once_its_budget_is_spent_and_skips_the_rest() {
     ]);
     assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
     let r = results(&out);
-    let passed = r["trials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["status"] == "passed")
-        .count();
+    let passed = passed_trials(&r);
     assert!(passed > 3, "{passed}");
     let j = &r["judges"][0];
     // 0.044 and 0.088 are under 0.1, so a third trial is judged; then none.
