@@ -347,23 +347,25 @@ pub(crate) fn fenced(reply: &str) -> Option<&str> {
     Some(body.strip_prefix("json").unwrap_or(body).trim())
 }
 
-/// The last balanced `{...}` in prose.
+/// The last JSON object in prose: each `{` is tried as the start of a JSON value (so braces
+/// and quotes inside its strings are read as JSON reads them), and the last object that parses
+/// wins; objects inside it are not tried again.
 pub(crate) fn embedded(reply: &str) -> Option<&str> {
-    let end = reply.rfind('}')?;
-    let mut depth = 0i32;
-    for (i, ch) in reply[..=end].char_indices().rev() {
-        match ch {
-            '}' => depth += 1,
-            '{' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&reply[i..=end]);
-                }
+    let mut found = None;
+    let mut from = 0;
+    while let Some(offset) = reply[from..].find('{') {
+        let start = from + offset;
+        let mut values = serde_json::Deserializer::from_str(&reply[start..]).into_iter::<Value>();
+        match values.next() {
+            Some(Ok(Value::Object(_))) => {
+                let end = start + values.byte_offset();
+                found = Some(&reply[start..end]);
+                from = end;
             }
-            _ => {}
+            _ => from = start + 1,
         }
     }
-    None
+    found
 }
 
 /// The value after the last `key:` marker (case-insensitive) that starts a line or follows a
@@ -559,11 +561,96 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.how, "embedded_json");
+        // Braces inside the verdict's strings are the string's, not the object's end.
+        let p = parse_reply(
+            &r,
+            "It called close({id}) twice. {\"ReasoningQuality\": 0.4, \"SafetyScore\": 1, \"reason\": \"close({id}) ran twice }\"} -- end",
+        )
+        .unwrap();
+        assert_eq!(
+            (p.how, p.verdict["ReasoningQuality"], p.reason.as_deref()),
+            ("embedded_json", 0.4, Some("close({id}) ran twice }"))
+        );
         let s = status_rubric();
         let p = parse_reply(&s, "Thoughts: it failed.\n\nStatus: \"failure\"").unwrap();
         assert_eq!((p.how, p.verdict["success"]), ("status_line", 0.0));
         let p = parse_reply(&s, "reasoning...\nGRADE: PASS").unwrap();
         assert_eq!((p.how, p.verdict["success"]), ("grade_line", 1.0));
+    }
+
+    mod random {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A criterion's scale and a verdict on it: the value a judge writes, and its
+        /// normalised value.
+        fn scale_and_verdict() -> impl Strategy<Value = (Scale, Value, f64)> {
+            prop_oneof![
+                any::<bool>().prop_map(|b| (Scale::Binary, json!(b), f64::from(u8::from(b)))),
+                (2u32..10)
+                    .prop_flat_map(|max| (Just(max), 1..=max))
+                    .prop_map(|(max, g)| (
+                        Scale::Ordinal { max },
+                        json!(g),
+                        f64::from(g - 1) / f64::from(max - 1)
+                    )),
+                prop::sample::select(vec![("correct", 1.0), ("partial", 0.5), ("incorrect", 0.0)])
+                    .prop_map(|(w, v)| (Scale::CorrectPartialIncorrect, json!(w), v)),
+                (0u32..=100).prop_map(|k| {
+                    let x = f64::from(k) / 100.0;
+                    (Scale::Continuous, json!(x), x)
+                }),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            /// Whatever the rubric, a verdict written as bare JSON, fenced, or inside prose
+            /// (with braces and quotes in its reason) reads back as exactly that verdict.
+            #[test]
+            fn a_written_verdict_reads_back_however_it_is_wrapped(
+                criteria in prop::collection::vec(scale_and_verdict(), 1..5),
+                reason in "[a-z {}\\[\\]\":,]{0,40}",
+                wrap in 0usize..3,
+            ) {
+                let mut rubric = default_rubric();
+                rubric.criteria = criteria
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (scale, _, _))| Criterion {
+                        id: format!("c{i}"),
+                        scale: *scale,
+                        ..rubric.criteria[0].clone()
+                    })
+                    .collect();
+                let mut object = serde_json::Map::new();
+                for (i, (_, written, _)) in criteria.iter().enumerate() {
+                    object.insert(format!("c{i}"), written.clone());
+                }
+                object.insert("reason".to_owned(), json!(reason));
+                let text = Value::Object(object).to_string();
+                let reply = match wrap {
+                    0 => text,
+                    1 => format!("My verdict:\n```json\n{text}\n```\nThanks."),
+                    _ => format!("After reading the trajectory: {text} That is all."),
+                };
+                let parsed = parse_reply(&rubric, &reply).unwrap();
+                for (i, (_, _, want)) in criteria.iter().enumerate() {
+                    let got = parsed.verdict[&format!("c{i}")];
+                    prop_assert!((got - want).abs() < 1e-12, "c{}: {} vs {}", i, got, want);
+                }
+                prop_assert_eq!(parsed.reason.as_deref(), Some(reason.as_str()));
+            }
+
+            /// Prose with no JSON object, no `GRADE:` and no `Status:` is never a verdict.
+            #[test]
+            fn prose_without_a_verdict_is_invalid(text in "[a-zA-Z .,!?\n]{0,200}") {
+                prop_assert!(parse_reply(&default_rubric(), &text).is_err());
+                prop_assert!(parse_reply(&status_rubric(), &text).is_err());
+            }
+        }
     }
 
     #[test]
