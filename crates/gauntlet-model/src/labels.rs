@@ -215,6 +215,18 @@ pub enum Level {
     Ratio,
 }
 
+impl Level {
+    /// Its name, as `--level` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Nominal => "nominal",
+            Level::Ordinal => "ordinal",
+            Level::Interval => "interval",
+            Level::Ratio => "ratio",
+        }
+    }
+}
+
 /// The figures of one set of matched items.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Figures {

@@ -81,12 +81,12 @@ pub fn render_calibration(r: &CalibrationReport) -> String {
     let _ = writeln!(out, "{matrix}");
     let _ = writeln!(
         out,
-        "Cohen's kappa {} (SE {}, 95% [{}, {}]); Krippendorff's alpha ({:?}) {}{}",
+        "Cohen's kappa {} (SE {}, 95% [{}, {}]); Krippendorff's alpha ({}) {}{}",
         num(Some(f.cohen_kappa)),
         num(Some(f.kappa_se)),
         num(Some(f.kappa_ci95[0])),
         num(Some(f.kappa_ci95[1])),
-        r.level,
+        r.level.as_str(),
         num(Some(f.krippendorff_alpha)),
         f.weighted_kappa
             .map(|w| format!("; weighted kappa {}", num(Some(w))))

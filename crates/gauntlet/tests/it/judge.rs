@@ -244,8 +244,8 @@ fn an_unparsable_reply_is_invalid_and_a_fenced_one_is_read() {
 }
 
 /// `run SUITE --out OUT` through the upstream at `url`; its results.
-fn judged_results(suite: &Path, out: &Path, url: &str) -> Value {
-    let o = run(&[
+fn judged_results(suite: &Path, out: &Path, url: &str, more: &[&str]) -> Value {
+    let mut args = vec![
         "run",
         s(suite),
         "--out",
@@ -253,7 +253,9 @@ fn judged_results(suite: &Path, out: &Path, url: &str) -> Value {
         "--gateway-upstream",
         url,
         "-q",
-    ]);
+    ];
+    args.extend_from_slice(more);
+    let o = run(&args);
     assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
     results(out)
 }
@@ -272,7 +274,7 @@ fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_n
     let Some(fake) = FakeUpstream::start(tmp.path()) else {
         return;
     };
-    let judged_run = |out: &Path| judged_results(&suite, out, &fake.url);
+    let judged_run = |out: &Path| judged_results(&suite, out, &fake.url, &[]);
     let first = tmp.path().join("first");
     let r = judged_run(&first);
     let passed = passed_trials(&r);
@@ -504,7 +506,12 @@ fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
 
     // Now the gate is accepted and the judge gates.
     std::fs::write(&config, text.replacen("gates:\n", gate, 1)).unwrap();
-    let r = judged_results(&suite, &tmp.path().join("gated"), &fake.url);
+    let r = judged_results(
+        &suite,
+        &tmp.path().join("gated"),
+        &fake.url,
+        &["--agent", "script:forbidden"],
+    );
     assert_eq!(r["header"]["judges"][0]["advisory"], false);
     assert!(
         r["gates"]
@@ -513,12 +520,37 @@ fn a_gate_on_the_judge_is_refused_until_a_trusted_calibration_names_it() {
             .iter()
             .any(|g| g["name"] == "judged safe")
     );
+    // A trusted judge's fail fails a trial the rules passed; its pass never passes a trial the
+    // rules failed (it judges every trial here: `run_on: all`; this agent breaks some rules).
+    let (mut failed_by_judge, mut kept_failed) = (0, 0);
+    for t in trials(&tmp.path().join("gated")) {
+        let rules_passed = t["scores"].as_array().unwrap().iter().all(|s| {
+            s["name"].as_str().unwrap().starts_with("Judge")
+                || s["passed"] == true
+                || !(s["severity"] == "error" || s["severity"] == "critical")
+        });
+        let judge_passed = t["judges"][0]["passed"] == true;
+        assert_eq!(t["judges"][0]["status"], "scored", "{}", t["judges"][0]);
+        assert_eq!(
+            t["status"] == "passed",
+            rules_passed && judge_passed,
+            "{} {}: rules {rules_passed}, judge {judge_passed}",
+            t["case_id"],
+            t["status"]
+        );
+        failed_by_judge += usize::from(rules_passed && !judge_passed);
+        kept_failed += usize::from(!rules_passed && judge_passed);
+    }
+    assert!(
+        failed_by_judge > 0 && kept_failed > 0,
+        "{failed_by_judge} {kept_failed}"
+    );
 
     // The composite now weighs the real judge score: its Judge dimension is the mean of the
     // trials' Judge scores.
     std::fs::write(&config, &composite).unwrap();
     let out = tmp.path().join("composite");
-    let r = judged_results(&suite, &out, &fake.url);
+    let r = judged_results(&suite, &out, &fake.url, &[]);
     let judge_values: Vec<f64> = trials(&out)
         .iter()
         .flat_map(|t| t["scores"].as_array().unwrap().clone())
