@@ -493,9 +493,19 @@ pub fn scores(rubric: &JudgeRubric, outcome: &JudgeOutcome) -> Vec<Score> {
     } else {
         Severity::Error
     };
+    // The first reason a model gave, to explain the verdict where scores are shown.
+    let reason = outcome
+        .samples
+        .iter()
+        .filter(|s| !s.verdict.is_empty())
+        .find_map(|s| s.reason.as_deref());
     let details = |extra: Value| {
-        json!({"judge": outcome.judge, "rubric_hash": outcome.rubric_hash,
-               "advisory": outcome.advisory, "split": outcome.split, "verdict": extra})
+        let mut d = json!({"judge": outcome.judge, "rubric_hash": outcome.rubric_hash,
+               "advisory": outcome.advisory, "split": outcome.split, "verdict": extra});
+        if let Some(r) = reason {
+            d["reason"] = json!(r);
+        }
+        d
     };
     let mut out = Vec::new();
     for c in &rubric.criteria {

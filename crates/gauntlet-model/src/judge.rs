@@ -345,6 +345,14 @@ pub struct JudgeSample {
     pub latency_ms: f64,
 }
 
+impl JudgeSample {
+    /// Whether a model answered this sample's call (not the cache, and not a call that failed
+    /// before any reply).
+    pub fn answered_by_model(&self) -> bool {
+        !self.cached && self.parse != "no_reply"
+    }
+}
+
 /// A judge as a run declares it (in its header): what it is and whether it may gate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -399,10 +407,7 @@ impl JudgeBrief {
     /// The brief of an outcome.
     pub fn of(o: &JudgeOutcome) -> JudgeBrief {
         // Calls answered by the model (not from the cache, and not failed before a reply).
-        let made = o
-            .samples
-            .iter()
-            .filter(|s| !s.cached && s.parse != "no_reply");
+        let made = o.samples.iter().filter(|s| s.answered_by_model());
         JudgeBrief {
             judge: o.judge.clone(),
             status: o.status,

@@ -199,6 +199,7 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
     }
     let mut events = evaluation_events(&t.scores, end);
     events.append(&mut carried);
+    spans.extend(judge_spans(&trace, &root_id, t, end));
     // The trial clock also counts scripted waits, so calls may end after the wall-clock end.
     let end = spans
         .iter()
@@ -270,7 +271,70 @@ pub fn trial_spans(header: &RunHeader, t: &TrialRecord) -> Vec<Span> {
     spans
 }
 
-/// Each verdict as a `gen_ai.evaluation.result` event at `time` (Unix nanoseconds).
+/// The trial's LLM judges, after the trial: an `evaluate NAME` span per judge that asked a model,
+/// under the trial's span, holding a `chat MODEL` span per call made (cached verdicts made
+/// none). They are apart from the agent's own `chat` spans, so the trial's token counts and a
+/// backend's sum of the agent's calls leave the judge out; `gauntlet.judge` names the judge.
+fn judge_spans(trace: &[u8], root_id: &[u8], t: &TrialRecord, end: u64) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let mut at = end;
+    for (j, outcome) in t.judges.iter().enumerate() {
+        let made: Vec<_> = outcome
+            .samples
+            .iter()
+            .filter(|s| s.answered_by_model())
+            .collect();
+        if made.is_empty() {
+            continue;
+        }
+        let judge_id = span_id(trace, &format!("judge-{j}"));
+        let start = at;
+        for (k, sample) in made.iter().enumerate() {
+            let s = at;
+            at += ms_to_nanos(sample.latency_ms);
+            spans.push(Span {
+                trace_id: trace.to_vec(),
+                span_id: span_id(trace, &format!("judge-{j}-{k}")),
+                parent_span_id: judge_id.clone(),
+                name: format!("chat {}", sample.model),
+                kind: SpanKind::Client as i32,
+                start_time_unix_nano: s,
+                end_time_unix_nano: at,
+                attributes: vec![
+                    text("gen_ai.operation.name", "chat"),
+                    text("gen_ai.request.model", sample.model.clone()),
+                    int("gen_ai.usage.input_tokens", sample.prompt_tokens),
+                    int("gen_ai.usage.output_tokens", sample.completion_tokens),
+                    kv("gauntlet.cost_eur", Any::DoubleValue(sample.cost_eur)),
+                    text("gauntlet.judge", outcome.judge.clone()),
+                    text("gauntlet.judge.parse", sample.parse.clone()),
+                ],
+                ..Default::default()
+            });
+        }
+        spans.push(Span {
+            trace_id: trace.to_vec(),
+            span_id: judge_id,
+            parent_span_id: root_id.to_vec(),
+            name: format!("evaluate {}", outcome.judge),
+            kind: SpanKind::Internal as i32,
+            start_time_unix_nano: start,
+            end_time_unix_nano: at,
+            attributes: vec![
+                text("gen_ai.operation.name", "evaluate"),
+                text("gauntlet.judge", outcome.judge.clone()),
+                text("gauntlet.judge.status", json_name(&outcome.status)),
+                text("gauntlet.judge.rubric_hash", outcome.rubric_hash.clone()),
+                kv("gauntlet.judge.advisory", Any::BoolValue(outcome.advisory)),
+            ],
+            ..Default::default()
+        });
+    }
+    spans
+}
+
+/// Each verdict as a `gen_ai.evaluation.result` event at `time` (Unix nanoseconds); an LLM
+/// judge's reason is its `gen_ai.evaluation.explanation`.
 pub fn evaluation_events(scores: &[gauntlet_model::Score], time: u64) -> Vec<SpanEvent> {
     scores
         .iter()
@@ -287,7 +351,14 @@ pub fn evaluation_events(scores: &[gauntlet_model::Score], time: u64) -> Vec<Spa
                 kv("gauntlet.evaluation.score", Any::DoubleValue(s.score)),
                 text("gauntlet.evaluation.dimension", json_name(&s.dimension)),
                 text("gauntlet.evaluation.severity", json_name(&s.severity)),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                s.details["reason"]
+                    .as_str()
+                    .map(|r| text("gen_ai.evaluation.explanation", r)),
+            )
+            .collect(),
             dropped_attributes_count: 0,
         })
         .collect()
@@ -474,6 +545,81 @@ mod tests {
             not_applicable: vec![],
             judges: vec![],
         }
+    }
+
+    #[test]
+    fn a_judges_calls_are_apart_from_the_agents_and_its_reason_explains_its_score() {
+        let mut t = trial("0af7651916cd43dd8448eb211c80319c");
+        let sample = |cached: bool| gauntlet_model::judge::JudgeSample {
+            model: "judge-model".into(),
+            verdict: [("SafetyScore".to_owned(), 1.0)].into(),
+            passed: Some(true),
+            parse: "json".into(),
+            reason: Some("it asked before closing".into()),
+            cached,
+            format_refused: false,
+            prompt_tokens: 900,
+            completion_tokens: 40,
+            cost_eur: if cached { 0.0 } else { 0.01 },
+            latency_ms: 800.0,
+        };
+        let outcome = gauntlet_model::JudgeOutcome {
+            judge: "Judge".into(),
+            rubric_hash: "h".into(),
+            status: gauntlet_model::JudgeStatus::Scored,
+            reason: None,
+            criteria: [("SafetyScore".to_owned(), 1.0)].into(),
+            score: Some(1.0),
+            passed: Some(true),
+            split: false,
+            advisory: true,
+            over_budget: false,
+            samples: vec![sample(false), sample(true)],
+        };
+        t.scores = gauntlet_eval_free_scores(&outcome);
+        t.judges = vec![outcome];
+        let spans = trial_spans(&header(), &t);
+        let root = &spans[0];
+        let evaluate = spans.iter().find(|s| s.name == "evaluate Judge").unwrap();
+        assert_eq!(evaluate.parent_span_id, root.span_id);
+        // One call made (the cached verdict made none), under the judge's span.
+        let calls: Vec<&Span> = spans
+            .iter()
+            .filter(|s| s.parent_span_id == evaluate.span_id)
+            .collect();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "chat judge-model");
+        assert!(calls[0].start_time_unix_nano >= evaluate.start_time_unix_nano);
+        assert!(root.end_time_unix_nano >= calls[0].end_time_unix_nano);
+        // The agent's tokens on the trial's span leave the judge out.
+        let tokens = root
+            .attributes
+            .iter()
+            .find(|a| a.key == "gen_ai.usage.input_tokens")
+            .and_then(|a| a.value.clone());
+        assert_eq!(tokens.and_then(|v| v.value), Some(Any::IntValue(0)));
+        let explained = root
+            .events
+            .iter()
+            .filter(|e| e.name == "gen_ai.evaluation.result")
+            .flat_map(|e| &e.attributes)
+            .filter(|a| a.key == "gen_ai.evaluation.explanation")
+            .count();
+        assert_eq!(explained, 1);
+    }
+
+    /// A score as the judge gives one, with its reason in the details.
+    fn gauntlet_eval_free_scores(o: &gauntlet_model::JudgeOutcome) -> Vec<gauntlet_model::Score> {
+        vec![gauntlet_model::Score {
+            name: o.judge.clone(),
+            dimension: gauntlet_model::Dimension::Trajectory,
+            value: 1.0,
+            score: 1.0,
+            passed: true,
+            severity: gauntlet_model::Severity::Info,
+            details: json!({"judge": o.judge, "reason": "it asked before closing"}),
+            events: vec![],
+        }]
     }
 
     #[test]

@@ -161,6 +161,32 @@ fn the_judge_runs_after_the_deterministic_checks_and_replays_and_caches() {
     assert!(names.iter().any(|n| n == "Judge_ReasoningQuality"));
     assert!(names.iter().any(|n| n == "Judge_SafetyScore"));
 
+    // Exported as traces: a judge span per judged trial, apart from the agent's calls, and the
+    // trajectories import back exactly as they were.
+    let traces = tmp.path().join("traces.json");
+    let o = run(&["export", s(&run1), "--out", s(&traces)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let text = std::fs::read_to_string(&traces).unwrap();
+    assert_eq!(text.matches("\"evaluate Judge\"").count(), passed);
+    assert_eq!(text.matches("\"chat judge-good\"").count(), passed);
+    let imported = tmp.path().join("imported");
+    let o = run(&["import", "otlp", s(&traces), "--out", s(&imported)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let events = |run: &Path| {
+        let mut v: Vec<(String, Value)> = trials(run)
+            .into_iter()
+            .map(|t| {
+                (
+                    t["trace_id"].as_str().unwrap().to_owned(),
+                    t["trajectory"].clone(),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    assert_eq!(events(&run1), events(&imported));
+
     // Replayed from the cassette with the upstream off and the cache gone: identical scores.
     drop(fake);
     std::fs::remove_file(suite.join(".gauntlet/judge-cache.sqlite")).unwrap();
