@@ -164,6 +164,7 @@ pub fn summarise(
         model: model.to_owned(),
         judged: items.len(),
         skipped,
+        over_budget: 0,
         a_wins,
         b_wins,
         ties,

@@ -67,6 +67,10 @@ pub struct PairwiseItem {
     pub reasons: Vec<String>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// An LLM judge's pairwise preferences over two runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PairwiseReport {
@@ -79,6 +83,9 @@ pub struct PairwiseReport {
     /// Pairs not judged: a deterministic check failed in either run (the judge runs only where
     /// they all passed, unless the judge says `run_on: all`), or a harness error.
     pub skipped: usize,
+    /// Pairs not judged because the judge's `budget_eur` was spent (counted in `skipped` too).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub over_budget: usize,
     /// Pairs where A's trajectory is preferred in both orders.
     pub a_wins: u64,
     /// Pairs where B's is.

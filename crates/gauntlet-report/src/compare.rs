@@ -88,11 +88,16 @@ pub fn render_comparison(c: &Comparison, opts: SummaryOptions) -> String {
     if let Some(pw) = &c.pairwise {
         let _ = writeln!(
             out,
-            "pairwise judge {} ({}): {} pairs judged in both orders, {} skipped · A preferred {}, B preferred {}, ties {} (of which {} flipped with the order: position bias), invalid {} · B win rate {} · sign test p={:.4} · judge cost €{}",
+            "pairwise judge {} ({}): {} pairs judged in both orders, {} skipped{} · A preferred {}, B preferred {}, ties {} (of which {} flipped with the order: position bias), invalid {} · B win rate {} · sign test p={:.4} · judge cost €{}",
             pw.judge,
             pw.model,
             pw.judged,
             pw.skipped,
+            if pw.over_budget > 0 {
+                format!(" ({} over the judge's budget)", pw.over_budget)
+            } else {
+                String::new()
+            },
             pw.a_wins,
             pw.b_wins,
             pw.ties,

@@ -597,23 +597,36 @@ pub async fn pairwise_report(
     skipped: usize,
 ) -> Result<PairwiseReport, String> {
     let judge = panel.pick(name)?;
-    let mut set = Vec::with_capacity(pairs.len());
-    for pair in pairs {
-        set.push(panel.pairwise(judge, pair));
-    }
+    // With a budget, pairs go in batches of the judge's concurrency, the budget checked before
+    // each batch; without one, all at once under the panel's limit.
+    let batch = match judge.spec.budget_eur {
+        Some(_) => judge.spec.concurrency.max(1),
+        None => pairs.len().max(1),
+    };
     let mut items = Vec::with_capacity(pairs.len());
     let mut cost = 0.0;
-    for (item, c) in futures_util::future::join_all(set).await {
-        items.push(item);
-        cost += c;
+    let mut over_budget = 0;
+    for (i, chunk) in pairs.chunks(batch).enumerate() {
+        if judge.spec.budget_eur.is_some_and(|b| cost >= b) {
+            over_budget = pairs.len() - i * batch;
+            break;
+        }
+        let set = chunk.iter().map(|pair| panel.pairwise(judge, pair));
+        for (item, c) in futures_util::future::join_all(set).await {
+            items.push(item);
+            cost += c;
+        }
     }
-    Ok(summarise(
-        &judge.spec.name,
-        &judge.spec.model,
-        items,
-        skipped,
-        cost,
-    ))
+    Ok(PairwiseReport {
+        over_budget,
+        ..summarise(
+            &judge.spec.name,
+            &judge.spec.model,
+            items,
+            skipped + over_budget,
+            cost,
+        )
+    })
 }
 
 /// What the gateway recorded of a judge's call.

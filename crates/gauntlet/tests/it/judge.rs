@@ -899,6 +899,24 @@ fn compare_pairwise_asks_both_orders_and_a_flip_is_a_tie() {
     assert_eq!(again, p);
     assert_eq!(judge_calls(tmp.path()), before);
 
+    // With a budget, pairs go in batches of the judge's concurrency (2 here): the first batch
+    // (4 calls at 0.044 EUR) spends 0.1 EUR, and the rest are skipped, over budget.
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "    run_on: all",
+            "    run_on: all\n    budget_eur: 0.1\n    concurrency: 2\n    seed: 1",
+        ),
+    )
+    .unwrap();
+    let budgeted = compare(None);
+    assert_eq!(budgeted["judged"], 2, "{budgeted}");
+    assert_eq!(budgeted["over_budget"], pairs - 2, "{budgeted}");
+    assert_eq!(budgeted["skipped"], pairs - 2, "{budgeted}");
+    std::fs::write(&config, text).unwrap();
+
     // A judge that always prefers whatever it is shown first: every pair flips, a tie.
     let p = compare(Some("judge-first"));
     assert_eq!(p["position_bias"], pairs, "{p}");
