@@ -254,10 +254,8 @@ pub fn request(
 /// `json_schema` format (the prompt itself asks for the JSON verdict); `None` when it has none.
 pub fn without_response_format(body: &Value) -> Option<Value> {
     let mut plain = body.clone();
-    plain
-        .as_object_mut()?
-        .remove("response_format")
-        .map(|_| plain.clone())
+    plain.as_object_mut()?.remove("response_format")?;
+    Some(plain)
 }
 
 /// A reply read: the normalised verdict per criterion, the judge's reason, and how it was read.

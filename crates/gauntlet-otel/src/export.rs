@@ -576,7 +576,7 @@ mod tests {
             over_budget: false,
             samples: vec![sample(false), sample(true)],
         };
-        t.scores = gauntlet_eval_free_scores(&outcome);
+        t.scores = judge_score(&outcome);
         t.judges = vec![outcome];
         let spans = trial_spans(&header(), &t);
         let root = &spans[0];
@@ -609,7 +609,7 @@ mod tests {
     }
 
     /// A score as the judge gives one, with its reason in the details.
-    fn gauntlet_eval_free_scores(o: &gauntlet_model::JudgeOutcome) -> Vec<gauntlet_model::Score> {
+    fn judge_score(o: &gauntlet_model::JudgeOutcome) -> Vec<gauntlet_model::Score> {
         vec![gauntlet_model::Score {
             name: o.judge.clone(),
             dimension: gauntlet_model::Dimension::Trajectory,

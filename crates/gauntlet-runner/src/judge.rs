@@ -248,7 +248,7 @@ impl JudgePanel {
                     let cost: f64 = outcome
                         .samples
                         .iter()
-                        .filter(|s| !s.cached)
+                        .filter(|s| s.answered_by_model())
                         .map(|s| s.cost_eur)
                         .sum();
                     if let Ok(mut s) = spent.lock() {
