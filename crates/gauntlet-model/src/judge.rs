@@ -264,6 +264,133 @@ pub fn default_rubric() -> JudgeRubric {
     }
 }
 
+/// What is wrong with a suite's judges: each problem with the JSON Pointer of the field at
+/// fault (from the suite's top, `/judges/0/budget_eur`), so a loader can point at its line.
+/// `priced` says whether the gateway has a price for a model (a budget needs one).
+pub fn judge_problems(specs: &[JudgeSpec], priced: &dyn Fn(&str) -> bool) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let at = |field: &str| format!("/judges/{i}{field}");
+        let name = &spec.name;
+        if !is_identifier(name) {
+            out.push((
+                at("/name"),
+                format!("judge name `{name}` is not an identifier (letters, digits, `_`, not starting with a digit): gates read its scores as `evaluators.{name}`"),
+            ));
+        }
+        if specs[..i].iter().any(|o| o.name == *name) {
+            out.push((
+                at("/name"),
+                format!("two judges are named `{name}`: give each its own `name` (it prefixes its scores)"),
+            ));
+        }
+        if spec.samples == 0 {
+            out.push((
+                at("/samples"),
+                format!("judge `{name}`: `samples` must be at least 1"),
+            ));
+        }
+        if spec.concurrency == 0 {
+            out.push((
+                at("/concurrency"),
+                format!("judge `{name}`: `concurrency` must be at least 1"),
+            ));
+        }
+        if !(spec.temperature.is_finite() && spec.temperature >= 0.0) {
+            out.push((
+                at("/temperature"),
+                format!(
+                    "judge `{name}`: `temperature` must be 0 or more, not {}",
+                    spec.temperature
+                ),
+            ));
+        }
+        if let Some(b) = spec.budget_eur {
+            if !(b.is_finite() && b > 0.0) {
+                out.push((
+                    at("/budget_eur"),
+                    format!(
+                        "judge `{name}`: `budget_eur` must be a positive number of euros, not {b}"
+                    ),
+                ));
+            } else if let Some(model) = std::iter::once(&spec.model)
+                .chain(&spec.also)
+                .find(|m| !priced(m))
+            {
+                out.push((
+                    at("/budget_eur"),
+                    format!("judge `{name}` has a `budget_eur` but model `{model}` has no price, so its calls would cost nothing: add it under `gateway.prices`"),
+                ));
+            }
+        }
+        let Some(rubric) = &spec.rubric else { continue };
+        if rubric.criteria.is_empty() {
+            out.push((
+                at("/rubric/criteria"),
+                format!("judge `{name}`: its rubric has no criteria"),
+            ));
+        }
+        for (k, c) in rubric.criteria.iter().enumerate() {
+            let at = |field: &str| at(&format!("/rubric/criteria/{k}{field}"));
+            if !c
+                .id
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                || c.id.is_empty()
+            {
+                out.push((
+                    at("/id"),
+                    format!("judge `{name}`: criterion id `{}` is not made of letters, digits and `_` (it is the verdict's JSON key and the score `{name}_{}`)", c.id, c.id),
+                ));
+            }
+            if rubric.criteria[..k].iter().any(|o| o.id == c.id) {
+                out.push((
+                    at("/id"),
+                    format!("judge `{name}`: two criteria have the id `{}`", c.id),
+                ));
+            }
+            if let Scale::Ordinal { max } = c.scale
+                && max < 2
+            {
+                out.push((
+                    at("/scale"),
+                    format!("judge `{name}`, criterion `{}`: an ordinal scale needs `max` of 2 or more, not {max}", c.id),
+                ));
+            }
+            if !(c.weight.is_finite() && c.weight >= 0.0) {
+                out.push((
+                    at("/weight"),
+                    format!(
+                        "judge `{name}`, criterion `{}`: `weight` must be 0 or more, not {}",
+                        c.id, c.weight
+                    ),
+                ));
+            }
+            if !(0.0..=1.0).contains(&c.pass) {
+                out.push((
+                    at("/pass"),
+                    format!("judge `{name}`, criterion `{}`: `pass` is a normalised verdict from 0 to 1, not {}", c.id, c.pass),
+                ));
+            }
+        }
+        if !rubric.criteria.is_empty() && rubric.criteria.iter().all(|c| c.weight == 0.0) {
+            out.push((
+                at("/rubric/criteria"),
+                format!("judge `{name}`: every criterion weighs 0, so its score is undefined"),
+            ));
+        }
+    }
+    out
+}
+
+/// Letters, digits and `_`, not starting with a digit.
+fn is_identifier(s: &str) -> bool {
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// What one judge said of one trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

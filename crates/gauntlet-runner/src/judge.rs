@@ -78,27 +78,7 @@ pub fn prepare_judges(
 ) -> Result<Vec<PreparedJudge>, PlanError> {
     let mut out: Vec<PreparedJudge> = Vec::new();
     for spec in specs {
-        if out.iter().any(|j| j.spec.name == spec.name) {
-            return Err(PlanError::Judge(format!(
-                "two judges are named `{}`: give each its own `name` (it prefixes its scores)",
-                spec.name
-            )));
-        }
         let rubric = spec.rubric.clone().unwrap_or_else(default_rubric);
-        if rubric.criteria.is_empty() {
-            return Err(PlanError::Judge(format!(
-                "judge `{}`: its rubric has no criteria",
-                spec.name
-            )));
-        }
-        if let Some(b) = spec.budget_eur
-            && !(b.is_finite() && b > 0.0)
-        {
-            return Err(PlanError::Judge(format!(
-                "judge `{}`: budget_eur must be a positive number of euros, not {b}",
-                spec.name
-            )));
-        }
         let hash = rubric_hash(&rubric);
         let mut models = vec![spec.model.clone()];
         models.extend(spec.also.iter().cloned());
@@ -697,22 +677,20 @@ pub fn judge_panel(
     if suite.config.judges.is_empty() {
         return Ok(None);
     }
+    // A loaded suite was checked already; this keeps the panel sound for any other caller.
+    let priced = |model: &str| suite.config.priced(model);
+    let problems = gauntlet_model::judge::judge_problems(&suite.config.judges, &priced);
+    if !problems.is_empty() {
+        return Err(PlanError::Judge(
+            problems
+                .into_iter()
+                .map(|(at, message)| format!("{message} (at {at})"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
     let judges = prepare_judges(&suite.root, &suite.config.judges)?;
     check_judge_gates(suite, &judges)?;
-    for judge in judges.iter().filter(|j| j.spec.budget_eur.is_some()) {
-        if let Some(model) = judge.models().into_iter().find(|m| {
-            !suite
-                .config
-                .gateway
-                .as_ref()
-                .is_some_and(|g| g.prices.contains_key(*m))
-        }) {
-            return Err(PlanError::Judge(format!(
-                "judge `{}` has a budget_eur but model `{model}` has no price, so its calls would cost nothing: add it under `gateway.prices` in gauntlet.yaml",
-                judge.spec.name
-            )));
-        }
-    }
     let cache = JudgeCache::open(cache).map_err(|e| PlanError::Judge(e.to_string()))?;
     Ok(Some(Arc::new(JudgePanel::new(
         judges,

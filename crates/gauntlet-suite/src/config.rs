@@ -88,6 +88,15 @@ pub struct GatewaySpec {
     pub prices: std::collections::BTreeMap<String, gauntlet_model::Price>,
 }
 
+impl SuiteConfig {
+    /// Whether the gateway has a price for `model`.
+    pub fn priced(&self, model: &str) -> bool {
+        self.gateway
+            .as_ref()
+            .is_some_and(|g| g.prices.contains_key(model))
+    }
+}
+
 /// A custom evaluator: a command that reads a trial as JSON and writes scores as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

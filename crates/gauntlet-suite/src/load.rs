@@ -161,6 +161,11 @@ impl Suite {
                 "`user_prompt` needs `{persona}` where each case's persona goes",
             ));
         }
+        let priced = |model: &str| config.priced(model);
+        for (pointer, message) in gauntlet_model::judge::judge_problems(&config.judges, &priced) {
+            let (line, col) = config_spans.locate(&pointer);
+            problems.push(Diagnostic::at(&config_file, line, col, message));
+        }
         if config.epochs == Some(0) {
             let (line, col) = config_spans.locate("/epochs");
             problems.push(Diagnostic::at(

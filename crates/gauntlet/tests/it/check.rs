@@ -180,6 +180,44 @@ fn zero_epochs_in_the_suite_is_located_by_check() {
     );
 }
 
+/// A judge's mistakes are found by `check` at their field, not when the run starts.
+#[test]
+fn a_judges_mistakes_are_located_by_check() {
+    let judges = "epochs: 1
+judges:
+  - model: m
+    budget_eur: -1
+  - model: m
+    samples: 0
+    rubric:
+      name: r
+      version: '1'
+      criteria:
+        - id: bad id
+          text: t
+          scale: {ordinal: {max: 1}}
+          pass: 2
+  - name: Priced
+    model: unpriced-model
+    budget_eur: 1.0";
+    let (o, _suite, _tmp) = broken("gauntlet.yaml", "epochs: 1", judges);
+    for (line, col, needle) in [
+        (
+            13,
+            5,
+            "`budget_eur` must be a positive number of euros, not -1",
+        ),
+        (14, 5, "two judges are named `Judge`"),
+        (15, 5, "`samples` must be at least 1"),
+        (20, 11, "criterion id `bad id` is not made of letters"),
+        (22, 11, "an ordinal scale needs `max` of 2 or more, not 1"),
+        (23, 11, "`pass` is a normalised verdict from 0 to 1, not 2"),
+        (26, 5, "model `unpriced-model` has no price"),
+    ] {
+        assert_located(&o.stderr, "gauntlet.yaml", line, col, needle);
+    }
+}
+
 /// Regression: an invalid `output_regex` passed `check` and then failed every agent's trial.
 #[test]
 fn an_invalid_output_regex_is_located_by_check() {
