@@ -181,6 +181,18 @@ impl JudgePanel {
         }
     }
 
+    /// A warning when no model can be reached: then only verdicts already in the judge cache
+    /// count, and every other judged trial is `invalid`.
+    pub fn endpoint_warning(&self) -> Option<String> {
+        self.gateway.is_none().then(|| {
+            let names: Vec<&str> = self.judges.iter().map(|j| j.spec.name.as_str()).collect();
+            format!(
+                "judge {} has no model endpoint (give --gateway-upstream URL, the suite's `gateway.upstream`, or --replay-cassette CASSETTE): only verdicts already in the judge cache count, every other judged trial is `invalid`",
+                names.join(", ")
+            )
+        })
+    }
+
     /// The judges' headers, for the run header.
     pub fn headers(&self) -> Vec<JudgeHeader> {
         self.judges.iter().map(|j| j.header.clone()).collect()

@@ -76,6 +76,9 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         &state_dir(&suite).join("judge-cache.sqlite"),
         args.record.is_some(),
     )?;
+    if let Some(w) = judges.as_ref().and_then(|j| j.endpoint_warning()) {
+        eprintln!("warning: {w}");
+    }
     let mut header = settings.header(&suite);
     header.judges = judges.as_ref().map(|j| j.headers()).unwrap_or_default();
     if let Some(old) = old {

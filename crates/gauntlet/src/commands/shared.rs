@@ -128,6 +128,9 @@ pub fn offline_judges(
         &state_dir(suite).join("judge-cache.sqlite"),
         false,
     )?;
+    if let Some(w) = panel.as_ref().and_then(|p| p.endpoint_warning()) {
+        eprintln!("warning: {w}");
+    }
     Ok(panel.map(|p| (runtime, p)))
 }
 

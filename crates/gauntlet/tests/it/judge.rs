@@ -218,6 +218,11 @@ fn the_judge_runs_after_the_deterministic_checks_and_replays_and_caches() {
         "-q",
     ]);
     assert!(o.code == 0 || o.code == 1, "{}\n{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("judge Judge has no model endpoint"),
+        "the user is told that only cached verdicts count: {}",
+        o.stderr
+    );
     assert_eq!(judge_calls(tmp.path()), calls_before);
     let r3 = results(&run3);
     assert_eq!(r3["judges"][0]["calls"], 0);
