@@ -68,7 +68,20 @@ pub enum CalibrationError {
 #[derive(Default)]
 struct Item<'a> {
     values: Vec<(Option<&'a str>, &'a LabelValue)>,
-    segment: BTreeMap<&'a str, &'a SegmentValue>,
+    /// Its segments, each name once (the first label that gives it wins).
+    segment: Vec<(&'a str, &'a SegmentValue)>,
+}
+
+/// Adds the segments of `more` whose names `to` lacks.
+fn merge_segments<'a>(
+    to: &mut Vec<(&'a str, &'a SegmentValue)>,
+    more: impl IntoIterator<Item = (&'a str, &'a SegmentValue)>,
+) {
+    for (k, v) in more {
+        if !to.iter().any(|(name, _)| *name == k) {
+            to.push((k, v));
+        }
+    }
 }
 
 fn group(labels: &[Label]) -> BTreeMap<&str, Item<'_>> {
@@ -76,9 +89,7 @@ fn group(labels: &[Label]) -> BTreeMap<&str, Item<'_>> {
     for l in labels {
         let item = items.entry(&l.item).or_default();
         item.values.push((l.rater.as_deref(), &l.label));
-        for (k, v) in &l.segment {
-            item.segment.entry(k).or_insert(v);
-        }
+        merge_segments(&mut item.segment, l.segment.iter());
     }
     for item in items.values_mut() {
         item.values.sort_by(|a, b| a.0.cmp(&b.0));
@@ -114,27 +125,23 @@ fn majority(categories: &[LabelValue], item: &Item<'_>) -> Option<usize> {
 
 /// Compares judge verdicts with human labels.
 pub fn calibrate(
-    labels: &[Label],
-    verdicts: &[Label],
+    mut labels: Vec<Label>,
+    mut verdicts: Vec<Label>,
     options: &CalibrationOptions,
 ) -> Result<CalibrationReport, CalibrationError> {
     // Pass/fail in any spelling (`true`, 1, `success`, `PASS`) is one pair of categories.
     let binary = labels
         .iter()
-        .chain(verdicts)
+        .chain(&verdicts)
         .all(|l| l.label.polarity().is_some());
-    let normalised = |side: &[Label]| -> Vec<Label> {
-        side.iter()
-            .map(|l| Label {
-                label: match l.label.polarity() {
-                    Some(p) if binary => LabelValue::Bool(p),
-                    _ => l.label.clone(),
-                },
-                ..l.clone()
-            })
-            .collect()
-    };
-    let (labels, verdicts) = (&normalised(labels)[..], &normalised(verdicts)[..]);
+    if binary {
+        for l in labels.iter_mut().chain(verdicts.iter_mut()) {
+            if let Some(p) = l.label.polarity() {
+                l.label = LabelValue::Bool(p);
+            }
+        }
+    }
+    let (labels, verdicts) = (&labels[..], &verdicts[..]);
     let humans = group(labels);
     let judges = group(verdicts);
     let cats = categories(labels.iter().chain(verdicts).map(|l| &l.label));
@@ -169,9 +176,7 @@ pub fn calibrate(
         match (majority(&cats, h), majority(&cats, j)) {
             (Some(hc), Some(jc)) => {
                 let mut segment = h.segment.clone();
-                for (k, v) in &j.segment {
-                    segment.entry(k).or_insert(v);
-                }
+                merge_segments(&mut segment, j.segment.iter().copied());
                 matched.push(Pair { hc, jc, segment });
             }
             _ => {
@@ -239,7 +244,7 @@ pub fn calibrate(
 struct Pair<'a> {
     hc: usize,
     jc: usize,
-    segment: BTreeMap<&'a str, &'a SegmentValue>,
+    segment: Vec<(&'a str, &'a SegmentValue)>,
 }
 
 struct Cx<'a> {
@@ -351,7 +356,7 @@ mod tests {
             item: item.to_owned(),
             label: v,
             rater: rater.map(str::to_owned),
-            segment: BTreeMap::new(),
+            segment: Default::default(),
             note: None,
         }
     }
@@ -368,7 +373,7 @@ mod tests {
             label("b", LabelValue::Text("success".into()), None),
             label("z", LabelValue::Text("failure".into()), None),
         ];
-        let r = calibrate(&labels, &verdicts, &CalibrationOptions::default()).unwrap();
+        let r = calibrate(labels, verdicts, &CalibrationOptions::default()).unwrap();
         assert_eq!(r.figures.n, 2);
         assert_eq!(
             r.categories,
@@ -395,7 +400,7 @@ mod tests {
             label("a", LabelValue::Bool(true), None),
             label("b", LabelValue::Bool(true), None),
         ];
-        let r = calibrate(&labels, &verdicts, &CalibrationOptions::default()).unwrap();
+        let r = calibrate(labels, verdicts, &CalibrationOptions::default()).unwrap();
         assert_eq!((r.figures.n, r.unmatched.ties), (1, 1));
         let h = r.human_agreement.unwrap();
         assert_eq!((h.items, h.raters, h.percent_agreement), (2, 2, 0.5));
@@ -416,7 +421,7 @@ mod tests {
             label("b", LabelValue::Bool(true), None),
             label("c", LabelValue::Bool(true), None),
         ];
-        let r = calibrate(&labels, &verdicts, &CalibrationOptions::default()).unwrap();
+        let r = calibrate(labels, verdicts, &CalibrationOptions::default()).unwrap();
         let tag = &r.segments["tag"];
         assert_eq!(tag.keys().collect::<Vec<_>>(), ["billing", "refund"]);
         assert_eq!((tag["billing"].n, tag["refund"].n), (2, 1));
@@ -434,7 +439,7 @@ mod tests {
     fn no_common_item_is_an_error_that_says_so() {
         let labels = vec![label("a", LabelValue::Bool(true), None)];
         let verdicts = vec![label("b", LabelValue::Bool(true), None)];
-        let e = calibrate(&labels, &verdicts, &CalibrationOptions::default()).unwrap_err();
+        let e = calibrate(labels, verdicts, &CalibrationOptions::default()).unwrap_err();
         assert!(e.to_string().contains("same item ids"), "{e}");
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
-use gauntlet_model::{Label, LabelValue};
+use gauntlet_model::{Label, LabelValue, Segments};
 use serde_json::Value;
 
 use crate::{ImportError, invalid, read_json};
@@ -127,9 +127,9 @@ pub fn read_results_json(
                     item: format!("{benchmark}/{agent}/{i}"),
                     label,
                     rater: None,
-                    segment: BTreeMap::from([
-                        ("benchmark".to_owned(), benchmark.clone().into()),
-                        ("agent".to_owned(), agent.clone().into()),
+                    segment: Segments::from([
+                        ("benchmark", benchmark.clone()),
+                        ("agent", agent.clone()),
                     ]),
                     note: None,
                 });

@@ -23,11 +23,91 @@ pub struct Label {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rater: Option<String>,
     /// Segments the item belongs to (`{"benchmark": "webarena"}`, `{"tag": ["a", "b"]}`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub segment: BTreeMap<String, SegmentValue>,
+    #[serde(default, skip_serializing_if = "Segments::is_empty")]
+    pub segment: Segments,
     /// A note on the verdict (kept, not scored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// A label's segments, name to value: a JSON object, kept as a short list (a map per label
+/// would weigh more than the label; calibration holds every label of both files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Segments(Vec<(String, SegmentValue)>);
+
+impl Segments {
+    /// Each segment's name and value, in the order given.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &SegmentValue)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Sets a segment (a name given again replaces its value, as in a JSON object read).
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<SegmentValue>) {
+        let (name, value) = (name.into(), value.into());
+        match self.0.iter_mut().find(|(k, _)| *k == name) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name, value)),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<K: Into<String>, V: Into<SegmentValue>, const N: usize> From<[(K, V); N]> for Segments {
+    fn from(pairs: [(K, V); N]) -> Self {
+        let mut s = Segments::default();
+        for (k, v) in pairs {
+            s.insert(k, v);
+        }
+        s
+    }
+}
+
+impl Serialize for Segments {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Segments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Segments;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of segment names to a value or a list of values")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Segments, A::Error> {
+                let mut s = Segments::default();
+                while let Some((k, v)) = map.next_entry::<String, SegmentValue>()? {
+                    s.insert(k, v);
+                }
+                Ok(s)
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+impl JsonSchema for Segments {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Segments".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <BTreeMap<String, SegmentValue>>::json_schema(generator)
+    }
 }
 
 /// The value of one segment of a label: one value, or several (an item with two tags counts in
@@ -54,6 +134,12 @@ impl SegmentValue {
 impl From<String> for SegmentValue {
     fn from(v: String) -> Self {
         SegmentValue::One(v)
+    }
+}
+
+impl From<Vec<String>> for SegmentValue {
+    fn from(v: Vec<String>) -> Self {
+        SegmentValue::Many(v)
     }
 }
 

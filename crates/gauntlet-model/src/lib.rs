@@ -44,6 +44,7 @@ pub use events::RunEvent;
 pub use judge::{JudgeBrief, JudgeHeader, JudgeOutcome, JudgeReport, JudgeSpec, JudgeStatus};
 pub use labels::{
     CalibrationFile, CalibrationThresholds, JudgeIdentity, Label, LabelValue, SegmentValue,
+    Segments,
 };
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};

@@ -2,11 +2,10 @@
 //! `CASE#EPOCH`, label the judge's pass/fail, segments the case, its difficulty, its tags (an
 //! item counts in each of its tags) and the run's agent.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use gauntlet_model::labels::trial_item;
-use gauntlet_model::{JudgeIdentity, JudgeStatus, Label, LabelValue, SegmentValue};
+use gauntlet_model::{JudgeIdentity, JudgeStatus, Label, LabelValue, Segments};
 
 use crate::StoreError;
 use crate::run_dir::{read_results, read_trials_lean};
@@ -68,15 +67,15 @@ pub fn read_judge_verdicts(run: &Path, judge: Option<&str>) -> Result<JudgeVerdi
         let Some(passed) = outcome.passed else {
             continue;
         };
-        let mut segment = BTreeMap::from([
-            ("case".to_owned(), record.case_id.clone().into()),
-            ("agent".to_owned(), results.header.agent.clone().into()),
+        let mut segment = Segments::from([
+            ("case", record.case_id.clone()),
+            ("agent", results.header.agent.clone()),
         ]);
         if let Some(d) = &record.difficulty {
-            segment.insert("difficulty".to_owned(), d.clone().into());
+            segment.insert("difficulty", d.clone());
         }
         if !record.tags.is_empty() {
-            segment.insert("tag".to_owned(), SegmentValue::Many(record.tags.clone()));
+            segment.insert("tag", record.tags.clone());
         }
         labels.push(Label {
             item: trial_item(&record.case_id, record.epoch),

@@ -73,7 +73,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<i32, ExpectedError> {
         },
         confidence: 0.95,
     };
-    let report = compute(&humans.labels, &judge.labels, &options)
+    let report = compute(humans.labels, judge.labels, &options)
         .map_err(|e| ExpectedError::input(e.to_string()))?;
     let figures = serde_json::to_value(&report)
         .map_err(|e| ExpectedError::harness(format!("failed to serialize the figures: {e}")))?;
