@@ -412,3 +412,38 @@ pub struct CalibrationReport {
     /// The same figures per segment name and value.
     pub segments: BTreeMap<String, BTreeMap<String, Figures>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_read_and_write_as_a_json_object() {
+        let text =
+            r#"{"item":"a","label":true,"segment":{"tag":["x","y"],"agent":"b","agent":"c"}}"#;
+        let label: Label = serde_json::from_str(text).unwrap();
+        let got: Vec<(&str, &SegmentValue)> = label.segment.iter().collect();
+        // A name given twice keeps its last value, as a JSON object read into a map does.
+        assert_eq!(
+            got,
+            [
+                ("tag", &SegmentValue::Many(vec!["x".into(), "y".into()])),
+                ("agent", &SegmentValue::One("c".into()))
+            ]
+        );
+        let again = serde_json::to_value(&label).unwrap();
+        assert_eq!(
+            again["segment"],
+            serde_json::json!({"tag": ["x", "y"], "agent": "c"})
+        );
+        let bare: Label = serde_json::from_str(r#"{"item":"a","label":1}"#).unwrap();
+        assert!(bare.segment.is_empty());
+        assert!(
+            serde_json::to_value(&bare)
+                .unwrap()
+                .get("segment")
+                .is_none()
+        );
+        assert!(serde_json::from_str::<Label>(r#"{"item":"a","label":1,"segment":[1]}"#).is_err());
+    }
+}
