@@ -349,6 +349,40 @@ fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_n
 
 #[test]
 #[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn judge_calls_stay_under_their_limit_and_a_rate_limit_is_retried() {
+    // Eight trials at once, a judge allowed two calls at once, each call 0.3 s.
+    let (tmp, suite) = suite_with_judge("judge-slow", "    concurrency: 2");
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let r = judged_results(
+        &suite,
+        &tmp.path().join("slow"),
+        &fake.url,
+        &["--concurrency", "8"],
+    );
+    assert_eq!(r["judges"][0]["scored"], passed_trials(&r));
+    let most: usize = std::fs::read_to_string(tmp.path().join("fake.port.inflight"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(most, 2, "judge calls in flight at once");
+
+    // A 429 on every first ask: retried, and every judged trial still scored.
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("judge-slow", "judge-flaky")).unwrap();
+    let r = judged_results(&suite, &tmp.path().join("flaky"), &fake.url, &[]);
+    let passed = passed_trials(&r);
+    let busy = std::fs::read_to_string(tmp.path().join("fake.port.busy")).unwrap();
+    assert_eq!(busy.lines().count(), passed, "one 429 per judged trial");
+    assert_eq!(r["judges"][0]["scored"], passed, "{}", r["judges"][0]);
+    assert_eq!(r["judges"][0]["invalid"], 0);
+}
+
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
 fn a_judge_stops_asking_once_its_budget_is_spent_and_skips_the_rest() {
     // Each call costs 30 prompt and 7 completion tokens at 1 and 2 EUR per 1k: 0.044 EUR.
     let (tmp, suite) = suite_with_judge("judge-good", "    budget_eur: 0.1");

@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -101,12 +102,46 @@ def reply(body):
     return {"role": "assistant", "content": "I cannot help with that."}
 
 
+LOCK = threading.Lock()
+IN_FLIGHT = 0
+MOST_IN_FLIGHT = 0
+SEEN = set()
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        model = body.get("model", "")
+        if model == "judge-slow":
+            # Takes 0.3 s a call and keeps the most calls it saw at once in PORT_FILE.inflight.
+            global IN_FLIGHT, MOST_IN_FLIGHT
+            with LOCK:
+                IN_FLIGHT += 1
+                MOST_IN_FLIGHT = max(MOST_IN_FLIGHT, IN_FLIGHT)
+                with open(sys.argv[1] + ".inflight", "w") as f:
+                    f.write(str(MOST_IN_FLIGHT))
+            time.sleep(0.3)
+            with LOCK:
+                IN_FLIGHT -= 1
+        if model == "judge-flaky":
+            # The first time it sees a prompt it answers 429 (counted in PORT_FILE.busy).
+            key = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()
+            with LOCK:
+                first = key not in SEEN
+                SEEN.add(key)
+            if first:
+                with open(sys.argv[1] + ".busy", "a") as f:
+                    f.write(key[:16] + "\n")
+                out = json.dumps({"error": {"message": "rate limited", "type": "rate_limit"}}).encode()
+                self.send_response(429)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+                return
         if body.get("model") == "judge-noschema" and "response_format" in body:
             # An upstream without structured outputs: it refuses the response format (counted
             # in PORT_FILE.refused, one line each).
