@@ -186,9 +186,12 @@ impl JudgePanel {
     pub fn endpoint_warning(&self) -> Option<String> {
         self.gateway.is_none().then(|| {
             let names: Vec<&str> = self.judges.iter().map(|j| j.spec.name.as_str()).collect();
+            let who = match names.as_slice() {
+                [one] => format!("judge {one} has"),
+                _ => format!("judges {} have", names.join(", ")),
+            };
             format!(
-                "judge {} has no model endpoint (give --gateway-upstream URL, the suite's `gateway.upstream`, or --replay-cassette CASSETTE): only verdicts already in the judge cache count, every other judged trial is `invalid`",
-                names.join(", ")
+                "{who} no model endpoint (give --gateway-upstream URL, the suite's `gateway.upstream`, or --replay-cassette CASSETTE): only verdicts already in the judge cache count, every other judged trial is `invalid`"
             )
         })
     }
