@@ -33,7 +33,7 @@ import json, sys
 peer, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 for k in ["n", "tp", "fp", "fn", "tn", "precision", "recall", "cohen_kappa", "kappa_se", "krippendorff_alpha", "mcnemar_p"]:
     assert abs(peer[k] - ours[k]) <= 1e-9 * max(1, abs(peer[k])), (k, peer[k], ours[k])
-assert peer["segments"]["agent"]["agent-3"]["cohen_kappa"] - ours["segments"]["agent"]["agent-3"]["cohen_kappa"] < 1e-9
+assert abs(peer["segments"]["agent"]["agent-3"]["cohen_kappa"] - ours["segments"]["agent"]["agent-3"]["cohen_kappa"]) < 1e-9
 print("figures agree")
 PY
   echo "== $n items"

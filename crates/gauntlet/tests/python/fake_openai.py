@@ -112,6 +112,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def send_json(self, status, obj):
+        out = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         model = body.get("model", "")
@@ -135,40 +143,25 @@ class Handler(BaseHTTPRequestHandler):
             if first:
                 with open(sys.argv[1] + ".busy", "a") as f:
                     f.write(key[:16] + "\n")
-                out = json.dumps({"error": {"message": "rate limited", "type": "rate_limit"}}).encode()
-                self.send_response(429)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+                self.send_json(429, {"error": {"message": "rate limited", "type": "rate_limit"}})
                 return
         if body.get("model") == "judge-noschema" and "response_format" in body:
             # An upstream without structured outputs: it refuses the response format (counted
             # in PORT_FILE.refused, one line each).
             with open(sys.argv[1] + ".refused", "a") as f:
                 f.write("response_format\n")
-            out = json.dumps({"error": {"message": "response_format is not supported by this model",
-                                        "type": "invalid_request_error", "param": "response_format"}}).encode()
-            self.send_response(400)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.send_json(400, {"error": {"message": "response_format is not supported by this model",
+                                           "type": "invalid_request_error", "param": "response_format"}})
             return
         message = reply(body)
         usage = {"prompt_tokens": 20 + 10 * len(body.get("messages", [])), "completion_tokens": 7, "total_tokens": 0}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         model = body.get("model", "fake")
         if not body.get("stream"):
-            out = json.dumps({"id": "cmpl-1", "object": "chat.completion", "created": 0, "model": model,
-                              "choices": [{"index": 0, "message": message,
-                                           "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                              "usage": usage}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.send_json(200, {"id": "cmpl-1", "object": "chat.completion", "created": 0, "model": model,
+                                 "choices": [{"index": 0, "message": message,
+                                              "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                                 "usage": usage})
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
