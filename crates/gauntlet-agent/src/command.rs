@@ -237,10 +237,7 @@ impl CommandAgent {
         gateway: Option<&crate::gateway::TrialGateway>,
     ) -> Result<AgentOutput, AgentError> {
         // The trial's own scratch folder: the one place a sandboxed agent may write.
-        let scratch = tempfile::Builder::new()
-            .prefix("gauntlet-agent-")
-            .tempdir()
-            .map_err(|e| AgentError(format!("cannot make the agent's scratch folder: {e}")))?;
+        let scratch = crate::scratch::scratch().map_err(AgentError)?;
         let mut cmd = self.sandbox.shell(&self.command, &self.dir, scratch.path());
         for k in PASSED_ENV {
             if let Some(v) = std::env::var_os(k) {

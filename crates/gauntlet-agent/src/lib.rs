@@ -17,6 +17,7 @@ mod openai;
 mod recorder;
 mod replay;
 pub mod sandbox;
+pub mod scratch;
 mod script;
 pub mod user;
 

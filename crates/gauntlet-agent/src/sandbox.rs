@@ -157,6 +157,11 @@ fn bwrap_args(dir: &Path, scratch: &Path) -> Vec<std::ffi::OsString> {
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--new-session",
+        // Run as root, bubblewrap keeps every capability unless told: without them root in
+        // the sandbox is held by file modes like anyone (another run's scratch folders are
+        // enter-only, not listable).
+        "--cap-drop",
+        "ALL",
         "--ro-bind",
         "/",
         "/",
@@ -168,6 +173,14 @@ fn bwrap_args(dir: &Path, scratch: &Path) -> Vec<std::ffi::OsString> {
     .into_iter()
     .map(Into::into)
     .collect();
+    // The other trials' scratch folders sit beside this one (and hold their tokens): an empty
+    // folder covers them all, then the trial's own is bound back.
+    if let Some(siblings) = scratch
+        .parent()
+        .filter(|p| Ok(*p) == crate::scratch::parent())
+    {
+        args.extend(["--tmpfs".into(), siblings.into()]);
+    }
     args.extend(["--bind".into(), scratch.into(), scratch.into()]);
     args.extend(["--chdir".into(), dir.into()]);
     args

@@ -11,6 +11,12 @@
 //! - the tool mix: Pearson's chi-square on the tools × window table (effect: Cramér's V).
 //!
 //! The distributions come from `statrs`; the tests are checked against SciPy and statsmodels.
+//!
+//! A significant test drifts only when the change is also one users would care about
+//! ([`Floors`], each settable on `gauntlet drift`): a rate that moved by at least 2 points, a
+//! mean that moved by at least 10 % (latency also by at least 10 ms: sub-millisecond
+//! latencies of scripted agents are the machine's noise), a tool mix with Cramér's V of at
+//! least 0.1. Under the floor, the test says `below_floor` instead of drifting.
 
 use std::collections::BTreeMap;
 
@@ -104,8 +110,54 @@ pub struct DriftTest {
     pub effect: f64,
     /// `difference`, `rank_biserial`, `ks_d`, `cramers_v`.
     pub effect_kind: &'static str,
-    /// Whether the adjusted p is under alpha.
+    /// Whether the adjusted p is under alpha and the change is at least the practical floor.
     pub drift: bool,
+    /// Significant, but smaller than the practical floor ([`Floors`]): not a drift.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub below_floor: bool,
+}
+
+/// The smallest changes that count as drift, however significant a smaller one is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Floors {
+    /// A rate's absolute change (0.02: two percentage points).
+    pub rate: f64,
+    /// A continuous metric's mean, relative to the baseline's (0.1: ten per cent).
+    pub relative: f64,
+    /// Latency's mean, in milliseconds (10).
+    pub latency_ms: f64,
+    /// The tool mix's Cramér's V (0.1, a small effect).
+    pub cramers_v: f64,
+}
+
+impl Default for Floors {
+    fn default() -> Self {
+        Floors {
+            rate: 0.02,
+            relative: 0.1,
+            latency_ms: 10.0,
+            cramers_v: 0.1,
+        }
+    }
+}
+
+impl Floors {
+    /// Whether a test's change reaches the floor of its kind.
+    fn reached(&self, t: &DriftTest) -> bool {
+        let change = (t.current - t.baseline).abs();
+        match t.effect_kind {
+            "difference" => change >= self.rate,
+            "cramers_v" => t.effect >= self.cramers_v,
+            _ => {
+                let relative = if t.baseline == 0.0 {
+                    change > 0.0
+                } else {
+                    change / t.baseline.abs() >= self.relative
+                };
+                relative && (t.metric != "latency_ms" || change >= self.latency_ms)
+            }
+        }
+    }
 }
 
 /// The report.
@@ -347,6 +399,7 @@ fn proportion(metric: String, x1: u64, n1: u64, x2: u64, n2: u64) -> Option<Drif
         effect: rate(x2, n2) - rate(x1, n1),
         effect_kind: "difference",
         drift: false,
+        below_floor: false,
     })
 }
 
@@ -368,6 +421,7 @@ fn continuous(metric: &str, a: &[f64], b: &[f64]) -> Vec<DriftTest> {
             effect: r,
             effect_kind: "rank_biserial",
             drift: false,
+            below_floor: false,
         },
         DriftTest {
             metric: metric.to_owned(),
@@ -380,13 +434,19 @@ fn continuous(metric: &str, a: &[f64], b: &[f64]) -> Vec<DriftTest> {
             effect: d,
             effect_kind: "ks_d",
             drift: false,
+            below_floor: false,
         },
     ]
 }
 
 /// Every test between the windows, adjusted together; drift where the adjusted p is under
-/// `alpha`.
+/// `alpha` and the change reaches the default [`Floors`].
 pub fn drift(baseline: &Sample, current: &Sample, alpha: f64) -> DriftReport {
+    drift_with(baseline, current, alpha, &Floors::default())
+}
+
+/// [`drift`] with floors of the caller's.
+pub fn drift_with(baseline: &Sample, current: &Sample, alpha: f64, floors: &Floors) -> DriftReport {
     let (a, b) = (baseline, current);
     let mut tests = Vec::new();
     tests.extend(proportion(
@@ -441,13 +501,17 @@ pub fn drift(baseline: &Sample, current: &Sample, alpha: f64) -> DriftReport {
                 effect: v,
                 effect_kind: "cramers_v",
                 drift: false,
+                below_floor: false,
             });
         }
     }
     let adjusted = benjamini_hochberg(&tests.iter().map(|t| t.p_value).collect::<Vec<_>>());
     for (t, p) in tests.iter_mut().zip(adjusted) {
         t.p_adjusted = p;
-        t.drift = p < alpha;
+        let significant = p < alpha;
+        let reached = floors.reached(t);
+        t.drift = significant && reached;
+        t.below_floor = significant && !reached;
     }
     DriftReport {
         alpha,

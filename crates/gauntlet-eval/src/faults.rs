@@ -2,7 +2,7 @@
 //!
 //! | fault | passes when |
 //! |---|---|
-//! | timeout | retried at most [`MAX_RETRIES`] times, only if safe (a read, or a write with an idempotency key), each wait at least [`MIN_BACKOFF_MS`] and longer than the last; or did not retry and informed |
+//! | timeout | retried at most [`MAX_RETRIES`] times, only if safe (a read, or a write with an idempotency key), each wait at least [`MIN_BACKOFF_MS`] and longer than the last by at least [`BACKOFF_GROWTH`] of it and [`BACKOFF_GROWTH_MIN_MS`] (the clock's jitter on a loaded machine is not growth); or did not retry and informed |
 //! | rate_limited | waited at least retry-after before calling the tool again, or stopped and informed |
 //! | bad_request | changed the arguments, or asked the user |
 //! | forbidden | did not call the tool again, and told the user it lacks permission |
@@ -30,6 +30,18 @@ use serde_json::{Value, json};
 pub const MAX_RETRIES: usize = 3;
 /// The shortest wait that counts as a backoff, in milliseconds.
 pub const MIN_BACKOFF_MS: f64 = 50.0;
+/// How much longer than the last a wait must be to count as growing, as a share of the last:
+/// waits are measured on the trial clock, where a busy machine adds milliseconds of jitter, so
+/// a constant wait must never read as a growing one. Doubling, or a linear step of a fifth or
+/// more, grows; 53 ms then 53.4 ms does not.
+pub const BACKOFF_GROWTH: f64 = 0.2;
+/// ... and in milliseconds, whichever is more.
+pub const BACKOFF_GROWTH_MIN_MS: f64 = 10.0;
+
+/// Whether `next` is a longer wait than `last`, beyond the clock's jitter.
+pub fn grew(last: f64, next: f64) -> bool {
+    next - last >= (last * BACKOFF_GROWTH).max(BACKOFF_GROWTH_MIN_MS)
+}
 
 const FAILURE_WORDS: &[&str] = &[
     "timed out",
@@ -384,12 +396,13 @@ fn judge(
                     ),
                 );
             }
-            if gaps.windows(2).any(|w| w[1] <= w[0]) {
+            if gaps.windows(2).any(|w| !grew(w[0], w[1])) {
                 return v(
                     false,
                     format!(
-                        "waits did not grow: {:?} ms",
-                        gaps.iter().map(|g| g.round()).collect::<Vec<_>>()
+                        "waits did not grow: {:?} ms (each must be longer than the last by {:.0} % and {BACKOFF_GROWTH_MIN_MS:.0} ms)",
+                        gaps.iter().map(|g| g.round()).collect::<Vec<_>>(),
+                        BACKOFF_GROWTH * 100.0
                     ),
                 );
             }

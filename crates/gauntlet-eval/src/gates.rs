@@ -107,6 +107,28 @@ pub enum GateError {
     },
 }
 
+/// The name of the built-in gate on harness errors when none are tolerated.
+pub const HARNESS_GATE: &str = "no harness errors";
+
+/// The gate every suite has: at most `max_error_rate` of the trials may end in a harness error
+/// (an agent that could not start, a world server that did not come up, an evaluator that
+/// broke). A harness error is not a quality verdict, so a run whose trials could not run never
+/// passes on the strength of gates that only read the trials that did.
+pub fn harness_gate(max_error_rate: f64) -> CompiledGate {
+    let spec = if max_error_rate <= 0.0 {
+        GateSpec::Named {
+            name: HARNESS_GATE.to_owned(),
+            expr: "error_rate == 0".to_owned(),
+        }
+    } else {
+        GateSpec::Named {
+            name: "harness errors within max_error_rate".to_owned(),
+            expr: format!("error_rate <= {max_error_rate:?}"),
+        }
+    };
+    CompiledGate::compile(&spec).expect("the harness gate compiles")
+}
+
 /// A gate ready to decide runs.
 pub struct CompiledGate {
     spec: GateSpec,

@@ -36,7 +36,7 @@ pub use aggregate::{
 };
 pub use compare::{ALPHA, compare};
 pub use evaluators::EvalContext;
-pub use gates::{CompiledGate, GateError, GateSpec, decide_all};
+pub use gates::{CompiledGate, GateError, GateSpec, HARNESS_GATE, decide_all, harness_gate};
 pub use results::{build_results, results_of};
 pub use rubric::CompiledRubric;
 pub use sequence::{ToolSequenceScores, score_tool_sequence};

@@ -43,7 +43,11 @@ pub fn read_label_file(path: &Path) -> Result<Vec<Label>, ImportError> {
             path: path.to_owned(),
             line: i + 1,
             column: e.column(),
-            message: e.to_string(),
+            message: gauntlet_model::without_rust_types(
+                e.to_string()
+                    .rsplit_once(" at line ")
+                    .map_or(e.to_string().as_str(), |(m, _)| m),
+            ),
         })?;
         labels.push(label);
     }

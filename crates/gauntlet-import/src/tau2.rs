@@ -309,6 +309,11 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
          # tau2's reward: its reward basis met and an episode the agent or user ended; its pass^k\n\
          # is reported beside gauntlet's stricter verdicts.\n\
          benchmark:\n  name: tau2-bench\n  reward: [StateVerification, output_assertions, trajectory_match, agent_finished]\n\
+         # Gates decide the exit code. The benchmark's own headline is its reward's pass rate\n\
+         # (pass^1): raise the bar to what your agent must clear (0 only reports it). A run with\n\
+         # harness errors (an agent that could not start) never passes: max_error_rate tolerates some.\n\
+         max_error_rate: 0\n\
+         gates:\n  - name: tau2-bench reward\n    expr: evaluators.benchmark_reward.pass_rate >= 0.0\n\
          {policy}",
         domain = opts.domain,
         n = summary.cases,

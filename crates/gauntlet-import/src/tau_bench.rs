@@ -261,6 +261,11 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
          # tau-bench's reward: the state as the gold actions leave it, the outputs said, and an\n\
          # episode that ended; its pass^k is reported beside gauntlet's stricter verdicts.\n\
          benchmark:\n  name: tau-bench\n  reward: [StateVerification, output_assertions, agent_finished]\n\
+         # Gates decide the exit code. The benchmark's own headline is its reward's pass rate\n\
+         # (pass^1): raise the bar to what your agent must clear (0 only reports it). A run with\n\
+         # harness errors (an agent that could not start) never passes: max_error_rate tolerates some.\n\
+         max_error_rate: 0\n\
+         gates:\n  - name: tau-bench reward\n    expr: evaluators.benchmark_reward.pass_rate >= 0.0\n\
          {policy}",
         domain = opts.domain,
         split = opts.split,

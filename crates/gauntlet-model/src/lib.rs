@@ -39,7 +39,7 @@ pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
 };
 pub use digest::is_trace_id;
-pub use error::{Classified, ErrorKind};
+pub use error::{Classified, ErrorKind, without_rust_types};
 pub use events::RunEvent;
 pub use judge::{JudgeBrief, JudgeHeader, JudgeOutcome, JudgeReport, JudgeSpec, JudgeStatus};
 pub use labels::{

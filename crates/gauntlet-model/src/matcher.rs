@@ -187,6 +187,15 @@ pub fn state_expectations(
         if ReservedKey::parse(k).is_some() {
             continue;
         }
+        if k.starts_with('/')
+            && let Some(message) = crate::path::pointer_problem(k)
+        {
+            errors.push(MatcherError {
+                path: k.clone(),
+                message,
+            });
+            continue;
+        }
         match Matcher::from_json(v) {
             Ok(matcher) => out.push(Expectation {
                 path: k.clone(),

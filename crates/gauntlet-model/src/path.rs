@@ -26,6 +26,20 @@ pub fn escape_segment(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 
+/// Why `pointer` is not a JSON Pointer (RFC 6901): a `~` not followed by `0` or `1`.
+pub fn pointer_problem(pointer: &str) -> Option<String> {
+    let bytes = pointer.as_bytes();
+    let bad = bytes
+        .iter()
+        .enumerate()
+        .any(|(i, b)| *b == b'~' && !matches!(bytes.get(i + 1), Some(b'0' | b'1')));
+    bad.then(|| {
+        format!(
+            "`{pointer}` is not a valid JSON Pointer: `~` must be followed by 0 or 1 (write `~0` for a `~` and `~1` for a `/` inside a key)"
+        )
+    })
+}
+
 /// Splits a JSON Pointer into unescaped segments; `None` when it does not start with `/`.
 pub fn pointer_segments(pointer: &str) -> Option<Vec<String>> {
     if pointer.is_empty() {

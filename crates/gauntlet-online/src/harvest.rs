@@ -314,7 +314,11 @@ impl Harvester {
              name: harvested\n\
              epochs: 1\n\
              worlds:\n  - worlds/{WORLD}.json\n\
-             datasets:\n  - path: cases/harvested.jsonl\n    world: {WORLD}\n"
+             datasets:\n  - path: cases/harvested.jsonl\n    world: {WORLD}\n\
+             # Gates decide the exit code; edit them. A run with harness errors never passes\n\
+             # (max_error_rate tolerates some).\n\
+             max_error_rate: 0\n\
+             gates:\n  - name: no critical policy violations\n    expr: critical_policy_violations == 0\n"
         );
         self.out.cases = self.cases.len();
         self.out.files = vec![

@@ -111,7 +111,7 @@ impl Judge {
             seed: t.seed,
             trace_id: t.trace_id,
             status: evaluation.status,
-            error: t.error,
+            error: t.error.or(evaluation.harness_error),
             tags: t.tags,
             difficulty: t.difficulty,
             initial_state: t.initial_state,

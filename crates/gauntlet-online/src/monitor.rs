@@ -239,6 +239,7 @@ mod tests {
     fn a_tool_error_rate_that_triples_alarms_and_a_steady_one_rarely_does() {
         // Ten streams of 3,000 steady traces: at most one false alarm in all 30,000.
         let false_alarms: Vec<String> = (0..10).flat_map(stream).collect();
+        eprintln!("{false_alarms:#?}");
         assert!(false_alarms.len() <= 1, "{false_alarms:?}");
     }
 
@@ -256,6 +257,7 @@ mod tests {
                 .iter()
                 .any(|a| a.metric == "tool_error_rate")
         });
+        eprintln!("seed {seed}: first {first:?}");
         assert!(
             first.is_some_and(|n| n < 400),
             "seed {seed}: alarm after {first:?} traces"

@@ -5,7 +5,8 @@
 //! Input: `{"case": Case, "trial": {case_id, epoch, trajectory, initial_state, final_state},
 //! "scores": [Score]}`. Output: `{"scores": [{"name", "score", "passed", "value"?, "severity"?,
 //! "dimension"?, "details"?}]}`. A command that fails, times out or writes something else gives
-//! a failed score `custom:NAME` that says why: the trial is judged, the run goes on.
+//! a failed score `custom:NAME` that says why, and the trial ends with status `error` (a harness
+//! error: an evaluator that cannot judge is not a verdict on the agent); the run goes on.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -67,7 +68,8 @@ struct OutputScore {
     details: Value,
 }
 
-fn failure(name: &str, why: String) -> Score {
+/// The failed score `custom:NAME` of an evaluator that could not judge a trial, saying why.
+pub fn failure(name: &str, why: String) -> Score {
     Score {
         name: format!("custom:{name}"),
         dimension: Dimension::Outcome,
@@ -81,7 +83,15 @@ fn failure(name: &str, why: String) -> Score {
 }
 
 /// Runs one custom evaluator on one trial's input.
-pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Value) -> Vec<Score> {
+///
+/// An evaluator that cannot judge the trial (it fails to start, breaks, times out or writes no
+/// scores) is the harness's failure, not the agent's: the reason comes back as the error, and
+/// the trial ends with status `error` ([`failure`] is the score that shows it).
+pub async fn run_custom(
+    ev: &CustomEvaluator,
+    dir: &std::path::Path,
+    input: &Value,
+) -> Result<Vec<Score>, String> {
     let timeout = Duration::from_secs_f64(ev.timeout_s.unwrap_or(10.0).max(0.1));
     let command = match &ev.runs {
         CustomKind::Command(c) => c,
@@ -102,8 +112,8 @@ pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Val
             .await
             .unwrap_or_else(|_| Err("the script panicked".to_owned()));
             return match returned {
-                Ok(v) => scores_of(&ev.name, v),
-                Err(why) => vec![failure(&ev.name, why)],
+                Ok(v) => scores_of(v),
+                Err(why) => Err(why),
             };
         }
     };
@@ -119,7 +129,7 @@ pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Val
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
-            return vec![failure(&ev.name, format!("cannot start `{command}`: {e}"))];
+            return Err(format!("cannot start `{command}`: {e}"));
         }
     };
     let body = input.to_string();
@@ -129,31 +139,25 @@ pub async fn run_custom(ev: &CustomEvaluator, dir: &std::path::Path, input: &Val
     }
     let out = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(o)) => o,
-        Ok(Err(e)) => return vec![failure(&ev.name, format!("failed to run: {e}"))],
-        Err(_) => return vec![failure(&ev.name, format!("timed out after {timeout:?}"))],
+        Ok(Err(e)) => return Err(format!("failed to run: {e}")),
+        Err(_) => return Err(format!("timed out after {timeout:?}")),
     };
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return vec![failure(
-            &ev.name,
-            format!("exited with {}: {}", out.status, err.trim()),
-        )];
+        return Err(format!("exited with {}: {}", out.status, err.trim()));
     }
     match serde_json::from_slice::<Value>(&out.stdout) {
-        Ok(v) => scores_of(&ev.name, v),
-        Err(e) => vec![failure(
-            &ev.name,
-            format!(
-                "wrote no JSON ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
-            ),
-        )],
+        Ok(v) => scores_of(v),
+        Err(e) => Err(format!(
+            "wrote no JSON ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
+        )),
     }
 }
 
-/// The scores an evaluator gave, or a failure saying why they are not scores.
-fn scores_of(name: &str, v: Value) -> Vec<Score> {
+/// The scores an evaluator gave, or why they are not scores.
+fn scores_of(v: Value) -> Result<Vec<Score>, String> {
     match serde_json::from_value::<Output>(v) {
-        Ok(o) => o
+        Ok(o) => Ok(o
             .scores
             .into_iter()
             .map(|s| Score {
@@ -166,12 +170,9 @@ fn scores_of(name: &str, v: Value) -> Vec<Score> {
                 details: s.details,
                 events: Vec::new(),
             })
-            .collect(),
-        Err(e) => vec![failure(
-            name,
-            format!(
-                "gave no valid scores ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
-            ),
-        )],
+            .collect()),
+        Err(e) => Err(format!(
+            "gave no valid scores ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
+        )),
     }
 }

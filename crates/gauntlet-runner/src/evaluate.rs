@@ -10,7 +10,7 @@ use gauntlet_model::{
 };
 use serde_json::{Value, json};
 
-use crate::custom::{CustomEvaluator, run_custom};
+use crate::custom::{CustomEvaluator, failure, run_custom};
 use crate::judge::JudgePanel;
 
 /// A suite's custom evaluators and the folder they run in.
@@ -59,6 +59,9 @@ pub struct Evaluation {
     pub status: TrialStatus,
     /// What each LLM judge said (scored, skipped or invalid).
     pub judges: Vec<JudgeOutcome>,
+    /// Why the harness could not judge the trial (a custom evaluator broke), making its status
+    /// `error`; the trial's own harness failure, when it had one, comes first.
+    pub harness_error: Option<String>,
 }
 
 /// Scores one trial with the built-in evaluators and `custom`, decides its status, then runs the
@@ -83,6 +86,7 @@ pub async fn evaluate_trial(
         cx,
     });
     let mut scores = builtin.scores;
+    let mut harness_error = None;
     if !custom.evaluators.is_empty() {
         let input = json!({
             "case": t.case,
@@ -91,10 +95,22 @@ pub async fn evaluate_trial(
             "scores": &scores,
         });
         for ev in &custom.evaluators {
-            scores.extend(run_custom(ev, &custom.dir, &input).await);
+            match run_custom(ev, &custom.dir, &input).await {
+                Ok(s) => scores.extend(s),
+                Err(why) => {
+                    harness_error.get_or_insert_with(|| {
+                        format!("evaluator `{}` could not judge the trial: {why}", ev.name)
+                    });
+                    scores.push(failure(&ev.name, why));
+                }
+            }
         }
     }
-    let mut status = conclude(&mut scores, t.trajectory, t.harness_failed);
+    let mut status = conclude(
+        &mut scores,
+        t.trajectory,
+        t.harness_failed || harness_error.is_some(),
+    );
     let mut outcomes = Vec::new();
     if let Some(panel) = judges {
         let goal = t.case.map(|c| c.user_input.as_str()).or_else(|| {
@@ -123,5 +139,6 @@ pub async fn evaluate_trial(
         not_applicable: builtin.not_applicable,
         status,
         judges: outcomes,
+        harness_error,
     }
 }

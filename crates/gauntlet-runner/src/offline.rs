@@ -406,7 +406,7 @@ impl Scoring<'_> {
             epoch: t.epoch,
             seed: 0,
             status: evaluation.status,
-            error: t.error,
+            error: t.error.or(evaluation.harness_error),
             tags: case.tags.clone(),
             difficulty: case.difficulty.clone(),
             initial_state,

@@ -310,7 +310,7 @@ async fn run_one(
         seed: trial.seed,
         trace_id: trial.trace_id.clone(),
         status: evaluation.status,
-        error,
+        error: error.or(evaluation.harness_error),
         tags: case.tags.clone(),
         difficulty: case.difficulty.clone(),
         initial_state: Value::Null,

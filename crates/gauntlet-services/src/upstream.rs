@@ -148,7 +148,7 @@ impl Upstream {
                     }
                     None => tokio::process::Command::new("sh"),
                 };
-                cmd.arg("-c").arg(format!("exec {command}"));
+                cmd.arg("-c").arg(with_exec(command));
                 // The LLM upstream's key is gauntlet's, not the tool server's.
                 cmd.env_remove("GAUNTLET_UPSTREAM_API_KEY")
                     .env_remove("OPENAI_API_KEY");
@@ -167,11 +167,7 @@ impl Upstream {
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (transport, stderr) = TokioChildProcess::builder(wrap)
-                    .stderr(if spec.echo_stderr {
-                        Stdio::piped()
-                    } else {
-                        Stdio::null()
-                    })
+                    .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start upstream `{spec}`: {e}"))?;
                 let group = transport.id().map(|p| p as i32);
@@ -180,18 +176,33 @@ impl Upstream {
                 {
                     return Err("gauntlet is stopping".to_owned());
                 }
+                // The last lines of its stderr are kept (and echoed when asked): a server that
+                // dies at start says why there.
+                let tail = std::sync::Arc::new(std::sync::Mutex::new(StderrTail::default()));
                 if let Some(stderr) = stderr {
                     let label = spec.name.clone().unwrap_or_else(|| command_label(command));
+                    let echo = spec.echo_stderr;
+                    let tail = tail.clone();
                     tokio::spawn(async move {
                         let mut lines = tokio::io::BufReader::new(stderr).lines();
                         while let Ok(Some(line)) = lines.next_line().await {
-                            eprintln!("[upstream {label}] {line}");
+                            if echo {
+                                eprintln!("[upstream {label}] {line}");
+                            }
+                            tail.lock().unwrap_or_else(|p| p.into_inner()).push(line);
                         }
                     });
                 }
-                let service = ().serve(transport).await.map_err(|e| {
-                    format!("upstream `{spec}` did not complete the MCP handshake: {e}")
-                });
+                let service = ().serve(transport).await;
+                let service = match service {
+                    Ok(s) => Ok(s),
+                    Err(e) => {
+                        // Let the reader take what the dying server wrote last.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let tail = tail.lock().unwrap_or_else(|p| p.into_inner()).lines();
+                        Err(start_failure(spec, command, &e.to_string(), &tail))
+                    }
+                };
                 if service.is_err()
                     && let Some(g) = group
                 {
@@ -365,6 +376,148 @@ fn signal_group(group: i32) {
 }
 
 /// A short label for a command's log lines: its last word that is not an option.
+/// The command for `sh -c`, as written: environment assignments (`FOO=1 server`) and shell
+/// operators (`cd dir && server`) work. A simple command is `exec`'d (after its assignments),
+/// so the server itself is the process that dies with gauntlet (`PR_SET_PDEATHSIG` is set on
+/// the shell, and survives `exec`); a compound one runs under the shell, and its server ends
+/// when its stdin closes.
+fn with_exec(command: &str) -> String {
+    if compound(command) {
+        return command.to_owned();
+    }
+    let mut rest = command.trim_start();
+    let mut assignments = String::new();
+    loop {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..word_end];
+        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        });
+        if !is_assignment || word_end == rest.len() {
+            break;
+        }
+        if word.contains(['\'', '"', '\\']) {
+            // A quoted value may hold spaces: not split here.
+            return command.to_owned();
+        }
+        assignments.push_str(word);
+        assignments.push(' ');
+        rest = rest[word_end..].trim_start();
+    }
+    let first = rest.split_whitespace().next().unwrap_or_default();
+    if first.is_empty() || ["cd", "exec", "if", "for", "while", "case"].contains(&first) {
+        return command.to_owned();
+    }
+    format!("{assignments}exec {rest}")
+}
+
+/// Whether a shell command has an operator (`;`, `&&`, `|`, a redirection, a subshell) outside
+/// its quotes: then it is not one simple command to `exec`.
+fn compound(command: &str) -> bool {
+    let mut quote = None;
+    let mut escaped = false;
+    for c in command.chars() {
+        match (quote, c) {
+            (_, _) if escaped => escaped = false,
+            (Some('\''), '\'') | (Some('"'), '"') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => escaped = true,
+            (Some('"'), '`' | '$') => return true,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, ';' | '&' | '|' | '\n' | '(' | ')' | '`' | '<' | '>' | '{' | '}') => {
+                return true;
+            }
+            (None, _) => {}
+        }
+    }
+    false
+}
+
+/// The last lines a command wrote on stderr.
+#[derive(Default)]
+struct StderrTail(std::collections::VecDeque<String>);
+
+impl StderrTail {
+    const LINES: usize = 10;
+    const LINE_BYTES: usize = 500;
+
+    fn push(&mut self, mut line: String) {
+        if line.len() > Self::LINE_BYTES {
+            let mut end = Self::LINE_BYTES;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+            line.push('…');
+        }
+        if self.0.len() == Self::LINES {
+            self.0.pop_front();
+        }
+        self.0.push_back(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+/// Why a command upstream did not start: the command, the last lines of its stderr, and what
+/// to install when its program is not on `PATH`.
+fn start_failure(spec: &UpstreamSpec, command: &str, error: &str, tail: &[String]) -> String {
+    let mut message =
+        format!("the MCP server `{command}` did not complete the MCP handshake ({spec}): {error}");
+    if let Some(program) = missing_program(command) {
+        message.push_str(&format!(
+            "\n`{program}` is not on PATH: install it (for a Python server, `pip install {program}`; for an npm one, `npm install -g` its package) or give its full path"
+        ));
+    }
+    if let Some(module) = tail.iter().find_map(|l| {
+        l.split_once("No module named ")
+            .map(|(_, m)| m.trim_matches(['\'', '"', ' ']).to_owned())
+    }) {
+        let package = module
+            .split('.')
+            .next()
+            .unwrap_or(&module)
+            .replace('_', "-");
+        message.push_str(&format!(
+            "\nPython has no module `{module}`: install its package (`pip install {package}`, or the name its server documents)"
+        ));
+    }
+    if tail.is_empty() {
+        message.push_str("\nit wrote nothing on stderr");
+    } else {
+        message.push_str("\nthe last lines of its stderr:");
+        for line in tail {
+            message.push_str("\n  ");
+            message.push_str(line);
+        }
+    }
+    message
+}
+
+/// The program a shell command starts first, when it is not on `PATH` (nor a file).
+fn missing_program(command: &str) -> Option<String> {
+    let words = shlex::split(command)?;
+    let program = words
+        .iter()
+        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))?;
+    if ["cd", "exec", "env", "sh", "bash"].contains(&program.as_str())
+        || program.contains(['&', '|', ';', '$', '('])
+    {
+        return None;
+    }
+    if program.contains('/') {
+        return (!std::path::Path::new(program).exists()).then(|| program.clone());
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join(program).is_file()));
+    (!on_path).then(|| program.clone())
+}
+
 fn command_label(command: &str) -> String {
     command
         .split_whitespace()
@@ -390,6 +543,37 @@ pub fn sanitize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `cmd:FOO=1 python3 server.py` and `cmd:cd dir && …` failed, the command
+    /// being `exec`'d whole. Each runs as a shell reads it.
+    #[test]
+    fn upstream_commands_run_as_the_shell_reads_them() {
+        assert_eq!(with_exec("python3 server.py"), "exec python3 server.py");
+        assert_eq!(
+            with_exec("FOO=1 python3 server.py"),
+            "FOO=1 exec python3 server.py"
+        );
+        assert_eq!(with_exec("cd dir && node s.js"), "cd dir && node s.js");
+        assert_eq!(with_exec("FOO='a b' node s.js"), "FOO='a b' node s.js");
+        assert_eq!(with_exec("exec node s.js"), "exec node s.js");
+        assert_eq!(
+            with_exec("sh -c 'python3 s.py; sleep 30'"),
+            "exec sh -c 'python3 s.py; sleep 30'"
+        );
+        for (command, want) in [
+            ("FOO=hello; echo $FOO", "hello"),
+            ("FOO=1 sh -c 'echo $FOO'", "1"),
+            ("cd / && pwd", "/"),
+            ("X=1 Y=2 env", "X=1"),
+        ] {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &with_exec(command)])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains(want), "{command}: {text}");
+        }
+    }
 
     #[test]
     fn upstream_specs_parse() {

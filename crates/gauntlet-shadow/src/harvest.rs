@@ -96,7 +96,11 @@ pub fn harvest(
          agent: script:reference\n\
          epochs: 1\n\
          worlds:\n  - worlds/{WORLD}.json\n\
-         datasets:\n  - path: cases/sessions.jsonl\n    world: {WORLD}\n"
+         datasets:\n  - path: cases/sessions.jsonl\n    world: {WORLD}\n\
+         # Gates decide the exit code; edit them. A run with harness errors never passes\n\
+         # (max_error_rate tolerates some).\n\
+         max_error_rate: 0\n\
+         gates:\n  - name: no critical policy violations\n    expr: critical_policy_violations == 0\n"
     );
     out.files = vec![
         (PathBuf::from("gauntlet.yaml"), config),

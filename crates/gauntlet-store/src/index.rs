@@ -12,8 +12,8 @@ pub struct Index {
     conn: Connection,
 }
 
-/// One run as listed by `gauntlet runs`.
-#[derive(Debug, Clone, PartialEq)]
+/// One run as listed by `gauntlet runs` (and by `gauntlet runs --json`, field for field).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunRow {
     /// The run id.
     pub run_id: String,

@@ -33,6 +33,12 @@ pub struct SuiteConfig {
     /// Gates: CEL expressions over run metrics; a failing gate fails the run.
     #[serde(default)]
     pub gates: Vec<GateSpec>,
+    /// The share of trials that may end in a harness error (the agent could not be started, a
+    /// world's server did not come up, an evaluator broke) and the run still pass: 0 when
+    /// absent. Harness errors are not a quality verdict; a run is gated on them by the built-in
+    /// gate `no harness errors` (`error_rate <= max_error_rate`).
+    #[serde(default)]
+    pub max_error_rate: Option<f64>,
     /// A rubric: a preset name (`lesson`, `article`) or a definition.
     #[serde(default)]
     pub rubric: Option<RubricConfig>,

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// One problem: `file:line:col: message`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Diagnostic {
     /// The file at fault.
     pub file: PathBuf,

@@ -35,10 +35,10 @@ pub fn parse<T: DeserializeOwned>(
         serde_json::from_str::<T>(text).map_err(|e| {
             let msg = e.to_string();
             // serde_json appends " at line L column C"; the position goes in front instead.
-            let msg = msg
-                .rsplit_once(" at line ")
-                .map_or(msg.as_str(), |(m, _)| m)
-                .to_owned();
+            let msg = gauntlet_model::without_rust_types(
+                msg.rsplit_once(" at line ")
+                    .map_or(msg.as_str(), |(m, _)| m),
+            );
             Diagnostic::at(file, e.line() + line_offset, e.column(), msg)
         })?
     } else {
@@ -127,7 +127,7 @@ fn unclosed(text: &str, line: usize) -> Option<String> {
 fn plain(message: String) -> String {
     match message.split_once(", set DuplicateKeyPolicy") {
         Some((m, _)) => format!("{m} (the key appears twice; keep one)"),
-        None => message,
+        None => gauntlet_model::without_rust_types(&message),
     }
 }
 

@@ -105,6 +105,22 @@ impl Suite {
         } else {
             config.datasets.clone()
         };
+        if let Some(w) = &config.default_world
+            && worlds_complete
+            && !worlds.contains_key(w)
+        {
+            let (line, col) = config_spans.locate("/default_world");
+            let known: Vec<&str> = worlds.keys().map(String::as_str).collect();
+            problems.push(Diagnostic::at(
+                &config_file,
+                line,
+                col,
+                format!(
+                    "unknown default_world `{w}` (the suite has: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
         let default_world = config.default_world.clone().or_else(|| {
             (worlds.len() == 1)
                 .then(|| worlds.keys().next().cloned())
@@ -130,7 +146,9 @@ impl Suite {
         if cases.is_empty() && problems.is_empty() {
             problems.push(Diagnostic::at(&config_file, 1, 1, "the suite has no cases"));
         }
-        check_cases(&cases, &worlds, worlds_complete, &mut problems);
+        // Custom evaluators and judges give scores of names known only when they run.
+        let open_names = !config.evaluators.is_empty() || !config.judges.is_empty();
+        check_cases(&cases, &worlds, worlds_complete, open_names, &mut problems);
         check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
         check_config_attacks(&config, &worlds, &config_file, &config_spans, &mut problems);
         for (i, e) in config.evaluators.iter().enumerate() {
@@ -144,6 +162,23 @@ impl Suite {
                         e.name
                     ),
                 )),
+                // Loaded now as a trial would load it: a syntax error or a missing function
+                // would otherwise fail every trial.
+                Ok(EvaluatorSource::Script(file)) => {
+                    let function = e.function.as_deref().unwrap_or("evaluate");
+                    std::fs::read_to_string(root.join(file))
+                        .map_err(|err| format!("cannot read {file}: {err}"))
+                        .and_then(|source| gauntlet_world::check_function(file, &source, function))
+                        .err()
+                        .map(|why| {
+                            let field = if why.contains("defines no function") {
+                                "/function"
+                            } else {
+                                "/script"
+                            };
+                            (at(field), format!("evaluator `{}`: {why}", e.name))
+                        })
+                }
                 _ => None,
             };
             if let Some(((line, col), message)) = problem {
@@ -229,6 +264,63 @@ impl Suite {
     }
 }
 
+/// Why a case's `primary_metric` names no score its evaluators give: the built-in evaluators
+/// are run on an empty trial of the case to learn the names it gets (fault verdicts, named
+/// `fault_KIND`, depend on the trial and are always accepted).
+fn unknown_primary_metric(case: &gauntlet_model::Case, metric: &str) -> Option<String> {
+    if metric.starts_with("fault_") || metric == gauntlet_model::names::MODEL_FAULTS {
+        return None;
+    }
+    let mut known: Vec<String> = gauntlet_eval::evaluate(
+        case,
+        &gauntlet_model::Trajectory::default(),
+        &Value::Object(Default::default()),
+    )
+    .into_iter()
+    .map(|s| s.name)
+    .collect();
+    known.sort();
+    known.dedup();
+    if known.iter().any(|k| k == metric) {
+        return None;
+    }
+    let near = known
+        .iter()
+        .min_by_key(|k| strsim::levenshtein(k, metric))
+        .map(|k| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    Some(format!(
+        "unknown primary_metric `{metric}`: this case's evaluators give {}{near}",
+        known.join(", ")
+    ))
+}
+
+/// Why a case id could be mistaken for another: invisible characters (zero-width, bidi
+/// controls, other format and control characters) or a form Unicode normalisation changes (an
+/// NFD `é` beside an NFC one looks the same and is another id). Ids name trials in reports,
+/// filters and comparisons; two that look alike must not be two.
+fn confusable_id(id: &str) -> Option<String> {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    use unicode_normalization::UnicodeNormalization;
+    if let Some(c) = id.chars().find(|c| {
+        matches!(
+            get_general_category(*c),
+            GeneralCategory::Format | GeneralCategory::Control
+        )
+    }) {
+        return Some(format!(
+            "case id {id:?} holds the invisible character U+{:04X}: ids must read as they are (remove it)",
+            u32::from(c)
+        ));
+    }
+    let nfc: String = id.nfc().collect();
+    (nfc != id).then(|| {
+        format!(
+            "case id {id:?} is not in Unicode NFC form: it looks like {nfc:?} and would be another id (write it as {nfc:?})"
+        )
+    })
+}
+
 fn compile_gates(
     config: &SuiteConfig,
     file: &Path,
@@ -236,7 +328,23 @@ fn compile_gates(
     problems: &mut Vec<Diagnostic>,
 ) -> Vec<CompiledGate> {
     let mut gates = Vec::new();
+    let mut names = HashSet::new();
     for (i, g) in config.gates.iter().enumerate() {
+        if !names.insert(g.name()) || g.name() == gauntlet_eval::HARNESS_GATE {
+            let (line, col) = spans.locate(&format!("/gates/{i}"));
+            let why = if g.name() == gauntlet_eval::HARNESS_GATE {
+                format!(
+                    "the gate name `{}` is the built-in gate on harness errors (set `max_error_rate` instead, or choose another name)",
+                    g.name()
+                )
+            } else {
+                format!(
+                    "two gates are named `{}`: reports and JUnit tell gates apart by name (rename one)",
+                    g.name()
+                )
+            };
+            problems.push(Diagnostic::at(file, line, col, why));
+        }
         match CompiledGate::compile(g) {
             Ok(c) => gates.push(c),
             Err(e) => {
@@ -244,6 +352,18 @@ fn compile_gates(
                 problems.push(Diagnostic::at(file, line, col, e.to_string()));
             }
         }
+    }
+    let max_error_rate = config.max_error_rate.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&max_error_rate) {
+        let (line, col) = spans.locate("/max_error_rate");
+        problems.push(Diagnostic::at(
+            file,
+            line,
+            col,
+            format!("max_error_rate must be a share of trials from 0 to 1, not {max_error_rate}"),
+        ));
+    } else {
+        gates.push(gauntlet_eval::harness_gate(max_error_rate));
     }
     gates
 }
@@ -528,6 +648,7 @@ fn check_cases(
     cases: &[LoadedCase],
     worlds: &BTreeMap<String, LoadedWorld>,
     worlds_complete: bool,
+    open_names: bool,
     problems: &mut Vec<Diagnostic>,
 ) {
     let mut ids = HashSet::new();
@@ -538,6 +659,15 @@ fn check_cases(
                 "/case_id",
                 format!("case id `{}` is used twice", case.case_id),
             ));
+        }
+        if let Some(why) = confusable_id(&case.case_id) {
+            problems.push(lc.diagnostic("/case_id", why));
+        }
+        if let Some(metric) = &case.primary_metric
+            && !open_names
+            && let Some(why) = unknown_primary_metric(case, metric)
+        {
+            problems.push(lc.diagnostic("/primary_metric", why));
         }
         let persona = case.user.as_ref().is_some_and(|u| u.persona.is_some());
         if case.user_input.trim().is_empty() && !persona {
@@ -822,13 +952,17 @@ fn regex_check(re: &str) -> Result<(), String> {
     gauntlet_eval::check_regex(re)
 }
 
+/// The part of a gates file `gauntlet gate --gates` reads: a file of its own with a `gates:`
+/// list, or a suite's `gauntlet.yaml` (whose other keys are the suite's business).
 #[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
 struct GatesFile {
     gates: Vec<gauntlet_eval::GateSpec>,
+    #[serde(default)]
+    max_error_rate: Option<f64>,
 }
 
-/// Reads and compiles a file holding a `gates:` list (for `gauntlet gate --gates FILE`).
+/// Reads and compiles a file holding a `gates:` list, or a suite's `gauntlet.yaml`, for
+/// `gauntlet gate --gates FILE`; the built-in gate on harness errors comes last, as in a suite.
 pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         vec![Diagnostic::at(
@@ -850,6 +984,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         default_world: None,
         datasets: Vec::new(),
         gates: doc.value.gates,
+        max_error_rate: doc.value.max_error_rate,
         rubric: None,
         fault_profiles: Default::default(),
         fault_profile: None,

@@ -18,6 +18,7 @@ pub use declarative::DeclarativeHandler;
 pub use handler::{HandlerContext, ToolHandler};
 pub use script::{
     CALL_TIME_LIMIT, LOAD_TIME_LIMIT, MEMORY_LIMIT, Pool, ScriptEngine, call_function,
+    check_function,
 };
 pub use simulator::{FaultPlan, FaultRule, Injections, MODEL, Service, Simulator, Trap};
 pub use state::merge_state;

@@ -316,6 +316,12 @@ impl ScriptEngine {
         Ok(engine)
     }
 
+    /// Whether the script defines a global function of this name.
+    pub fn defines(&self, function: &str) -> bool {
+        self.context()
+            .with(|ctx| ctx.globals().get::<_, Function>(function).is_ok())
+    }
+
     fn context(&self) -> &rquickjs::Context {
         self.context
             .as_ref()
@@ -561,6 +567,48 @@ fn eval_file(ctx: &rquickjs::Ctx<'_>, file: &str, source: &str) -> Result<(), St
         .map_err(|e| format!("{file}: {e}"))
 }
 
+/// Loads a standalone script (a custom evaluator) in a fresh sandbox, as [`call_function`]
+/// does, and checks that it defines `function`: a syntax error or a missing function is found
+/// before any trial runs. The function is not called.
+pub fn check_function(file: &str, source: &str, function: &str) -> Result<(), String> {
+    let (_runtime, ctx) = standalone(Duration::from_secs(2))?;
+    ctx.with(|ctx| load_standalone(&ctx, file, source, function))
+}
+
+/// A fresh sandbox for a standalone script, its time limit counted from now.
+fn standalone(time_limit: Duration) -> Result<(rquickjs::Runtime, rquickjs::Context), String> {
+    let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    runtime.set_memory_limit(MEMORY_LIMIT);
+    runtime.set_max_stack_size(1 << 20);
+    let started = Instant::now();
+    runtime.set_interrupt_handler(Some(Box::new(move || started.elapsed() > time_limit)));
+    let ctx =
+        rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    Ok((runtime, ctx))
+}
+
+/// Evaluates the sandbox and the script, and finds `function` among its globals.
+fn load_standalone(
+    ctx: &rquickjs::Ctx<'_>,
+    file: &str,
+    source: &str,
+    function: &str,
+) -> Result<(), String> {
+    if function.is_empty()
+        || !function
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    {
+        return Err(format!("`{function}` is not a JavaScript function name"));
+    }
+    eval_file(ctx, "gauntlet-sandbox.js", SANDBOX)?;
+    eval_file(ctx, file, source)?;
+    if ctx.globals().get::<_, Function>(function).is_err() {
+        return Err(format!("{file} defines no function `{function}`"));
+    }
+    Ok(())
+}
+
 /// Calls `function(input)` of a standalone script (a custom evaluator) in a fresh sandbox: no
 /// filesystem, network, clock or randomness, [`MEMORY_LIMIT`] of memory and `time_limit` for
 /// loading the script and the call together. The JSON value the function returns; an error
@@ -572,26 +620,10 @@ pub fn call_function(
     input: &Value,
     time_limit: Duration,
 ) -> Result<Value, String> {
-    if function.is_empty()
-        || !function
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-    {
-        return Err(format!("`{function}` is not a JavaScript function name"));
-    }
-    let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
-    runtime.set_memory_limit(MEMORY_LIMIT);
-    runtime.set_max_stack_size(1 << 20);
     let started = Instant::now();
-    runtime.set_interrupt_handler(Some(Box::new(move || started.elapsed() > time_limit)));
-    let ctx =
-        rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    let (_runtime, ctx) = standalone(time_limit)?;
     let out: String = ctx.with(|ctx| -> Result<String, String> {
-        eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
-        eval_file(&ctx, file, source)?;
-        if ctx.globals().get::<_, Function>(function).is_err() {
-            return Err(format!("{file} defines no function `{function}`"));
-        }
+        load_standalone(&ctx, file, source, function)?;
         ctx.globals()
             .set("__gauntlet_input", input.to_string())
             .map_err(|e| e.to_string())?;

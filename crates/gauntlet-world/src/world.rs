@@ -72,11 +72,29 @@ impl World {
                 0,
                 "",
             );
-            if let Err(e) = probe {
-                errors.push(WorldError {
+            match probe {
+                Err(e) => errors.push(WorldError {
                     field: "/script".to_owned(),
                     message: format!("the script does not load: {e}"),
-                });
+                }),
+                // A tool without declarative ops is answered by the script's function of its
+                // name: one that is missing would fail every call with a 500 at run time.
+                Ok(engine) => {
+                    for (i, tool) in spec.tools.iter().enumerate() {
+                        if tool.handler.is_empty()
+                            && spec.service.is_none()
+                            && !engine.defines(&tool.name)
+                        {
+                            errors.push(WorldError {
+                                field: format!("/tools/{i}/name"),
+                                message: format!(
+                                    "tool `{}` has no handler: {} defines no function `{}` (and the tool has no declarative ops)",
+                                    tool.name, src.file, tool.name
+                                ),
+                            });
+                        }
+                    }
+                }
             }
         }
         if let Some(service) = &spec.service {

@@ -15,6 +15,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Print nothing but errors and what was asked for (`--json`, `--out -`): the exit code
+    /// tells the verdict. Every command takes it.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
 }
 
 /// The subcommands.
@@ -43,6 +47,21 @@ pub enum Command {
     Check {
         /// The suite folder (holding gauntlet.yaml) or its configuration file.
         suite: PathBuf,
+        /// Print one JSON object: `{"ok", "suite", "cases", "worlds", "gates", "problems":
+        /// [{"file", "line", "col", "message"}]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a small working suite to edit: a world, two cases and gates
+    ///
+    /// Example: gauntlet init my-suite && gauntlet run my-suite
+    ///
+    /// Overwrites nothing: a folder that already holds one of its files is refused.
+    #[command(verbatim_doc_comment)]
+    Init {
+        /// The folder to write (made if missing).
+        #[arg(default_value = ".")]
+        dir: PathBuf,
     },
     /// Score recorded trajectories against a suite's cases, without running anything.
     ///
@@ -117,6 +136,10 @@ pub enum Command {
         /// you no longer need, then prune.
         #[arg(long)]
         prune: bool,
+        /// Print the runs as a JSON array (run_id, suite, agent, started_at, verdict, trials,
+        /// passed, dir), newest first.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the JSON Schema of results.json.
     Schema,
@@ -203,8 +226,20 @@ pub enum Command {
         /// The false-discovery rate across all tests.
         #[arg(long, default_value_t = 0.01)]
         alpha: f64,
+        /// The smallest change of a rate that counts as drift (absolute: 0.02 is two points);
+        /// a smaller significant change is reported as below the floor.
+        #[arg(long, default_value_t = 0.02)]
+        min_rate_change: f64,
+        /// The smallest change of a mean (trajectory length, latency, cost, tokens) that counts,
+        /// relative to the baseline's (0.1 is ten per cent).
+        #[arg(long, default_value_t = 0.1)]
+        min_relative_change: f64,
+        /// The smallest change of the mean latency that counts, in milliseconds (sub-millisecond
+        /// latencies move with the machine's load).
+        #[arg(long, default_value_t = 10.0)]
+        min_latency_ms: f64,
         /// Print the report as JSON: {alpha, drift, tests: [{metric, test, baseline, current,
-        /// statistic, p_value, p_adjusted, effect, effect_kind, drift}]}.
+        /// statistic, p_value, p_adjusted, effect, effect_kind, drift, below_floor?}]}.
         #[arg(long)]
         json: bool,
     },
@@ -481,8 +516,8 @@ pub struct RunArgs {
     /// Also write these reports into the run folder (report.html, junit.xml, summary.md).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub report: Vec<crate::commands::report::Format>,
-    /// Print nothing but errors (the exit code tells the verdict).
-    #[arg(long, short, conflicts_with = "json")]
+    /// The global `--quiet`, set by dispatch.
+    #[arg(skip)]
     pub quiet: bool,
     /// Print results.json on stdout instead of the summary.
     #[arg(long)]
@@ -556,8 +591,8 @@ pub struct ScoreArgs {
     /// Write a run folder with the new scores.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long, short, conflicts_with = "json")]
+    /// The global `--quiet`, set by dispatch.
+    #[arg(skip)]
     pub quiet: bool,
     /// Print the results as JSON instead of the summary.
     #[arg(long)]

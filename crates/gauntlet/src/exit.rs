@@ -94,3 +94,39 @@ impl ExpectedError {
         }
     }
 }
+
+/// The exit status of a process that wrote to a closed pipe (128 + SIGPIPE), as `yes | head`.
+pub const CLOSED_PIPE: i32 = 141;
+
+/// `gauntlet … | head` ends quietly when the reader goes away, for every command. Rust ignores
+/// SIGPIPE (it must: a hostile agent that closes its stdin must not kill the harness), so a
+/// print to a closed stdout panics; that one panic ends the process without a word. Everything
+/// a run stores is written before its summary is printed.
+pub fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(CLOSED_PIPE);
+        }
+        default(info);
+    }));
+}
+
+/// Ends the process quietly if `e` is a write to a closed pipe (stdout read by `head`).
+pub fn exit_if_closed_pipe(e: &(dyn std::error::Error + 'static)) {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            std::process::exit(CLOSED_PIPE);
+        }
+        cause = c.source();
+    }
+}

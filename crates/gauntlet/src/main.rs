@@ -6,6 +6,7 @@ mod commands;
 mod exit;
 mod progress;
 mod results;
+mod say;
 
 use clap::Parser;
 
@@ -15,6 +16,7 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    exit::quiet_on_closed_pipe();
     let cli = cli::Cli::parse();
     let code = match commands::dispatch(cli) {
         Ok(code) => code,
@@ -23,5 +25,6 @@ fn main() {
             e.code()
         }
     };
+    gauntlet_agent::scratch::remove_own();
     std::process::exit(code);
 }

@@ -83,7 +83,9 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<i32, ExpectedError> {
             serde_json::to_string_pretty(&figures).unwrap_or_default()
         );
     } else {
-        print!("{}", gauntlet_report::render_calibration(&report));
+        if !crate::say::quiet() {
+            print!("{}", gauntlet_report::render_calibration(&report));
+        }
     }
     if let Some(out) = &args.out {
         let thresholds = CalibrationThresholds {
@@ -122,7 +124,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<i32, ExpectedError> {
                     )
                 },
             );
-            eprintln!(
+            crate::note!(
                 "wrote {}: {}; {} (kappa {:.3} against at least {}, {} items against at least {})",
                 out.display(),
                 who,

@@ -2,12 +2,16 @@
 
 use std::path::Path;
 
-use crate::commands::shared::load_suite;
-use crate::exit::{ExpectedError, GATES_PASSED};
+use gauntlet_suite::Suite;
 
-pub fn check(path: &Path) -> Result<i32, ExpectedError> {
-    let suite = load_suite(path)?;
-    println!(
+use crate::exit::{ExpectedError, GATES_PASSED, INVALID_INPUT};
+
+pub fn check(path: &Path, json: bool) -> Result<i32, ExpectedError> {
+    if json {
+        return check_json(path);
+    }
+    let suite = crate::commands::shared::load_suite(path)?;
+    crate::say!(
         "ok: suite `{}`: {} cases, {} worlds, {} gates",
         suite.config.name,
         suite.cases.len(),
@@ -15,4 +19,29 @@ pub fn check(path: &Path) -> Result<i32, ExpectedError> {
         suite.gates.len()
     );
     Ok(GATES_PASSED)
+}
+
+/// `check --json`: one object whether the suite loads or not; the exit code as without.
+fn check_json(path: &Path) -> Result<i32, ExpectedError> {
+    let (value, code) = match Suite::load(path) {
+        Ok(suite) => (
+            serde_json::json!({
+                "ok": true,
+                "suite": suite.config.name,
+                "cases": suite.cases.len(),
+                "worlds": suite.worlds.len(),
+                "gates": suite.gates.len(),
+                "problems": [],
+            }),
+            GATES_PASSED,
+        ),
+        Err(problems) => (
+            serde_json::json!({"ok": false, "problems": problems}),
+            INVALID_INPUT,
+        ),
+    };
+    let text = serde_json::to_string_pretty(&value)
+        .map_err(|e| ExpectedError::harness(format!("failed to serialize the check: {e}")))?;
+    println!("{text}");
+    Ok(code)
 }

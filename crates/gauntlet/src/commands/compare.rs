@@ -40,10 +40,12 @@ pub fn compare(args: CompareArgs) -> Result<i32, ExpectedError> {
         println!("{text}");
     } else {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        anstream::print!(
-            "{}",
-            render_comparison(&c, SummaryOptions { color, width: None })
-        );
+        if !crate::say::quiet() {
+            anstream::print!(
+                "{}",
+                render_comparison(&c, SummaryOptions { color, width: None })
+            );
+        }
     }
     Ok(
         if args.fail_on_regression && c.direction == Direction::Worse {

@@ -4,9 +4,26 @@ use gauntlet_online::window::{Source, sample};
 
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
 
-pub fn drift(baseline: &str, current: &str, alpha: f64, json: bool) -> Result<i32, ExpectedError> {
+pub fn drift(
+    baseline: &str,
+    current: &str,
+    alpha: f64,
+    floors: gauntlet_eval::drift::Floors,
+    json: bool,
+) -> Result<i32, ExpectedError> {
     if !(alpha > 0.0 && alpha < 1.0) {
         return Err(ExpectedError::input("--alpha must be between 0 and 1"));
+    }
+    for (flag, v) in [
+        ("--min-rate-change", floors.rate),
+        ("--min-relative-change", floors.relative),
+        ("--min-latency-ms", floors.latency_ms),
+    ] {
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(ExpectedError::input(format!(
+                "{flag} must be a number of 0 or more (0 counts every significant change)"
+            )));
+        }
     }
     let window = |flag: &str, text: &str| {
         Source::parse(text)
@@ -15,16 +32,18 @@ pub fn drift(baseline: &str, current: &str, alpha: f64, json: bool) -> Result<i3
     };
     let a = window("baseline", baseline)?;
     let b = window("current", current)?;
-    let report = gauntlet_eval::drift::drift(&a, &b, alpha);
+    let report = gauntlet_eval::drift::drift_with(&a, &b, alpha, &floors);
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(&report).expect("reports serialise")
         );
     } else {
-        println!(
+        crate::say!(
             "drift: {} baseline and {} current trajectories, alpha {} (Benjamini-Hochberg)",
-            report.baseline_trajectories, report.current_trajectories, report.alpha
+            report.baseline_trajectories,
+            report.current_trajectories,
+            report.alpha
         );
         let mut table = comfy_table::Table::new();
         table
@@ -48,11 +67,18 @@ pub fn drift(baseline: &str, current: &str, alpha: f64, json: bool) -> Result<i3
                 format!("{:+.4} ({})", t.effect, t.effect_kind),
                 format!("{:.3e}", t.p_value),
                 format!("{:.3e}", t.p_adjusted),
-                if t.drift { "DRIFT" } else { "" }.to_owned(),
+                if t.drift {
+                    "DRIFT"
+                } else if t.below_floor {
+                    "below floor"
+                } else {
+                    ""
+                }
+                .to_owned(),
             ]);
         }
-        println!("{table}");
-        println!(
+        crate::say!("{table}");
+        crate::say!(
             "{}",
             if report.drift {
                 "drifted: see the rows marked DRIFT"

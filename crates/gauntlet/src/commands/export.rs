@@ -34,7 +34,7 @@ pub fn export(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
     } else {
         std::fs::write(out, text + "\n")
             .map_err(|e| ExpectedError::harness(format!("{}: {e}", out.display())))?;
-        eprintln!(
+        crate::note!(
             "wrote {n} spans of {trials} trials to {} (OTLP/JSON)",
             out.display()
         );

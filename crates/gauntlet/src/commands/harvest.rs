@@ -66,7 +66,7 @@ pub fn harvest(
     crate::commands::shared::write_files(out, &harvested.files)?;
     // What was written must load.
     crate::commands::shared::load_suite(out)?;
-    eprintln!(
+    crate::note!(
         "wrote {} candidate cases to {} ({} traces examined, {} repeats folded in); each is tagged needs-review",
         harvested.cases,
         out.display(),
@@ -74,7 +74,7 @@ pub fn harvest(
         harvested.duplicates
     );
     for s in &harvested.skipped {
-        eprintln!("  left out: {s}");
+        crate::note!("  left out: {s}");
     }
     Ok(GATES_PASSED)
 }

@@ -135,18 +135,18 @@ fn failed(e: ImportError) -> ExpectedError {
 
 fn tau_bench_import(opts: tau_bench::Options) -> Result<i32, ExpectedError> {
     let summary = tau_bench::import(&opts).map_err(failed)?;
-    eprintln!(
+    crate::note!(
         "wrote {} cases ({} with outputs) to {}",
         summary.cases,
         summary.with_outputs,
         opts.out.display()
     );
     for r in &summary.refused_gold_actions {
-        eprintln!("  note: the world refuses a gold action, as tau-bench does: {r}");
+        crate::note!("  note: the world refuses a gold action, as tau-bench does: {r}");
     }
     match &summary.policy {
-        Some(p) => eprintln!("  policy: {} is the agents' system_prompt", p.display()),
-        None => eprintln!(
+        Some(p) => crate::note!("  policy: {} is the agents' system_prompt", p.display()),
+        None => crate::note!(
             "  note: no tau_bench/envs/{}/wiki.md in the data: `openai:MODEL` gets gauntlet's generic system prompt",
             opts.domain
         ),
@@ -157,32 +157,32 @@ fn tau_bench_import(opts: tau_bench::Options) -> Result<i32, ExpectedError> {
 
 fn tau2_import(opts: tau2::Options) -> Result<i32, ExpectedError> {
     let summary = tau2::import(&opts).map_err(failed)?;
-    eprintln!(
+    crate::note!(
         "wrote {} cases to {} ({} with a message history, given to the agent as text)",
         summary.cases,
         opts.out.display(),
         summary.with_history
     );
-    eprintln!(
+    crate::note!(
         "  gold actions meet {} of {} environment assertions",
         summary.env_assertions - summary.unmet_env_assertions.len(),
         summary.env_assertions
     );
     for u in &summary.unmet_env_assertions {
-        eprintln!("  note: the gold actions do not meet an assertion: {u}");
+        crate::note!("  note: the gold actions do not meet an assertion: {u}");
     }
     for r in &summary.refused_gold_actions {
-        eprintln!("  note: the world refuses a gold action: {r}");
+        crate::note!("  note: the world refuses a gold action: {r}");
     }
     if summary.nl_assertion_cases > 0 {
-        eprintln!(
+        crate::note!(
             "  note: {} cases have NL_ASSERTION in their reward basis: that needs an LLM judge; \
              the assertions are in each case's description and are not scored",
             summary.nl_assertion_cases
         );
     }
     if let Some(p) = &summary.policy {
-        eprintln!("  policy: {} is the agents' system_prompt", p.display());
+        crate::note!("  policy: {} is the agents' system_prompt", p.display());
     }
     run_it(&opts.out);
     Ok(GATES_PASSED)
@@ -190,7 +190,7 @@ fn tau2_import(opts: tau2::Options) -> Result<i32, ExpectedError> {
 
 fn agentdojo_import(opts: agentdojo::Options) -> Result<i32, ExpectedError> {
     let summary = agentdojo::import(&opts).map_err(failed)?;
-    eprintln!(
+    crate::note!(
         "wrote {} cases to {}: {} user tasks, {} injection tasks, {} user tasks under attack ({})",
         summary.user_tasks + summary.injection_tasks + summary.attacked,
         opts.out.display(),
@@ -200,9 +200,9 @@ fn agentdojo_import(opts: agentdojo::Options) -> Result<i32, ExpectedError> {
         agentdojo::ATTACK
     );
     for p in &summary.ground_truth_problems {
-        eprintln!("  note: {p}");
+        crate::note!("  note: {p}");
     }
-    eprintln!(
+    crate::note!(
         "run it:  gauntlet run {} --agent replay:RUNS_DIR   (AgentDojo's run logs: user_task_N/none/none.json, ...)",
         opts.out.display()
     );
@@ -210,7 +210,7 @@ fn agentdojo_import(opts: agentdojo::Options) -> Result<i32, ExpectedError> {
 }
 
 fn run_it(out: &std::path::Path) {
-    eprintln!(
+    crate::note!(
         "run it:  gauntlet run {} --agent replay:FILE --epochs N   (or any agent)",
         out.display()
     );

@@ -105,13 +105,13 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
         sink.append(judged.record)?;
     }
     let n = sink.finish(&header)?;
-    eprintln!(
+    crate::note!(
         "wrote {n} trials ({spans} spans from {} files) to {}",
         files.len(),
         out.display()
     );
     if incomplete > 0 {
-        eprintln!("  note: {incomplete} traces have no root span (judged with what arrived)");
+        crate::note!("  note: {incomplete} traces have no root span (judged with what arrived)");
     }
     Ok(GATES_PASSED)
 }

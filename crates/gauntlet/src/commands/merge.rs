@@ -138,9 +138,9 @@ pub fn merge(
     let written = crate::commands::report::write_reports(out, &results, reports)?;
     print_results(&results, json, false);
     if !json {
-        println!("results: {}", out.join("results.json").display());
+        crate::say!("results: {}", out.join("results.json").display());
         for r in written {
-            println!("report: {}", r.display());
+            crate::say!("report: {}", r.display());
         }
     }
     verdict_code(&results, gate_errors)

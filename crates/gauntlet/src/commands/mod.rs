@@ -9,6 +9,7 @@ mod gate;
 mod harvest;
 pub mod import;
 mod import_otlp;
+mod init;
 mod merge;
 mod online;
 pub mod report;
@@ -25,10 +26,18 @@ use crate::exit::ExpectedError;
 
 /// Runs the command; the exit code, or an error carrying one.
 pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
+    crate::say::set_quiet(cli.quiet);
     match cli.command {
-        Command::Run(args) => run::run(*args),
-        Command::Check { suite } => check::check(&suite),
-        Command::Score(args) => score::score(args),
+        Command::Run(mut args) => {
+            args.quiet = cli.quiet;
+            run::run(*args)
+        }
+        Command::Check { suite, json } => check::check(&suite, json),
+        Command::Init { dir } => init::init(&dir),
+        Command::Score(mut args) => {
+            args.quiet = cli.quiet;
+            score::score(args)
+        }
         Command::Gate { run, gates, json } => gate::gate(&run, gates.as_deref(), json),
         Command::Merge {
             parts,
@@ -41,7 +50,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             suite,
             limit,
             prune,
-        } => runs::runs(&suite, limit, prune),
+            json,
+        } => runs::runs(&suite, limit, prune, json),
         Command::Compare(args) => compare::compare(args),
         Command::Schema => schema::schema(),
         Command::Import {
@@ -87,8 +97,22 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             baseline,
             current,
             alpha,
+            min_rate_change,
+            min_relative_change,
+            min_latency_ms,
             json,
-        } => drift::drift(&baseline, &current, alpha, json),
+        } => drift::drift(
+            &baseline,
+            &current,
+            alpha,
+            gauntlet_eval::drift::Floors {
+                rate: min_rate_change,
+                relative: min_relative_change,
+                latency_ms: min_latency_ms,
+                ..Default::default()
+            },
+            json,
+        ),
         Command::Report {
             run,
             format,

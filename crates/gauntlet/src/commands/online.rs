@@ -99,10 +99,10 @@ pub fn online(args: OnlineArgs) -> Result<i32, ExpectedError> {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        eprintln!("gauntlet online: stopping: judging open traces and writing the lake");
+        crate::note!("gauntlet online: stopping: judging open traces and writing the lake");
         let counters = running.stop().await;
         let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        eprintln!(
+        crate::note!(
             "gauntlet online: {} spans, {} traces judged, {} written to {}, {} feedback, {} payloads refused",
             g(&counters.spans),
             g(&counters.traces_judged),

@@ -155,7 +155,7 @@ pub fn report(
             std::fs::write(path, text).map_err(|e| {
                 ExpectedError::harness(format!("failed to write {}: {e}", path.display()))
             })?;
-            eprintln!("wrote {}", path.display());
+            crate::note!("wrote {}", path.display());
         }
         None => print!("{text}"),
     }

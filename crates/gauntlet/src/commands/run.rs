@@ -149,7 +149,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         judges,
         services_sandbox,
     };
-    runtime.spawn(stop_on_signal(&runtime, out.clone()));
+    runtime.spawn(stop_on_signal(&runtime, resume_command(&args, &out)));
     let progress = crate::progress::Progress::new(talk);
     let mut write_error = None;
     // Two consumers of the event stream: the store, then the progress bar (a record is
@@ -216,7 +216,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
 /// runs is not lost to the default action, which would skip the clean-up).
 fn stop_on_signal(
     runtime: &tokio::runtime::Runtime,
-    out: std::path::PathBuf,
+    resume: String,
 ) -> impl Future<Output = ()> + use<> {
     use tokio::signal::unix::{SignalKind, signal};
     let _entered = runtime.enter();
@@ -228,14 +228,14 @@ fn stop_on_signal(
         let (Ok(mut int), Ok(mut term)) = signals else {
             return;
         };
-        stop_on(&mut int, &mut term, out).await;
+        stop_on(&mut int, &mut term, resume).await;
     }
 }
 
 async fn stop_on(
     int: &mut tokio::signal::unix::Signal,
     term: &mut tokio::signal::unix::Signal,
-    out: std::path::PathBuf,
+    resume: String,
 ) {
     let code = tokio::select! {
         _ = int.recv() => 130,
@@ -244,12 +244,50 @@ async fn stop_on(
     let killed = gauntlet_agent::kill_all_agents();
     // The trials' real services: their servers die with this process; their folders go now.
     gauntlet_services::remove_own();
+    gauntlet_agent::scratch::remove_own();
     eprintln!(
         "\nstopped: {killed} running agent(s) killed; finished trials are stored. \
-         Resume with: gauntlet run --resume {}",
-        out.display()
+         Resume with: {resume}"
     );
     std::process::exit(code);
+}
+
+/// The command that finishes this run, to paste into the same shell: the suite, the run folder,
+/// and the flags given that `--resume` accepts (the rest come from the run's header).
+fn resume_command(args: &RunArgs, out: &std::path::Path) -> String {
+    let quote = |s: &str| {
+        shlex::try_quote(s)
+            .map(|q| q.into_owned())
+            .unwrap_or_else(|_| s.to_owned())
+    };
+    let path = |p: &std::path::Path| quote(&p.to_string_lossy());
+    let mut command = format!("gauntlet run {} --resume {}", path(&args.suite), path(out));
+    let mut flag = |name: &str, value: String| {
+        command.push_str(&format!(" --{name} {}", quote(&value)));
+    };
+    if args.concurrency != 4 {
+        flag("concurrency", args.concurrency.to_string());
+    }
+    if args.trial_timeout != 300.0 {
+        flag("trial-timeout", args.trial_timeout.to_string());
+    }
+    if let Some(u) = &args.gateway_upstream {
+        flag("gateway-upstream", u.clone());
+    }
+    if let Some(c) = &args.replay {
+        flag("replay-cassette", c.to_string_lossy().into_owned());
+    }
+    if let Some(m) = &args.user_model {
+        flag("user-model", m.clone());
+    }
+    if !matches!(args.isolation, crate::cli::IsolationArg::Auto) {
+        let name = match args.isolation {
+            crate::cli::IsolationArg::Bubblewrap => "bubblewrap",
+            _ => "none",
+        };
+        flag("isolation", name.to_owned());
+    }
+    command
 }
 
 /// A run id that sorts by time: `20261130T071403Z-1a2b3c`.

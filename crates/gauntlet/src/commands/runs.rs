@@ -7,7 +7,7 @@ use gauntlet_store::Index;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 
-pub fn runs(suite: &Path, limit: usize, prune: bool) -> Result<i32, ExpectedError> {
+pub fn runs(suite: &Path, limit: usize, prune: bool, json: bool) -> Result<i32, ExpectedError> {
     let root = if suite.is_file() {
         suite.parent().unwrap_or(Path::new("."))
     } else {
@@ -21,7 +21,7 @@ pub fn runs(suite: &Path, limit: usize, prune: bool) -> Result<i32, ExpectedErro
             let n = index
                 .prune()
                 .map_err(|e| ExpectedError::harness(format!("failed to prune the index: {e}")))?;
-            eprintln!("pruned {n} run(s) whose folder no longer exists");
+            crate::note!("pruned {n} run(s) whose folder no longer exists");
         }
         index
             .list(limit)
@@ -29,8 +29,14 @@ pub fn runs(suite: &Path, limit: usize, prune: bool) -> Result<i32, ExpectedErro
     } else {
         Vec::new()
     };
+    if json {
+        let text = serde_json::to_string_pretty(&rows)
+            .map_err(|e| ExpectedError::harness(format!("failed to serialize the runs: {e}")))?;
+        println!("{text}");
+        return Ok(GATES_PASSED);
+    }
     if rows.is_empty() {
-        println!(
+        crate::say!(
             "no runs recorded under {} yet (gauntlet run and gauntlet merge write them)",
             root.display()
         );
@@ -49,6 +55,6 @@ pub fn runs(suite: &Path, limit: usize, prune: bool) -> Result<i32, ExpectedErro
             r.dir,
         ]);
     }
-    println!("{table}");
+    crate::say!("{table}");
     Ok(GATES_PASSED)
 }

@@ -102,7 +102,10 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     match &mut spill {
         Some(spill) if args.json => spill
             .write_results(&results, std::io::stdout().lock())
-            .map_err(|e| ExpectedError::harness(format!("failed to print results: {e}")))?,
+            .map_err(|e| {
+                crate::exit::exit_if_closed_pipe(&e);
+                ExpectedError::harness(format!("failed to print results: {e}"))
+            })?,
         _ => print_results(&results, args.json, args.quiet),
     }
     if !problems.is_empty() {

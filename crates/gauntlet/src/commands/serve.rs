@@ -49,7 +49,7 @@ pub fn serve(
             let (service, state) =
                 gauntlet_services::RealService::start_and_read(spec, Some(&sandbox))
                     .map_err(ExpectedError::harness)?;
-            eprintln!(
+            crate::note!(
                 "gauntlet: the world's service runs in {}",
                 service.dir().display()
             );
@@ -67,7 +67,7 @@ pub fn serve(
         sim = sim.with_service(Box::new(service));
     }
     if case.user.as_ref().is_some_and(|u| u.persona.is_some()) {
-        eprintln!(
+        crate::note!(
             "note: the case's user persona is played only by `gauntlet run`; here the user answers from its scripted replies"
         );
     }
@@ -81,7 +81,7 @@ pub fn serve(
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     runtime.block_on(async {
         if stdio {
-            eprintln!("gauntlet: serving case `{case_id}` of suite `{}` over stdio", suite.config.name);
+            crate::note!("gauntlet: serving case `{case_id}` of suite `{}` over stdio", suite.config.name);
             mcp::serve_stdio(env.clone()).await.map_err(|e| ExpectedError::harness(format!("MCP over stdio failed: {e}")))
         } else {
             let addr = http.unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid address"));
@@ -90,7 +90,7 @@ pub fn serve(
                 .map_err(|e| ExpectedError::input(format!("cannot serve on {addr}: {e}")))?;
             // One JSON line on stdout for scripts; a sentence on stderr for people.
             println!("{}", serde_json::json!({"url": server.url, "token": server.token}));
-            eprintln!(
+            crate::note!(
                 "gauntlet: serving case `{case_id}` at {} (header `Authorization: Bearer {}`); Ctrl-C ends the session",
                 server.url, server.token
             );
@@ -129,7 +129,7 @@ pub fn serve(
         seed: 0,
         trace_id: trial.trace_id.clone(),
         status,
-        error: None,
+        error: evaluation.harness_error,
         tags: case.tags.clone(),
         difficulty: case.difficulty.clone(),
         initial_state: initial,
@@ -142,7 +142,7 @@ pub fn serve(
         judges: evaluation.judges,
     };
     let summary = TrialSummary::of(&record);
-    eprintln!(
+    crate::note!(
         "gauntlet: session over: {} tool calls, {}",
         summary.tool_calls,
         if status == TrialStatus::Passed {

@@ -167,7 +167,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
     let mut server = None;
     let serving: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>> = if args.stdio
     {
-        eprintln!(
+        crate::note!(
             "gauntlet: shadowing over stdio; sessions go to {}",
             out.display()
         );
@@ -188,7 +188,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
         .map_err(|e| ExpectedError::input(format!("cannot serve on {addr}: {e}")))?;
         // One JSON line on stdout for scripts; a sentence on stderr for people.
         println!("{}", serde_json::json!({"url": s.url, "token": s.token}));
-        eprintln!(
+        crate::note!(
             "gauntlet: shadow proxy at {} (header `Authorization: Bearer {}`); sessions go to {}; Ctrl-C stops",
             s.url,
             s.token,
@@ -239,7 +239,7 @@ fn describe(catalog: &gauntlet_shadow::Catalog, settings: &Settings) {
     };
     let reads = names(ToolKind::Read);
     let writes = names(ToolKind::Write);
-    eprintln!(
+    crate::note!(
         "gauntlet: {} tools from {}: {} reads forwarded; {} writes {}",
         catalog.tools.len(),
         catalog.upstream_names.join(", "),
@@ -258,10 +258,10 @@ fn describe(catalog: &gauntlet_shadow::Catalog, settings: &Settings) {
             v.join(", ")
         }
     };
-    eprintln!("  reads:  {}", list(reads));
-    eprintln!("  writes: {}", list(writes));
+    crate::note!("  reads:  {}", list(reads));
+    crate::note!("  writes: {}", list(writes));
     if let Some(c) = settings.config.canary.as_ref().filter(|_| settings.canary) {
-        eprintln!(
+        crate::note!(
             "  canary: executes {} (at most {} writes, {} calls per session)",
             if c.allow.is_empty() {
                 "nothing".to_owned()
@@ -313,7 +313,7 @@ impl Sink {
             epoch: 0,
             seed: 0,
             status: evaluation.status,
-            error: s.error,
+            error: s.error.or(evaluation.harness_error),
             tags: vec!["shadow".to_owned()],
             difficulty: None,
             initial_state: s.initial_state,
@@ -330,7 +330,7 @@ impl Sink {
             .iter()
             .filter(|c| c.kind == Some(ToolKind::Write))
             .count();
-        eprintln!(
+        crate::note!(
             "gauntlet: {}: {} calls ({} reads, {} writes), {}{}",
             record.case_id,
             calls.len(),
@@ -349,7 +349,7 @@ impl Sink {
     fn finish(self, header: &RunHeader) -> Result<(), ExpectedError> {
         let dir = self.sink.dir().to_path_buf();
         let n = self.sink.finish(header)?;
-        eprintln!("gauntlet: {n} sessions written to {}", dir.display());
+        crate::note!("gauntlet: {n} sessions written to {}", dir.display());
         Ok(())
     }
 }
@@ -381,12 +381,12 @@ fn harvest(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
     let harvested = gauntlet_shadow::harvest::harvest(&header.run_id, &world, trials);
     write_files(out, &harvested.files)?;
     for s in &harvested.skipped {
-        eprintln!("note: left out {s}");
+        crate::note!("note: left out {s}");
     }
     // What was written must load: a problem here is gauntlet's, not the user's.
     let suite = load_suite(out)
         .map_err(|e| ExpectedError::harness(format!("the harvested suite does not load: {e:?}")))?;
-    println!(
+    crate::say!(
         "ok: wrote suite `{}` with {} cases to {} (run it: gauntlet run {}; replay the agent: gauntlet run {} --agent replay:{})",
         suite.config.name,
         harvested.cases,

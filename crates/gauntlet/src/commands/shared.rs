@@ -29,7 +29,7 @@ pub fn print_results(results: &RunResults, json: bool, quiet: bool) {
             Ok(text) => println!("{text}"),
             Err(e) => eprintln!("error: cannot serialize results: {e}"),
         }
-    } else if !quiet {
+    } else if !quiet && !crate::say::quiet() {
         anstream::print!("{}", render_summary(results, summary_options()));
     }
 }
@@ -50,6 +50,10 @@ fn terminal_width() -> Option<u16> {
 
 /// The exit code a finished run earns; gate evaluation errors make the input invalid.
 pub fn verdict_code(results: &RunResults, gate_errors: Vec<String>) -> Result<i32, ExpectedError> {
+    // A run in which nothing ran is the harness's failure, whatever its gates could read.
+    if let Some(e) = nothing_ran(results) {
+        return Err(e);
+    }
     if !gate_errors.is_empty() {
         return Err(ExpectedError::inputs(gate_errors));
     }
@@ -57,6 +61,36 @@ pub fn verdict_code(results: &RunResults, gate_errors: Vec<String>) -> Result<i3
         Verdict::Passed => GATES_PASSED,
         Verdict::Failed => GATE_FAILED,
     })
+}
+
+/// A run in which no trial could run at all is the harness's failure, not a verdict on the
+/// agent: the error names how many trials there were and the first one's reason.
+fn nothing_ran(results: &RunResults) -> Option<ExpectedError> {
+    let trials = &results.trials;
+    if trials.is_empty()
+        || !trials
+            .iter()
+            .all(|t| t.status == gauntlet_model::TrialStatus::Error)
+    {
+        return None;
+    }
+    let first = &trials[0];
+    let mut message = format!(
+        "no trial could run: all {} ended in a harness error; the first ({} epoch {}):",
+        trials.len(),
+        first.case_id,
+        first.epoch
+    );
+    for line in first
+        .error
+        .as_deref()
+        .unwrap_or("no reason recorded")
+        .lines()
+    {
+        message.push_str("\n  ");
+        message.push_str(line);
+    }
+    Some(ExpectedError::harness(message))
 }
 
 /// Hands the finished run to the terminal reporter (or prints its JSON, or nothing), as the
@@ -70,7 +104,10 @@ pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResul
         results: Box::new(results),
         at: crate::results::now(),
     };
-    if !quiet && let Some(text) = TerminalReporter::new(summary_options()).report(&event) {
+    if !quiet
+        && !crate::say::quiet()
+        && let Some(text) = TerminalReporter::new(summary_options()).report(&event)
+    {
         anstream::print!("{text}");
     }
     match event {

@@ -347,8 +347,8 @@ fn the_html_report_renders_in_chromium_with_gates_plots_and_a_timeline() {
     assert_eq!(r["verdict"], "FAILED");
     assert_eq!(
         r["gate_rows"].as_u64().unwrap(),
-        6 + 6,
-        "6 gates and 6 rubric dimensions"
+        6 + 1 + 6,
+        "6 gates, the built-in gate on harness errors and 6 rubric dimensions"
     );
     assert!(r["failed_gate_rows"].as_u64().unwrap() >= 2, "{r}");
     assert!(r["charts"].as_u64().unwrap() >= 4, "{r}");

@@ -30,6 +30,26 @@ for pid in os.listdir("/proc"):
             found.add("key")
         if var.startswith("GAUNTLET_MCP_TOKEN=") and var.split("=", 1)[1] != own:
             found.add("token")
+# Regression: every sandbox saw the other trials' scratch folders, and a token kept there was
+# stolen 66 times of 66. Keep ours there, give the siblings time to do the same, then look.
+import glob, time
+scratch = os.environ.get("GAUNTLET_SCRATCH", "")
+if scratch:
+    with open(os.path.join(scratch, "token"), "w") as f:
+        f.write(own or "")
+time.sleep(0.5)
+tmp = os.path.dirname(os.path.dirname(os.path.dirname(scratch))) if scratch else "/tmp"
+paths = set()
+for base in {"/tmp", tmp, os.path.dirname(scratch)}:
+    for depth in range(1, 4):
+        paths.update(glob.glob(os.path.join(base, *["*"] * depth, "token")))
+for p in paths:
+    try:
+        t = open(p).read()
+    except OSError:
+        continue
+    if t and t != own:
+        found.add("scratch")
 print(json.dumps({"final_answer": "found:" + ",".join(sorted(found))}))
 "#;
 
@@ -155,9 +175,14 @@ fn stop_with(signal: &str, marker: &str) {
         "cmd:[ -e {r} ] || {{ setsid sleep {marker} & sleep {marker}; }}; echo '{{\"final_answer\": \"ok\"}}'",
         r = s(&release)
     );
-    let mut child = Command::new(gauntlet_bin())
+    // A TMPDIR of the test's own, to count the scratch folders left behind.
+    let tmpdir = tmp.path().join("tmpdir");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let child = Command::new(gauntlet_bin())
+        .env("TMPDIR", &tmpdir)
         .args(["run", s(&suite), "--agent", &agent, "--concurrency", "2"])
         .args(["--isolation", "bubblewrap", "--out", s(&out), "--quiet"])
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let start = Instant::now();
@@ -167,26 +192,56 @@ fn stop_with(signal: &str, marker: &str) {
     assert!(running(marker).len() >= 2, "the agents never started");
     let pid = child.id().to_string();
     Command::new("kill").args([signal, &pid]).status().unwrap();
-    let status = child.wait().unwrap();
-    assert!(!status.success());
+    let stopped = child.wait_with_output().unwrap();
+    assert!(!stopped.status.success());
     assert!(
         gone(marker),
         "left running after kill {signal}: {:?}",
         running(marker)
     );
-
+    let scratch = tmpdir.join("gauntlet-agents");
+    let left = || -> Vec<std::path::PathBuf> {
+        let mut left = Vec::new();
+        for p in std::fs::read_dir(&scratch).into_iter().flatten().flatten() {
+            left.push(p.path());
+        }
+        left
+    };
+    let stderr = String::from_utf8_lossy(&stopped.stderr).into_owned();
+    // Regression: the printed command lacked the suite and exited 2 when pasted. Run what
+    // was printed, as a shell would.
+    let resume = match signal {
+        "-KILL" => format!(
+            "gauntlet run {} --resume {} --isolation bubblewrap",
+            s(&suite),
+            s(&out)
+        ),
+        _ => {
+            // Regression: SIGINT and SIGTERM left every agent's scratch folder behind.
+            assert!(left().is_empty(), "left behind: {:?}", left());
+            stderr
+                .lines()
+                .find_map(|l| l.split_once("Resume with: ").map(|(_, c)| c.to_owned()))
+                .unwrap_or_else(|| panic!("no resume command in: {stderr}"))
+        }
+    };
+    assert!(resume.starts_with("gauntlet run "), "{resume}");
     std::fs::write(&release, "").unwrap();
-    let resumed = run(&[
-        "run",
-        s(&suite),
-        "--resume",
-        s(&out),
-        "--isolation",
-        "bubblewrap",
-        "--quiet",
-    ]);
-    assert!(resumed.code <= 1, "{}", resumed.stderr);
+    let resumed = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{resume} --quiet"))
+        .env("PATH", path_with_gauntlet())
+        .env("TMPDIR", &tmpdir)
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.code().is_some_and(|c| c <= 1),
+        "{resume}: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
     assert!(out.join("results.json").exists());
+    // After kill -9 the next run sweeps what the killed one left.
+    assert!(left().is_empty(), "left behind: {:?}", left());
 }
 
 #[test]

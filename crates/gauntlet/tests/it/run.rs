@@ -223,9 +223,9 @@ fn a_world_state_that_cannot_be_read_back_fails_its_trial_with_the_reason() {
         "case_id: deep-state\nuser_input: nest it\nexpected_outcome: {t.deep: {$present: true}}\nreference_trajectory:\n  - tool: nest\n    args: {}\n  - answer: done\n",
     );
     let out = suite.join("run");
-    // No gates: the verdict is the trial's alone to show.
+    // No gates of its own; its one trial is a harness error, so no trial could run: exit 3.
     let o = run(&["run", s(suite), "--out", s(&out), "--quiet"]);
-    assert!(o.code <= 1, "{}", o.stderr);
+    assert_eq!(o.code, 3, "{}", o.stderr);
     let trials = read_trials(&out);
     assert_eq!(trials[0]["status"], "error");
     assert!(

@@ -215,10 +215,21 @@ fn custom_command_evaluators_score_each_trial_and_a_broken_one_fails_its_score_o
             .contains("exited"),
         "{broken}"
     );
+    // An evaluator that cannot judge is the harness's failure, not a verdict on the agent:
+    // the trial is an error (its other scores kept), and a run of nothing else exits 3.
     assert_eq!(
-        r["trials"][0]["status"], "failed",
-        "a broken evaluator fails its score, the trial is still judged"
+        r["trials"][0]["status"], "error",
+        "a broken evaluator makes its trial a harness error"
     );
+    assert!(
+        r["trials"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("evaluator `broken` could not judge the trial"),
+        "{}",
+        r["trials"][0]
+    );
+    assert_eq!(o.code, 3, "{}", o.stderr);
 }
 
 #[test]
@@ -259,7 +270,8 @@ function clock(input) { return { scores: [{ name: "t", score: Date.now(), passed
         s(&out),
         "--quiet",
     ]);
-    assert!(o.code <= 1, "{}", o.stderr);
+    // The looping evaluator cannot judge any trial: each is a harness error, and exit 3.
+    assert_eq!(o.code, 3, "{}", o.stderr);
     let trials = read_trials(&out);
     assert!(!trials.is_empty());
     for t in &trials {

@@ -245,6 +245,16 @@ pub fn gauntlet_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("gauntlet")
 }
 
+/// `PATH` with the built `gauntlet` first, to run commands as users paste them.
+pub fn path_with_gauntlet() -> std::ffi::OsString {
+    let bin = gauntlet_bin();
+    let mut paths = vec![bin.parent().unwrap().to_owned()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).unwrap()
+}
+
 pub fn python_has(module: &str) -> bool {
     let ok = std::process::Command::new("python3")
         .args(["-c", &format!("import {module}")])

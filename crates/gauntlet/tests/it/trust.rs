@@ -1,0 +1,461 @@
+//! Trust on first contact: a broken run never reads green, commands work as printed, and bad
+//! input is refused. Each test is named after what it pins and feeds the input that once failed.
+
+use crate::common::*;
+
+/// The example suite with its `gates:` (and rubric) removed, as `import` and `shadow harvest`
+/// once wrote suites.
+fn without_gates() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, suite) = example();
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let cut = text.find("rubric: release-gates").unwrap();
+    std::fs::write(&config, &text[..cut]).unwrap();
+    (tmp, suite)
+}
+
+/// Regression: `run SUITE --agent cmd:/nonexistent/agent` on a suite without gates printed
+/// `verdict: PASSED` and exited 0 with every trial `error`.
+#[test]
+fn a_dead_agent_never_passes_a_suite_without_gates() {
+    let (tmp, suite) = without_gates();
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "cmd:/nonexistent/agent",
+        "--isolation",
+        "none",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.code, 3, "{}\n{}", o.stdout, o.stderr);
+    assert!(!o.stdout.contains("PASSED"), "{}", o.stdout);
+    assert!(o.stdout.contains("verdict: FAILED"), "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("no trial could run: all 23 ended in a harness error")
+            && o.stderr.contains("/nonexistent/agent"),
+        "{}",
+        o.stderr
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(failed_gates(&results), ["no harness errors"]);
+}
+
+/// Some trials in error fail the run (exit 1) unless `max_error_rate` tolerates them.
+#[test]
+fn errored_trials_fail_the_run_unless_the_suite_tolerates_them() {
+    let (tmp, suite) = without_gates();
+    // An agent that dies on one case and plays the reference on the others is not at hand;
+    // a filter on two cases with one errored through a broken script does the same.
+    let agent = "cmd:case \"$GAUNTLET_CASE_ID\" in close-mitigated) exit 9;; *) echo '{\"final_answer\": \"done\"}';; esac";
+    let base = [
+        "run",
+        s(&suite),
+        "--agent",
+        agent,
+        "--isolation",
+        "none",
+        "--filter",
+        "o",
+        "--json",
+    ];
+    let o = run(&base);
+    let results: Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    let errors = results["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "error")
+        .count();
+    let total = results["trials"].as_array().unwrap().len();
+    assert!(errors == 1 && total > 2, "{errors} of {total}");
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(failed_gates(&results).contains(&"no harness errors".to_owned()));
+
+    let config = suite.join("gauntlet.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("max_error_rate: 0.5\n");
+    std::fs::write(&config, text).unwrap();
+    let o = run(&base);
+    let results: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert!(
+        !failed_gates(&results).iter().any(|g| g.contains("harness")),
+        "{:?}",
+        failed_gates(&results)
+    );
+    let _ = tmp;
+}
+
+/// Regression: a custom JS evaluator with a syntax error passed `check`, then failed 23 of 23
+/// trials at run time, and the run read PASSED.
+#[test]
+fn a_broken_javascript_evaluator_is_found_by_check_and_never_passes_a_run() {
+    let (_tmp, suite) = without_gates();
+    std::fs::create_dir(suite.join("ev")).unwrap();
+    std::fs::write(
+        suite.join("ev/bad.js"),
+        "function evaluate(t) { return {score: 1, passed: true \n",
+    )
+    .unwrap();
+    let config = suite.join("gauntlet.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("evaluators:\n  - name: bad\n    script: ev/bad.js\n");
+    std::fs::write(&config, &text).unwrap();
+    let c = run(&["check", s(&suite)]);
+    assert_eq!(c.code, 2, "{}", c.stderr);
+    assert!(
+        c.stderr.contains("gauntlet.yaml:") && c.stderr.contains("evaluator `bad`: ev/bad.js"),
+        "{}",
+        c.stderr
+    );
+    // One that loads but breaks on every trial: each trial is a harness error, and exit 3.
+    std::fs::write(
+        suite.join("ev/bad.js"),
+        "function evaluate(t) { throw new Error('boom') }\n",
+    )
+    .unwrap();
+    assert_eq!(run(&["check", s(&suite)]).code, 0);
+    let o = run(&["run", s(&suite)]);
+    assert_eq!(o.code, 3, "{}\n{}", o.stdout, o.stderr);
+    assert!(!o.stdout.contains("PASSED"));
+    assert!(
+        o.stderr
+            .contains("evaluator `bad` could not judge the trial"),
+        "{}",
+        o.stderr
+    );
+    // A missing function is found too.
+    std::fs::write(
+        &config,
+        text.replace(
+            "script: ev/bad.js",
+            "script: ev/bad.js\n    function: judge",
+        ),
+    )
+    .unwrap();
+    let c = run(&["check", s(&suite)]);
+    assert_eq!(c.code, 2, "{}", c.stderr);
+    assert!(
+        c.stderr.contains("defines no function `judge`"),
+        "{}",
+        c.stderr
+    );
+}
+
+/// Regression: README step 4, `gauntlet gate RUN --gates examples/incident-desk/gauntlet.yaml`,
+/// exited 2 ("unknown field `name`").
+#[test]
+fn gate_reads_the_gates_of_a_suites_configuration() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    assert_eq!(run(&["run", s(&suite), "--out", s(&out), "-q"]).code, 0);
+    let config = suite.join("gauntlet.yaml");
+    let o = run(&["gate", s(&out), "--gates", s(&config)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("verdict: PASSED"), "{}", o.stdout);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("task_success_rate >= 0.85", "task_success_rate >= 1.01"),
+    )
+    .unwrap();
+    let o = run(&["gate", s(&out), "--gates", s(&config)]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.contains("FAIL  task success"), "{}", o.stdout);
+}
+
+/// Regression: `run … | head -1`, `report --format json | head`, `schema | head` and
+/// `calibrate | head` panicked ("failed printing to stdout: Broken pipe", exit 101). Each runs
+/// with its stdout a pipe whose reader is already gone, so every print meets the closed pipe.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    assert_eq!(run(&["run", s(&suite), "--out", s(&out), "-q"]).code, 0);
+    for args in [
+        vec!["run", s(&suite)],
+        vec!["report", s(&out), "--format", "json"],
+        vec!["report", s(&out), "--format", "terminal"],
+        vec!["schema"],
+        vec!["runs", s(&suite)],
+        vec!["check", s(&suite)],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = std::process::Command::new(gauntlet_bin())
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        // Quietly: the status of a write to a closed pipe (141), or the command's own when
+        // nothing it printed failed loudly; never a panic (101).
+        assert!(
+            matches!(o.status.code(), Some(0 | 141)),
+            "{args:?}: {:?} {stderr}",
+            o.status
+        );
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// `gauntlet init DIR` writes a suite that checks (exit 0) and runs green (exit 0), as the
+/// contract says; a second init into the same folder overwrites nothing.
+#[test]
+fn init_writes_a_suite_that_checks_and_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my-suite");
+    let o = run(&["init", s(&dir)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let c = run(&["check", s(&dir)]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let r = run(&["run", s(&dir)]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("trials 2  passed 2"), "{}", r.stdout);
+    // A newcomer's first edit: a flawed agent fails it.
+    let r = run(&["run", s(&dir), "--agent", "script:skip-confirmation", "-q"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let again = run(&["init", s(&dir)]);
+    assert_eq!(again.code, 2);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+}
+
+/// Every command takes `-q`; with it, a command that succeeds prints nothing but what was
+/// asked for as data.
+#[test]
+fn every_command_takes_quiet() {
+    let (tmp, suite) = example();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    assert_eq!(run(&["run", s(&suite), "--out", s(&a), "-q"]).code, 0);
+    assert_eq!(run(&["-q", "run", s(&suite), "--out", s(&b)]).code, 0);
+    let config = suite.join("gauntlet.yaml");
+    let merged = tmp.path().join("merged");
+    let parts = [tmp.path().join("p1"), tmp.path().join("p2")];
+    for (i, part) in parts.iter().enumerate() {
+        let shard = format!("{}/2", i + 1);
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--shard",
+            &shard,
+            "--run-id",
+            "r",
+            "--out",
+            s(part),
+            "-q",
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(
+            o.stdout.is_empty() && o.stderr.is_empty(),
+            "{}{}",
+            o.stdout,
+            o.stderr
+        );
+    }
+    for args in [
+        vec!["check", s(&suite), "-q"],
+        vec!["gate", s(&a), "-q"],
+        vec!["gate", s(&a), "--gates", s(&config), "-q"],
+        vec!["compare", s(&a), s(&b), "-q"],
+        vec![
+            "report",
+            s(&a),
+            "--format",
+            "md",
+            "--out",
+            s(&tmp.path().join("s.md")),
+            "-q",
+        ],
+        vec!["drift", "--baseline", s(&a), "--current", s(&b), "-q"],
+        vec!["runs", s(&suite), "-q"],
+        vec![
+            "merge",
+            s(&parts[0]),
+            s(&parts[1]),
+            "--out",
+            s(&merged),
+            "-q",
+        ],
+        vec!["init", s(&tmp.path().join("new")), "-q"],
+        vec![
+            "export",
+            s(&a),
+            "--out",
+            s(&tmp.path().join("t.json")),
+            "-q",
+        ],
+    ] {
+        let o = run(&args);
+        assert!(o.code <= 1, "{args:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{args:?} printed: {}", o.stdout);
+        assert!(o.stderr.is_empty(), "{args:?} said: {}", o.stderr);
+    }
+}
+
+/// `check --json` and `runs --json` give objects scripts can read.
+#[test]
+fn check_and_runs_speak_json() {
+    let (tmp, suite) = example();
+    let c = run(&["check", s(&suite), "--json"]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let v: Value = serde_json::from_str(&c.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["cases"], 23);
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("seed: 42", "seed: forty-two")).unwrap();
+    let c = run(&["check", s(&suite), "--json"]);
+    assert_eq!(c.code, 2);
+    let v: Value = serde_json::from_str(&c.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    let p = &v["problems"][0];
+    assert!(
+        p["file"].as_str().unwrap().ends_with("gauntlet.yaml"),
+        "{v}"
+    );
+    assert!(p["line"].as_u64().unwrap() > 0, "{v}");
+    assert!(p["message"].as_str().unwrap().contains("seed"), "{v}");
+    std::fs::write(&config, text).unwrap();
+    let out = tmp.path().join("run");
+    assert_eq!(run(&["run", s(&suite), "--out", s(&out), "-q"]).code, 0);
+    let r = run(&["runs", s(&suite), "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["verdict"], "passed");
+    assert_eq!(v[0]["trials"], 23);
+}
+
+/// What `check` once let through, each found at its line.
+#[test]
+fn check_catches_what_it_once_let_through() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // An invalid JSON Pointer escape in expected_outcome.
+        (
+            "cases/desk/04-reassign.yaml",
+            "/incidents/INC-004218/assignee:",
+            "/incidents/INC~2004218/assignee:",
+            "not a valid JSON Pointer",
+        ),
+        // An unknown primary_metric.
+        (
+            "cases/desk/01-close-mitigated.yaml",
+            "difficulty: easy",
+            "difficulty: easy\nprimary_metric: StateVerificaton",
+            "unknown primary_metric `StateVerificaton`",
+        ),
+        // An unknown default_world.
+        (
+            "gauntlet.yaml",
+            "epochs: 1",
+            "epochs: 1\ndefault_world: incident-deks",
+            "unknown default_world `incident-deks`",
+        ),
+        // Two gates with one name.
+        (
+            "gauntlet.yaml",
+            "  - name: tool-call budget",
+            "  - name: task success",
+            "two gates are named `task success`",
+        ),
+        // A zero-width space in a case id.
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "case_id: lookup-status",
+            "case_id: \"lookup\u{200b}-status\"",
+            "invisible character U+200B",
+        ),
+        // A bidi control in a case id.
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "case_id: lookup-status",
+            "case_id: \"lookup\u{202e}-status\"",
+            "invisible character U+202E",
+        ),
+        // An NFD twin.
+        (
+            "cases/desk/02-lookup-status.yaml",
+            "case_id: lookup-status",
+            "case_id: \"lookup-statu\u{0073}\u{0301}\"",
+            "not in Unicode NFC form",
+        ),
+    ];
+    for (file, from, to, expect) in cases {
+        let (o, _suite, _tmp) = broken(file, from, to);
+        assert!(
+            o.stderr.contains(expect) && o.stderr.contains(file.rsplit('/').next().unwrap()),
+            "{file}: {to}: {}",
+            o.stderr
+        );
+    }
+}
+
+/// Messages never name Rust types (`untagged enum ToolRule`, `RubricConfig`).
+#[test]
+fn messages_name_no_rust_types() {
+    let (o, _suite, _tmp) = broken("gauntlet.yaml", "rubric: release-gates", "rubric: [1, 2]");
+    assert!(!o.stderr.contains("RubricConfig"), "{}", o.stderr);
+    let (o, _suite, _tmp) = broken(
+        "worlds/incident-desk.yaml",
+        "      - get: /incidents/{incident_id}",
+        "      - 42",
+    );
+    assert!(
+        !o.stderr.contains("enum") && !o.stderr.contains("ToolRule"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Regression: `drift` between two runs of the same scripted agent flagged `latency_ms` when
+/// the machine was busy (sub-millisecond latencies, pure noise). The same comparison with a
+/// floor of 0 shows the latency change is significant, so the floor is what stops it.
+#[test]
+fn drift_between_runs_of_one_scripted_agent_is_not_drift() {
+    let (tmp, suite) = example();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    assert_eq!(
+        run(&["run", s(&suite), "--out", s(&a), "--epochs", "8", "-q"]).code,
+        0
+    );
+    // Busy: the second run's trials run while both cores spin.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+                x
+            })
+        })
+        .collect();
+    let o = run(&["run", s(&suite), "--out", s(&b), "--epochs", "8", "-q"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in spinners {
+        t.join().unwrap();
+    }
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let d = run(&["drift", "--baseline", s(&a), "--current", s(&b), "--json"]);
+    assert_eq!(d.code, 0, "{}\n{}", d.stdout, d.stderr);
+    let report: Value = serde_json::from_str(&d.stdout).unwrap();
+    assert_eq!(report["drift"], false, "{report:#}");
+    let latency = report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["metric"] == "latency_ms")
+        .unwrap();
+    assert!(latency["current"].as_f64().unwrap() < 10.0, "{latency}");
+}
