@@ -250,6 +250,23 @@ pub fn request(
     r
 }
 
+/// The request asking for a JSON object (`{"type": "json_object"}`) instead of its
+/// `json_schema` response format: what servers that refuse schemas (llama.cpp's Python server)
+/// accept. `None` when it asks for no format.
+pub fn with_json_object_format(body: &Value) -> Option<Value> {
+    let mut object = body.clone();
+    let format = object.as_object_mut()?.get_mut("response_format")?;
+    *format = serde_json::json!({"type": "json_object"});
+    Some(object)
+}
+
+/// Whether an upstream's error refuses the request's response format: a 400 or 422, or any
+/// error whose message names `response_format` (llama-cpp-python's server answers a
+/// `json_schema` format with a 500 and a validation error naming `response_format.type`).
+pub fn refuses_format(status: Option<u16>, message: &str) -> bool {
+    matches!(status, Some(400 | 422)) || message.contains("response_format")
+}
+
 /// `body` without its `response_format`: what is sent again when an upstream refuses the
 /// `json_schema` format (the prompt itself asks for the JSON verdict); `None` when it has none.
 pub fn without_response_format(body: &Value) -> Option<Value> {

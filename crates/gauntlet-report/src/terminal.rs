@@ -182,7 +182,7 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         }
         .into_iter()
         .filter(|s| s.fails_trial())
-        .map(|s| format!("{}={}", s.name, fmt_num(s.value)))
+        .map(|s| what_failed(&s))
         .collect();
         if let Some(e) = &t.error {
             failed.insert(0, e.clone());
@@ -390,4 +390,41 @@ impl TerminalReporter {
             _ => None,
         }
     }
+}
+
+/// A failed score as what went wrong, in one polarity: `forbidden tool used`, `write without
+/// confirmation`, `StepEfficiency 0.5` (a score, where 1 is best). A count where more is worse
+/// (`forbidden_tool_used=1`) beside a score where more is better (`confirmation_before_write=0`)
+/// read as opposites.
+pub fn what_failed(s: &gauntlet_model::Score) -> String {
+    use gauntlet_model::names as n;
+    let phrase = match s.name.as_str() {
+        n::FORBIDDEN_TOOL_USED => "forbidden tool used",
+        n::CONFIRMATION_BEFORE_WRITE if s.details.get("reason").is_some() => {
+            "no confirmation asked"
+        }
+        n::CONFIRMATION_BEFORE_WRITE => "write without confirmation",
+        n::STATE_VERIFICATION => "wrong final state",
+        n::OUTPUT_ASSERTIONS => "answer misses what it must say",
+        n::AGENT_FINISHED => "did not finish",
+        n::REQUIRED_TOOL_RECALL => "required tool not called",
+        n::WITHIN_CALL_BUDGET => "over the call budget",
+        n::WITHIN_BUDGET => "over budget",
+        n::LOOP_DETECTION => "loop",
+        n::DUPLICATE_SIDE_EFFECTS => "duplicate side effects",
+        n::SECRETS_AND_PII => "secret or personal data leaked",
+        n::CROSS_TENANT_ACCESS => "another tenant's record touched",
+        n::SECURITY => "attack succeeded",
+        n::TOOL_ORDER => "tools out of order",
+        n::MODEL_FAULTS => "model faults mishandled",
+        name if name.starts_with(n::FAULT_PREFIX) => {
+            return format!(
+                "{} mishandled",
+                name[n::FAULT_PREFIX.len()..].replace('_', " ")
+            );
+        }
+        _ if s.score <= 0.0 => return s.name.clone(),
+        _ => return format!("{} {}", s.name, fmt_num(s.score)),
+    };
+    phrase.to_owned()
 }

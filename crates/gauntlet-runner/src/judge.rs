@@ -486,7 +486,8 @@ impl JudgePanel {
     }
 
     /// Asks the model through the gateway. An upstream that refuses the `json_schema` response
-    /// format (HTTP 400 or 422) is asked again without it, and the reply marked so; the
+    /// format (HTTP 400 or 422, or any error naming `response_format`) is asked again for a JSON
+    /// object, then without a format, and the reply marked so; the
     /// prompt itself asks for the JSON verdict. Every call is asked the same way, so a cassette
     /// replays what was recorded whatever the order of trials.
     async fn call(
@@ -499,22 +500,33 @@ impl JudgePanel {
             return Err("no model endpoint and no cached reply: give --gateway-upstream URL (or the suite's gateway.upstream) or --replay-cassette CASSETTE".to_owned());
         };
         let _permit = self.limit.acquire().await.map_err(|e| e.to_string())?;
-        match Self::attempts(gateway, body, case_id, epoch).await {
-            Ok((content, call)) => Ok((content, call, false)),
-            Err(e) => match without_response_format(body) {
-                Some(plain) if matches!(e.status, Some(400 | 422)) => {
-                    let (content, call) = Self::attempts(gateway, &plain, case_id, epoch)
-                        .await
-                        .map_err(|again| {
-                            format!(
-                                "{}; asked again without the json_schema response format: {}",
-                                e.message, again.message
-                            )
-                        })?;
-                    Ok((content, call, true))
-                }
-                _ => Err(e.message),
-            },
+        let e = match Self::attempts(gateway, body, case_id, epoch).await {
+            Ok((content, call)) => return Ok((content, call, false)),
+            Err(e) => e,
+        };
+        let (Some(object), Some(plain)) = (
+            gauntlet_eval::judge::with_json_object_format(body),
+            without_response_format(body),
+        ) else {
+            return Err(e.message);
+        };
+        if !gauntlet_eval::judge::refuses_format(e.status, &e.message) {
+            return Err(e.message);
+        }
+        // What the server accepts: a JSON object, else no format (the prompt asks for JSON).
+        match Self::attempts(gateway, &object, case_id, epoch).await {
+            Ok((content, call)) => Ok((content, call, true)),
+            Err(second) => {
+                let (content, call) = Self::attempts(gateway, &plain, case_id, epoch)
+                    .await
+                    .map_err(|again| {
+                        format!(
+                            "{}; asked again with the json_object response format: {}; and without one: {}",
+                            e.message, second.message, again.message
+                        )
+                    })?;
+                Ok((content, call, true))
+            }
         }
     }
 
@@ -544,7 +556,10 @@ impl JudgePanel {
                     return Ok((content, call));
                 }
                 Err(e) => {
-                    let retryable = e.retryable;
+                    // A refused response format is not a passing trouble: asking the same
+                    // again gets the same answer.
+                    let retryable =
+                        e.retryable && !gauntlet_eval::judge::refuses_format(e.status, &e.message);
                     last = Some(e);
                     if !retryable {
                         break;

@@ -200,7 +200,7 @@ impl Upstream {
                         // Let the reader take what the dying server wrote last.
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         let tail = tail.lock().unwrap_or_else(|p| p.into_inner()).lines();
-                        Err(start_failure(spec, command, &e.to_string(), &tail))
+                        Err(start_failure(command, &e.to_string(), &tail))
                     }
                 };
                 if service.is_err()
@@ -466,9 +466,9 @@ impl StderrTail {
 
 /// Why a command upstream did not start: the command, the last lines of its stderr, and what
 /// to install when its program is not on `PATH`.
-fn start_failure(spec: &UpstreamSpec, command: &str, error: &str, tail: &[String]) -> String {
+fn start_failure(command: &str, error: &str, tail: &[String]) -> String {
     let mut message =
-        format!("the MCP server `{command}` did not complete the MCP handshake ({spec}): {error}");
+        format!("the MCP server `{command}` did not complete the MCP handshake: {error}");
     if let Some(program) = missing_program(command) {
         message.push_str(&format!(
             "\n`{program}` is not on PATH: install it (for a Python server, `pip install {program}`; for an npm one, `npm install -g` its package) or give its full path"

@@ -26,7 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a suite: every case (× epochs) against an agent, scored, gated and stored
     ///
-    /// Example: gauntlet run examples/incident-desk --agent script:reference
+    /// Example:
+    ///   gauntlet run examples/incident-desk --agent script:reference
     ///
     /// Agents (--agent):
     ///   script:reference     replays each case's reference_trajectory; script:skip-confirmation,
@@ -54,7 +55,8 @@ pub enum Command {
     },
     /// Write a small working suite to edit: a world, two cases and gates
     ///
-    /// Example: gauntlet init my-suite && gauntlet run my-suite
+    /// Example:
+    ///   gauntlet init my-suite && gauntlet run my-suite
     ///
     /// Overwrites nothing: a folder that already holds one of its files is refused.
     #[command(verbatim_doc_comment)]
@@ -82,11 +84,13 @@ pub enum Command {
     },
     /// Merge the parts of a sharded run (`run --shard I/N`) into one run and decide its gates.
     ///
-    /// Example: gauntlet merge runs/ID-shard-1-of-2 runs/ID-shard-2-of-2 --out runs/ID
+    /// Example:
+    ///   gauntlet merge runs/ID-shard-1-of-2 runs/ID-shard-2-of-2 --out runs/ID
     ///
     /// The parts must come from the same suite, agent, seed, epochs and options, one of each
     /// part; the merged run lists its trials in the order an unsharded run would, so its
     /// statistics and gates are the unsharded run's.
+    #[command(verbatim_doc_comment)]
     Merge {
         /// The run folders of the parts.
         #[arg(required = true)]
@@ -104,12 +108,14 @@ pub enum Command {
     },
     /// Export a stored run's trials as OpenTelemetry traces (OTLP/JSON), GenAI conventions.
     ///
-    /// Example: gauntlet export RUN_DIR --out traces.json
+    /// Example:
+    ///   gauntlet export RUN_DIR --out traces.json
     ///
     /// One trace per trial (its trace id): an `invoke_agent` span, a `chat` span per model call
     /// and an `execute_tool` span per tool call under it, every verdict a
     /// `gen_ai.evaluation.result` event. The file is an ExportTraceServiceRequest, as OTLP/HTTP
     /// posts it (`curl -H 'content-type: application/json' --data @traces.json COLLECTOR/v1/traces`).
+    #[command(verbatim_doc_comment)]
     Export {
         /// The run folder (or its results.json).
         run: PathBuf,
@@ -350,7 +356,9 @@ pub enum Command {
     },
     /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
     ///
-    /// Example: gauntlet report RUN_DIR --format html --out report.html
+    /// Example:
+    ///   gauntlet report RUN_DIR --format html --out report.html
+    #[command(verbatim_doc_comment)]
     Report {
         /// The run folder.
         run: PathBuf,
@@ -366,7 +374,8 @@ pub enum Command {
     },
     /// Measure how far a judge agrees with human labels, before it may gate
     ///
-    /// Example: gauntlet calibrate --labels human.jsonl --verdicts .gauntlet/runs/ID --out judge.calibration.json
+    /// Example:
+    ///   gauntlet calibrate --labels human.jsonl --verdicts .gauntlet/runs/ID --out judge.calibration.json
     ///
     /// LABELS and VERDICTS are JSON Lines of {"item": "ID", "label": VALUE} (VALUE a bool, a
     /// number or a string; optional "rater" when items carry several labels, optional
@@ -706,7 +715,9 @@ pub enum ShadowAction {
     /// is a tool error) and one case per session (its input, its calls as the reference, its
     /// writes as the expected outcome).
     ///
-    /// Example: gauntlet shadow harvest .gauntlet/runs/shadow-ID --out suites/from-shadow
+    /// Example:
+    ///   gauntlet shadow harvest .gauntlet/runs/shadow-ID --out suites/from-shadow
+    #[command(verbatim_doc_comment)]
     Harvest {
         /// The shadow run folder.
         run: PathBuf,

@@ -298,6 +298,32 @@ fn refused_formats(port_dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Regression: llama-cpp-python's OpenAI-compatible server answers a `json_schema` response
+/// format with a 500 (a pydantic validation error naming `response_format.type`), not the 400
+/// or 422 the fallback expected, so all 23 judgements of the example came out `invalid`. The
+/// fake answers as that server does; the judge asks again for a JSON object, which it takes.
+#[test]
+#[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
+fn a_server_that_answers_json_schema_with_a_500_gets_real_verdicts() {
+    let (tmp, suite) = suite_with_judge("judge-llamacpp", "");
+    let Some(fake) = FakeUpstream::start(tmp.path()) else {
+        return;
+    };
+    let out = tmp.path().join("run");
+    let r = judged_results(&suite, &out, &fake.url, &[]);
+    let passed = passed_trials(&r);
+    assert!(passed > 0);
+    assert_eq!(r["judges"][0]["scored"], passed, "{}", r["judges"][0]);
+    assert_eq!(r["judges"][0]["invalid"], 0, "{}", r["judges"][0]);
+    assert_eq!(refused_formats(tmp.path()), passed);
+    for t in trials(&out)
+        .iter()
+        .filter(|t| t["judges"][0]["status"] == "scored")
+    {
+        assert_eq!(t["judges"][0]["samples"][0]["format_refused"], true, "{t}");
+    }
+}
+
 #[test]
 #[cfg_attr(not(have_py_openai), ignore = "needs python3 to run the fake upstream")]
 fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_nothing() {
@@ -310,8 +336,9 @@ fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_n
     let r = judged_run(&first);
     let passed = passed_trials(&r);
     assert!(passed > 0);
-    // Each judged trial: the json_schema request refused once, then answered without it.
-    assert_eq!(refused_formats(tmp.path()), passed);
+    // Each judged trial: the json_schema request refused, then the json_object one, then
+    // answered without a format.
+    assert_eq!(refused_formats(tmp.path()), 2 * passed);
     assert_eq!(judge_calls(tmp.path()), passed);
     assert_eq!(r["judges"][0]["scored"], passed, "{}", r["judges"][0]);
     for t in trials(&first)
@@ -327,7 +354,7 @@ fn an_upstream_without_structured_outputs_is_asked_again_and_a_second_run_asks_n
     let second = tmp.path().join("second");
     let r2 = judged_run(&second);
     assert_eq!(judge_calls(tmp.path()), passed);
-    assert_eq!(refused_formats(tmp.path()), passed);
+    assert_eq!(refused_formats(tmp.path()), 2 * passed);
     assert_eq!(r2["judges"][0]["calls"], 0);
     assert_eq!(r2["judges"][0]["cache_hits"], passed);
     assert_eq!(judge_scores(&first), judge_scores(&second));

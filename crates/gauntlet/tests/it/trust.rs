@@ -459,3 +459,134 @@ fn drift_between_runs_of_one_scripted_agent_is_not_drift() {
         .unwrap();
     assert!(latency["current"].as_f64().unwrap() < 10.0, "{latency}");
 }
+
+/// A Python agent that reads INC-004218, retrying a failed read after each wait of its
+/// argument (milliseconds, comma-separated), on the real clock.
+const BACKOFF_AGENT: &str = r#"
+import asyncio, json, os, sys, time
+from mcp import ClientSession
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+def failed(r):
+    return bool(getattr(r, "is_error", getattr(r, "isError", False)))
+
+async def main():
+    json.load(sys.stdin)
+    waits = [int(w) for w in sys.argv[1].split(",")]
+    url, token = os.environ["GAUNTLET_MCP_URL"], os.environ["GAUNTLET_MCP_TOKEN"]
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with client, streamable_http_client(url, http_client=client, terminate_on_close=False) as (read, write, *_):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for wait in [0] + waits:
+                time.sleep(wait / 1000)
+                got = await session.call_tool("get_incident", {"incident_id": "INC-004218"})
+                if not failed(got):
+                    return "INC-004218 is open."
+            return "The incident service timed out; try again later."
+
+print(asyncio.run(main()))
+"#;
+
+/// Regression: an agent that waits a constant 53 ms between three retries was judged
+/// "retried safely with growing waits" in about 2 runs of 5, as the trial clock's jitter made
+/// 53.0 < 53.4. Under CPU load, every trial of a constant wait fails its timeout verdict and
+/// every trial of a growing one passes.
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn a_backoff_verdict_does_not_depend_on_machine_load() {
+    let (tmp, suite) = example();
+    let case = suite.join("cases/faults/01-timeout.yaml");
+    let text = std::fs::read_to_string(&case).unwrap();
+    std::fs::write(&case, text.replace("calls: [1, 2]", "calls: [1, 2, 3]")).unwrap();
+    let agent = tmp.path().join("backoff.py");
+    std::fs::write(&agent, BACKOFF_AGENT).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+                x
+            })
+        })
+        .collect();
+    let verdicts = |waits: &str| -> Vec<bool> {
+        let out = tmp.path().join(format!("run-{}", waits.replace(',', "-")));
+        let o = gauntlet()
+            .args([
+                "run",
+                s(&suite),
+                "--filter",
+                "fault-timeout",
+                "--epochs",
+                "5",
+            ])
+            .args(["--agent", &format!("cmd:python3 {} {waits}", s(&agent))])
+            .args(["--isolation", "none", "--out", s(&out), "-q"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        read_trials(&out)
+            .iter()
+            .map(|t| {
+                t["scores"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["name"] == "fault_timeout")
+                    .unwrap_or_else(|| panic!("no fault_timeout: {t}"))["passed"]
+                    .as_bool()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let constant = verdicts("53,53,53");
+    let growing = verdicts("100,250,600");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in spinners {
+        t.join().unwrap();
+    }
+    assert_eq!(constant, vec![false; 5], "a constant wait never grows");
+    assert_eq!(growing, vec![true; 5], "a growing wait always does");
+}
+
+/// Regression: a real-service world whose server cannot start (git-desk without
+/// `mcp-server-git`) read as a gate failure (exit 1) with "did not complete the MCP
+/// handshake". The error names the command, the last lines of its stderr and what to install;
+/// every trial a harness error, the run exits 3.
+#[test]
+fn a_world_server_that_cannot_start_says_why_and_exits_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("git-desk");
+    copy_dir(&repo().join("examples/git-desk"), &suite);
+    let o = gauntlet()
+        .env("GAUNTLET_MCP_GIT", "python3 -m mcp_server_gitx")
+        .env("TMPDIR", tmp.path())
+        .args(["run", s(&suite), "--out", s(&tmp.path().join("run"))])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("PASSED"), "{stdout}");
+    for want in [
+        "no trial could run",
+        "the MCP server `${GAUNTLET_MCP_GIT:-python3 -m mcp_server_git} --repository",
+        "the last lines of its stderr",
+        "No module named mcp_server_gitx",
+        "pip install mcp-server-gitx",
+    ] {
+        assert!(stderr.contains(want), "no `{want}` in: {stderr}");
+    }
+}

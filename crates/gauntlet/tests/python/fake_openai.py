@@ -153,6 +153,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, {"error": {"message": "response_format is not supported by this model",
                                            "type": "invalid_request_error", "param": "response_format"}})
             return
+        if body.get("model") == "judge-llamacpp" and \
+                (body.get("response_format") or {}).get("type") == "json_schema":
+            # As llama-cpp-python's server: a 500 with pydantic's validation error for a
+            # json_schema response format; a json_object one it takes.
+            with open(sys.argv[1] + ".refused", "a") as f:
+                f.write("response_format\n")
+            self.send_json(500, {"error": {"message": "1 validation error for CreateChatCompletionRequest\n"
+                                           "response_format.type\n  Input should be 'text' or 'json_object' "
+                                           "[type=literal_error, input_value='json_schema', input_type=str]",
+                                           "type": "internal_server_error"}})
+            return
         message = reply(body)
         usage = {"prompt_tokens": 20 + 10 * len(body.get("messages", [])), "completion_tokens": 7, "total_tokens": 0}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
