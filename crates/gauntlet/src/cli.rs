@@ -531,6 +531,12 @@ pub struct RunArgs {
     /// Print results.json on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Write the run's event stream to this file as it happens (`-` for stdout, which then
+    /// holds nothing else): NDJSON, one object a line with its `type` (run_started,
+    /// trial_started, trial_finished, run_finished) and `at` (RFC 3339); trial_finished
+    /// carries case_id, epoch and status, run_finished the verdict (docs/reference.md).
+    #[arg(long, value_name = "PATH", conflicts_with = "json")]
+    pub events: Option<PathBuf>,
     /// How command agents are isolated: `auto` runs each in a bubblewrap sandbox (own PID and
     /// user namespaces, the host read-only, a private /tmp) when bubblewrap works here, and
     /// warns loudly when it does not; `bubblewrap` refuses to run without it; `none` runs agents

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod events;
 mod exit;
 mod progress;
 mod results;

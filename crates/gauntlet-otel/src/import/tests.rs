@@ -345,3 +345,216 @@ fn a_bad_file_names_the_line() {
     assert!(decode_file(b"\x0a\x03abc").is_err());
     assert!(decode_file(b"  \n").unwrap().is_empty());
 }
+
+fn tool_span(trace: u8, id: u8, parent: Option<u8>, start: u64) -> Span {
+    span(
+        trace,
+        id,
+        parent,
+        start,
+        vec![
+            kv_str("gen_ai.operation.name", "execute_tool"),
+            kv_str("gen_ai.tool.name", "get_order"),
+            kv_str("gen_ai.tool.call.id", &format!("call_{id}")),
+            kv_str("gen_ai.tool.call.arguments", r#"{"order_id": "A-1"}"#),
+            kv_str("gen_ai.tool.call.result", r#"{"status": "shipped"}"#),
+        ],
+    )
+}
+
+fn chat_span(trace: u8, id: u8, parent: Option<u8>, start: u64) -> Span {
+    span(
+        trace,
+        id,
+        parent,
+        start,
+        vec![
+            kv_str("gen_ai.operation.name", "chat"),
+            kv_str("gen_ai.request.model", "gpt-fake"),
+            kv_int("gen_ai.usage.input_tokens", 40),
+            kv_int("gen_ai.usage.output_tokens", 4),
+        ],
+    )
+}
+
+/// Regression: a trace whose root span never arrived lost its earliest span when it was handed
+/// over at the idle timeout (the span standing in for the root was left out), so 12,000
+/// one-span traces were stored with 0 calls.
+#[test]
+fn a_trace_without_its_root_keeps_every_span_at_the_idle_timeout() {
+    let mut a = Assembler::new(AssemblerLimits {
+        idle_ms: 1_000,
+        ..AssemblerLimits::default()
+    });
+    // One tool span whose parent (the agent's span) never comes.
+    assert!(
+        a.push(request(vec![tool_span(1, 2, Some(1), 1)]), 0)
+            .is_empty()
+    );
+    // A chat and a tool span, both children of a root that never comes.
+    assert!(
+        a.push(
+            request(vec![
+                chat_span(2, 2, Some(1), 1),
+                tool_span(2, 3, Some(1), 10)
+            ]),
+            0
+        )
+        .is_empty()
+    );
+    let mut expired = a.expire(1_000);
+    expired.sort_by(|x, y| x.trace_id.cmp(&y.trace_id));
+    assert_eq!(expired.len(), 2);
+    let one = imported_trace(&expired[0]);
+    assert!(!one.complete);
+    let calls: Vec<_> = one.trajectory.tool_calls().collect();
+    assert_eq!(calls.len(), 1, "{:?}", one.trajectory);
+    assert_eq!(calls[0].tool, "get_order");
+    assert_eq!(calls[0].result, Some(json!({"status": "shipped"})));
+    // The tool's input is not the user's request, nor its output the answer.
+    assert!(
+        !one.trajectory
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::UserMessage { .. }))
+    );
+    assert_eq!(one.trajectory.final_answer, None);
+    let two = imported_trace(&expired[1]);
+    assert_eq!(two.trajectory.tool_calls().count(), 1);
+    let models = two
+        .trajectory
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::ModelCall { .. }))
+        .count();
+    assert_eq!(models, 1, "{:?}", two.trajectory);
+    // The same from a file.
+    let t = traces_of([request(vec![tool_span(3, 2, Some(1), 1)])]);
+    assert_eq!(imported_trace(&t[0]).trajectory.tool_calls().count(), 1);
+}
+
+/// Regression: a span sent again before its root arrived (an OTLP exporter's retry) was kept
+/// twice, so the trace showed the call twice and LoopDetection failed it.
+#[test]
+fn a_span_sent_again_before_its_root_is_kept_once() {
+    let mut a = Assembler::new(AssemblerLimits::default());
+    let tool = tool_span(1, 2, Some(1), 1);
+    assert!(a.push(request(vec![tool.clone()]), 0).is_empty());
+    assert!(a.push(request(vec![tool.clone()]), 5).is_empty());
+    let done = a.push(request(vec![span(1, 1, None, 0, vec![])]), 10);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].spans.len(), 2);
+    assert_eq!(a.duplicate_spans, 1);
+    assert_eq!(a.dropped_spans, 0);
+    assert_eq!(imported_trace(&done[0]).trajectory.tool_calls().count(), 1);
+    // Within one request, and across the requests of a file, too.
+    let mut g = Grouper::default();
+    g.add(request(vec![tool.clone(), tool.clone()]));
+    g.add(request(vec![tool]));
+    assert_eq!(g.duplicate_spans, 2);
+    assert_eq!(g.finish()[0].spans.len(), 1);
+}
+
+/// Regression: past the limit of spans per trace (2,000) the root span was dropped like any
+/// other, so the trace never completed and lost its root's request and answer.
+#[test]
+fn past_the_span_limit_the_root_is_kept_and_the_extra_spans_counted() {
+    let mut a = Assembler::new(AssemblerLimits {
+        max_spans_per_trace: 3,
+        ..AssemblerLimits::default()
+    });
+    let children: Vec<Span> = (2..7).map(|i| span(1, i, Some(1), 1, vec![])).collect();
+    assert!(a.push(request(children), 0).is_empty());
+    assert_eq!(a.dropped_spans, 2);
+    let root = span(1, 1, None, 0, vec![kv_str("gen_ai.agent.name", "orders")]);
+    let done = a.push(request(vec![root]), 10);
+    assert_eq!(done.len(), 1, "the root completes the trace");
+    assert!(done[0].has_root());
+    assert_eq!(done[0].spans.len(), 4, "three spans and the root");
+    assert_eq!(done[0].dropped_spans, 2);
+    let t = imported_trace(&done[0]);
+    assert!(t.complete);
+    assert_eq!(t.agent, "orders");
+    assert_eq!(t.dropped_spans, 2);
+}
+
+/// Regression: spans whose trace id was not a W3C trace id (`ab`, 3 bytes, 64 hex digits, all
+/// zeros) were accepted and stored, when feedback for such an id is refused.
+#[test]
+fn spans_with_an_invalid_trace_id_are_refused_and_counted() {
+    let with_id = |id: Vec<u8>| Span {
+        trace_id: id,
+        ..span(1, 1, None, 0, vec![])
+    };
+    let bad = || {
+        vec![
+            with_id(vec![0xab]),
+            with_id(vec![1, 2, 3]),
+            with_id(vec![7; 32]),
+            with_id(vec![0; 16]),
+            with_id(vec![]),
+        ]
+    };
+    for id in [vec![0xab], vec![1, 2, 3], vec![7; 32], vec![0; 16], vec![]] {
+        assert!(!is_valid_trace_id(&id), "{id:?}");
+    }
+    assert!(is_valid_trace_id(&[
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1
+    ]));
+    // The receiver's filter.
+    let mut r = request(bad());
+    r.resource_spans[0].scope_spans[0]
+        .spans
+        .push(span(2, 1, None, 0, vec![]));
+    assert_eq!(remove_invalid_spans(&mut r), 5);
+    assert_eq!(r.resource_spans[0].scope_spans[0].spans.len(), 1);
+    // The assembler and the file reader refuse them too.
+    let mut a = Assembler::new(AssemblerLimits::default());
+    assert!(a.push(request(bad()), 0).is_empty());
+    assert_eq!((a.refused_spans, a.open_traces()), (5, 0));
+    let mut g = Grouper::default();
+    g.add(request(bad()));
+    assert_eq!(g.refused_spans, 5);
+    assert!(g.finish().is_empty());
+    // OTLP/JSON carries them as hex: `ab` and 64 digits decode, and are refused the same way.
+    let json = |id: &str| {
+        format!(
+            r#"{{"resourceSpans": [{{"scopeSpans": [{{"spans": [{{"traceId": "{id}", "spanId": "0102030405060708", "name": "x"}}]}}]}}]}}"#
+        )
+    };
+    for id in ["ab", &"ab".repeat(32), &"0".repeat(32)] {
+        let mut r = decode(json(id).as_bytes(), Encoding::Json).unwrap();
+        assert_eq!(remove_invalid_spans(&mut r), 1, "{id}");
+    }
+    let mut r = decode(json(&"ab".repeat(16)).as_bytes(), Encoding::Json).unwrap();
+    assert_eq!(remove_invalid_spans(&mut r), 0);
+}
+
+/// Regression: `gauntlet import otlp /dev/zero` read the whole file into memory before decoding
+/// it, growing to 7.3 GB in 6 s. Each document or message is now read up to a limit.
+#[test]
+fn an_endless_input_is_refused_after_the_document_limit() {
+    use std::io::Read as _;
+    let limit = 1 << 20;
+    let zeros = std::io::repeat(0);
+    let err = read_requests(zeros, limit, |_| panic!("nothing decodes")).unwrap_err();
+    assert!(matches!(err, ImportError::TooLarge { .. }), "{err}");
+    // A JSON document without an end, or white space without a document.
+    let open = b"{\"resourceSpans\": [".chain(std::io::repeat(b' '));
+    let err = read_requests(open, limit, |_| {}).unwrap_err();
+    assert!(matches!(err, ImportError::TooLarge { .. }), "{err}");
+    let err = read_requests(std::io::repeat(b'\n'), limit, |_| {}).unwrap_err();
+    assert!(matches!(err, ImportError::TooLarge { .. }), "{err}");
+    // The limit is per document: many small ones go through.
+    let doc = "{\"resourceSpans\": []}\n";
+    let many = doc.repeat((limit as usize / doc.len()) * 3);
+    let mut n = 0;
+    read_requests(many.as_bytes(), limit, |_| n += 1).unwrap();
+    assert_eq!(n, many.lines().count());
+    // A bad document after white space is still named by its line and column.
+    let err = read_requests(&b"\n\n  {\"resourceSpans\": 3}"[..], limit, |_| {}).unwrap_err();
+    assert!(
+        matches!(err, ImportError::Json { line: 3, column, .. } if column > 3),
+        "{err:?}"
+    );
+}

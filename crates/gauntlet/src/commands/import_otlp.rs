@@ -40,20 +40,26 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
             policy.map(|p| p.display().to_string()).unwrap_or_default()
         ))
     })?;
-    // Files are read whole: a trace's spans may be spread over several of them.
-    let mut requests = Vec::new();
+    // Every file is read before any trace is judged (a trace's spans may be spread over
+    // several), streamed a request at a time, none larger than the limit: an endless or huge
+    // file is refused by name after that much, not read into memory whole.
+    let mut grouper = gauntlet_otel::Grouper::default();
     for f in files {
-        let bytes =
-            std::fs::read(f).map_err(|e| ExpectedError::input(format!("{}: {e}", f.display())))?;
-        requests.extend(
-            gauntlet_otel::decode_file(&bytes)
-                .map_err(|e| ExpectedError::input(format!("{}: {e}", f.display())))?,
-        );
+        let file = std::fs::File::open(f)
+            .map_err(|e| ExpectedError::input(format!("{}: {e}", f.display())))?;
+        gauntlet_otel::read_requests(file, gauntlet_otel::MAX_DOCUMENT_BYTES, |r| grouper.add(r))
+            .map_err(|e| ExpectedError::input(format!("{}: {e}", f.display())))?;
     }
-    let traces = gauntlet_otel::traces_of(requests);
+    let (refused, duplicates) = (grouper.refused_spans, grouper.duplicate_spans);
+    let traces = grouper.finish();
     if traces.is_empty() {
         return Err(ExpectedError::input(format!(
-            "no spans in {}",
+            "no spans{} in {}",
+            if refused > 0 {
+                " with a valid trace id"
+            } else {
+                ""
+            },
             files
                 .iter()
                 .map(|f| f.display().to_string())
@@ -112,6 +118,15 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
     );
     if incomplete > 0 {
         crate::note!("  note: {incomplete} traces have no root span (judged with what arrived)");
+    }
+    if refused > 0 {
+        crate::note!(
+            "  note: {refused} spans left out: {}",
+            gauntlet_otel::TRACE_ID_RULE
+        );
+    }
+    if duplicates > 0 {
+        crate::note!("  note: {duplicates} spans sent twice (same trace and span id) kept once");
     }
     Ok(GATES_PASSED)
 }

@@ -45,7 +45,14 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     };
     let old = resumed.as_ref().map(|(_, header, _)| header);
     let settings = Settings::resolve(&suite, &args.run_options(), old, now, new_run_id)?;
-    let talk = !args.quiet && !args.json;
+    let mut events = args
+        .events
+        .as_deref()
+        .map(crate::events::EventLines::open)
+        .transpose()?;
+    // With `--events -`, stdout holds the event lines and nothing else.
+    let events_on_stdout = args.events.as_deref() == Some(std::path::Path::new("-"));
+    let talk = !args.quiet && !args.json && !events_on_stdout;
     let cases = settings.cases(&suite)?;
     let workdir = std::env::current_dir()
         .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
@@ -161,6 +168,9 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         if let RunEvent::TrialFinished { index, record, .. } = &event {
             summaries[positions[*index]] = Some(TrialSummary::of(record));
         }
+        if let Some(lines) = events.as_mut() {
+            lines.event(&event);
+        }
         progress.report(&event);
     }));
     progress.finish();
@@ -189,7 +199,10 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         index_run(&state_dir(&suite), &results, &out);
     }
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
-    let results = report_finished(results, args.json, args.quiet);
+    if let Some(lines) = events.as_mut() {
+        lines.line(&gauntlet_model::events::run_finished_wire(&results, &now()));
+    }
+    let results = report_finished(results, args.json, args.quiet || events_on_stdout);
     if talk {
         println!("results: {}", out.join("results.json").display());
         for r in reports {

@@ -7,6 +7,7 @@ mod calibrate;
 mod check;
 mod checkpoints;
 mod common;
+mod events;
 mod export;
 mod faults;
 mod gates;

@@ -490,3 +490,91 @@ fn drift_flags_a_tool_error_rate_from_two_to_six_percent_and_exits_1() {
     ]);
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
+
+/// Regression: `drift` and `harvest` panicked (exit 101) on a lake file that DuckDB had rewritten
+/// (`received_at` stored as TIMESTAMP_MICROS, not what the receiver writes). They read it; a
+/// column that cannot be read is refused by file and column.
+#[test]
+#[cfg_attr(
+    not(have_py_duckdb),
+    ignore = "needs the Python package duckdb (pip install duckdb)"
+)]
+fn drift_and_harvest_read_a_lake_file_that_duckdb_rewrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    seeded_lake(&lake, 11, [0.02, 0.06]);
+    // A third day: failed traces with a request in them, for harvest.
+    let mut w = gauntlet_online::lake::LakeWriter::new(&lake);
+    let day2 = 20_402 * 86_400_000i64;
+    let requests = [
+        "Where is my order?",
+        "Cancel my subscription.",
+        "Refund my last payment.",
+    ];
+    for (i, request) in requests.iter().enumerate() {
+        let mut row =
+            gauntlet_online::lake::read_trace_file(&walk(&lake.join("traces/day=2025-11-08"))[0])
+                .unwrap()
+                .remove(0);
+        row.trace_id = format!("{:016x}{:016x}", 0xa000 + i, 1);
+        row.received_at_ms = day2 + i as i64;
+        row.status = "failed".into();
+        row.trajectory = json!({"events": [
+            {"type": "user_message", "text": request}
+        ]})
+        .to_string();
+        w.push_trace(row);
+    }
+    w.flush(day2).unwrap();
+    // Each file rewritten by DuckDB, in place, with `received_at` as TIMESTAMP (microseconds).
+    let rewrite = |select: &str| {
+        for f in walk(&lake.join("traces")) {
+            let out = f.with_extension("duckdb");
+            let sql = format!(
+                "COPY (SELECT {select} FROM read_parquet('{}')) TO '{}' (FORMAT parquet)",
+                f.display(),
+                out.display()
+            );
+            let o = std::process::Command::new("python3")
+                .args(["-c", "import duckdb, sys; duckdb.sql(sys.argv[1])", &sql])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::rename(&out, &f).unwrap();
+        }
+    };
+    rewrite("* REPLACE (CAST(received_at AS TIMESTAMP) AS received_at)");
+    let (d0, d1) = ("2025-11-08", "2025-11-09");
+    let window = |d: &str| format!("{}@{d}..{d}", lake.display());
+    let o = run(&[
+        "drift",
+        "--baseline",
+        &window(d0),
+        "--current",
+        &window(d1),
+        "--json",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let report: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(report["baseline_trajectories"], 2000);
+    assert_eq!(report["current_trajectories"], 2000);
+    let harvested = tmp.path().join("harvested");
+    let o = run(&["harvest", s(&lake), "--out", s(&harvested)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let cases = std::fs::read_to_string(harvested.join("cases/harvested.jsonl")).unwrap();
+    assert_eq!(cases.lines().count(), 3, "{cases}");
+    // A column no reader could take as ours: refused, naming the file and the column.
+    rewrite("* REPLACE (received_at > TIMESTAMP '2000-01-01' AS received_at)");
+    for args in [
+        vec!["drift", "--baseline", s(&lake), "--current", s(&lake)],
+        vec!["harvest", s(&lake), "--out", s(&tmp.path().join("again"))],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(
+            o.stderr.contains(".parquet") && o.stderr.contains("`received_at`"),
+            "{}",
+            o.stderr
+        );
+    }
+}

@@ -98,3 +98,32 @@ fn a_file_that_is_not_otlp_is_named_with_its_line() {
     ]);
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
+
+/// Regression: `gauntlet import otlp /dev/zero` read the file whole before decoding it and grew
+/// to 7.3 GB in 6 s. Each request is read up to a limit, and an endless file is refused by name.
+/// (Run under a 2 GiB address-space limit, so that the old behaviour fails fast.)
+#[test]
+fn an_endless_file_is_refused_by_name_not_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let started = std::time::Instant::now();
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"ulimit -v 2097152 && exec "$0" import otlp /dev/zero --out "$1""#)
+        .arg(gauntlet_bin())
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/dev/zero") && stderr.contains("64 MiB"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!out.join("trials.jsonl").exists());
+}

@@ -804,3 +804,48 @@ fn a_killed_proxy_takes_its_upstreams_with_it() {
         processes_with(server)
     );
 }
+
+/// Regression: `shadow --upstream 'cmd:FOO=1 python3 server.py'` and `'cmd:cd dir && …'`
+/// failed: the command was `exec`'d whole, not run by `sh -c` as documented. Both now serve.
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn upstream_commands_with_assignments_and_operators_run_as_sh_reads_them() {
+    let (tmp, _config, _) = flaky("");
+    let bin = gauntlet_bin();
+    for (i, upstream) in [
+        "cmd:GAUNTLET_TEST_FLAG=1 python3 flaky_mcp_server.py".to_owned(),
+        format!("cmd:cd {} && python3 flaky_mcp_server.py", s(tmp.path())),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let run = tmp.path().join(format!("run-{i}"));
+        let ops_text = json!([{"tool": "echo", "args": {"text": "one"}}]).to_string();
+        let got = std::process::Command::new("python3")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/shadow_client.py"))
+            .args([
+                "stdio",
+                &ops_text,
+                "--",
+                s(&bin),
+                "shadow",
+                "--upstream",
+                upstream,
+            ])
+            .args(["--stdio", "--out", s(&run)])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&got.stdout);
+        let got: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "{upstream}: {e}: {stdout}{}",
+                String::from_utf8_lossy(&got.stderr)
+            )
+        });
+        assert_eq!(got[0]["text"], "one", "{upstream}: {got}");
+    }
+}
