@@ -32,11 +32,11 @@ pub const MAX_RETRIES: usize = 3;
 pub const MIN_BACKOFF_MS: f64 = 50.0;
 /// How much longer than the last a wait must be to count as growing, as a share of the last:
 /// waits are measured on the trial clock, where a busy machine adds milliseconds of jitter, so
-/// a constant wait must never read as a growing one. Doubling, or a linear step of a fifth or
-/// more, grows; 53 ms then 53.4 ms does not.
-pub const BACKOFF_GROWTH: f64 = 0.2;
+/// a constant wait must never read as a growing one. Doubling, or a linear step of a quarter or
+/// more, grows; 53 ms then 53.4 ms (or 70 ms on a machine whose cores are all busy) does not.
+pub const BACKOFF_GROWTH: f64 = 0.25;
 /// ... and in milliseconds, whichever is more.
-pub const BACKOFF_GROWTH_MIN_MS: f64 = 10.0;
+pub const BACKOFF_GROWTH_MIN_MS: f64 = 25.0;
 
 /// Whether `next` is a longer wait than `last`, beyond the clock's jitter.
 pub fn grew(last: f64, next: f64) -> bool {

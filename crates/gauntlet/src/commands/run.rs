@@ -1,16 +1,11 @@
-//! `gauntlet run SUITE`: wiring. The runner plans and runs the trials and emits run events;
-//! the store and the terminal consume them; the verdict becomes the exit code.
+//! `gauntlet run SUITE`: the library's run ([`gauntlet_runner::Run`]) with the CLI's sinks:
+//! the terminal (progress, notes, the summary), `--events`, the run index, the reports, a stop
+//! on SIGINT or SIGTERM; the verdict becomes the exit code.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use gauntlet_eval::build_results;
-use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::{RunEvent, TrialSummary};
-use gauntlet_runner::agents::{ChosenAgent, choose_agent, persona_models, start_gateway};
-use gauntlet_runner::plan::{already_done, check_unchanged, custom_evaluators};
-use gauntlet_runner::{RunPlan, Settings, run_trials};
-use gauntlet_store::RunWriter;
+use gauntlet_model::RunEvent;
+use gauntlet_runner::{Finished, Notice, Observer, Run};
 
 use crate::cli::RunArgs;
 use crate::commands::shared::{index_run, load_suite, report_finished, state_dir, verdict_code};
@@ -19,11 +14,6 @@ use crate::results::now;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.suite)?;
-    if args.concurrency == 0 {
-        return Err(ExpectedError::input(
-            "--concurrency must be at least 1 (trials at once)",
-        ));
-    }
     if !(args.trial_timeout > 0.0 && args.trial_timeout.is_finite()) {
         return Err(ExpectedError::input(
             "--trial-timeout must be a positive number of seconds",
@@ -33,19 +23,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         .enable_all()
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
-    let gateway = runtime
-        .block_on(start_gateway(args.gateway_options()?, &suite))
-        .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?;
-    let resumed = match &args.resume {
-        Some(dir) => Some(
-            RunWriter::resume_with(dir, args.set_aside_corrupt)
-                .map_err(|e| ExpectedError::input(format!("cannot resume the run: {e}")))?,
-        ),
-        None => None,
-    };
-    let old = resumed.as_ref().map(|(_, header, _)| header);
-    let settings = Settings::resolve(&suite, &args.run_options(), old, now, new_run_id)?;
-    let mut events = args
+    let events = args
         .events
         .as_deref()
         .map(crate::events::EventLines::open)
@@ -53,153 +31,39 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     // With `--events -`, stdout holds the event lines and nothing else.
     let events_on_stdout = args.events.as_deref() == Some(std::path::Path::new("-"));
     let talk = !args.quiet && !args.json && !events_on_stdout;
-    let cases = settings.cases(&suite)?;
-    let workdir = std::env::current_dir()
-        .map_err(|e| ExpectedError::harness(format!("no working directory: {e}")))?;
-    let ChosenAgent {
-        agent,
-        cases,
-        notes,
-        warnings,
-    } = choose_agent(
-        &settings.agent,
-        cases,
-        &suite,
-        gateway.as_ref(),
-        workdir,
-        args.isolation.into(),
-    )?;
-    for warning in warnings {
-        eprintln!("warning: {warning}");
+    let mut run = Run::new(&suite)
+        .options(args.run_options())
+        .gateway(args.gateway_options()?)
+        .concurrency(args.concurrency)
+        .trial_timeout(Duration::from_secs_f64(args.trial_timeout))
+        .isolation(args.isolation.into())
+        .user_model(args.user_model.clone());
+    if let Some(out) = &args.out {
+        run = run.out(out);
     }
-    if talk {
-        for note in notes {
-            eprintln!("note: {note}");
-        }
+    if let Some(dir) = &args.resume {
+        run = run.resume(dir, args.set_aside_corrupt);
     }
-    let judges = gauntlet_runner::judge::judge_panel(
-        &suite,
-        gateway.as_ref(),
-        &state_dir(&suite).join("judge-cache.sqlite"),
-        args.record.is_some(),
-    )?;
-    if let Some(w) = judges.as_ref().and_then(|j| j.endpoint_warning()) {
-        eprintln!("warning: {w}");
-    }
-    let mut header = settings.header(&suite);
-    header.judges = judges.as_ref().map(|j| j.headers()).unwrap_or_default();
-    if let Some(old) = old {
-        check_unchanged(old, &header)?;
-    }
-    let trials = settings.trials(&suite, &cases);
-    let total = trials.len();
-    // Records are written as trials end and only their summaries are kept; a resumed run's
-    // earlier trials are summarised from their records and not run again.
-    let (out, mut writer, mut summaries) = match resumed {
-        Some((writer, _, done)) => {
-            let summaries = already_done(&trials, done);
-            if talk {
-                let n = summaries.iter().flatten().count();
-                eprintln!(
-                    "resuming {}: {n} of {total} trials already done",
-                    writer.dir().display()
-                );
-            }
-            (writer.dir().to_owned(), writer, summaries)
-        }
-        None => {
-            let folder = match settings.shard {
-                Some(s) => format!("{}-shard-{}-of-{}", settings.run_id, s.index, s.count),
-                None => settings.run_id.clone(),
-            };
-            let out = args
-                .out
-                .clone()
-                .unwrap_or_else(|| state_dir(&suite).join("runs").join(folder));
-            let writer = RunWriter::create(&out, &header)
-                .map_err(|e| ExpectedError::doing("failed to create the run folder", &e))?;
-            (out, writer, vec![None; total])
-        }
+    let mut terminal = Terminal {
+        talk,
+        progress: crate::progress::Progress::new(talk),
+        events,
+        runtime: &runtime,
+        args: &args,
     };
-    // The plan position of each trial still to run.
-    let (positions, trials): (Vec<usize>, Vec<_>) = trials
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| summaries[*i].is_none())
-        .unzip();
-    // The servers of real-service worlds run in the same sandbox as command agents.
-    let services_sandbox = if trials.iter().any(|t| t.world.spec().service.is_some()) {
-        let (sandbox, warning) =
-            gauntlet_agent::Sandbox::detect(args.isolation.into()).map_err(ExpectedError::input)?;
-        if let Some(w) = warning {
-            eprintln!(
-                "warning: {}",
-                w.replace(
-                    "command agents are",
-                    "real-service world servers and command agents are"
-                )
-            );
-        }
-        Some(Arc::new(sandbox))
-    } else {
-        None
-    };
-    let plan = RunPlan {
-        header: header.clone(),
-        already_done: total - trials.len(),
-        trials,
-        concurrency: args.concurrency,
-        trial_timeout: Duration::from_secs_f64(args.trial_timeout),
-        custom: Arc::new(custom_evaluators(&suite)?),
-        benchmark: suite.config.benchmark.clone().map(Arc::new),
-        persona: persona_models(args.user_model.clone(), &suite, gateway.as_ref(), &cases)?,
-        judges,
-        services_sandbox,
-    };
-    runtime.spawn(stop_on_signal(&runtime, resume_command(&args, &out)));
-    let progress = crate::progress::Progress::new(talk);
-    let mut write_error = None;
-    // Two consumers of the event stream: the store, then the progress bar (a record is
-    // summarised as stored: a large final state is its reference and changes).
-    runtime.block_on(run_trials(plan, agent, |mut event| {
-        if let Err(e) = writer.consume(&mut event) {
-            write_error.get_or_insert(e);
-        }
-        if let RunEvent::TrialFinished { index, record, .. } = &event {
-            summaries[positions[*index]] = Some(TrialSummary::of(record));
-        }
-        if let Some(lines) = events.as_mut() {
-            lines.event(&event);
-        }
-        progress.report(&event);
-    }));
-    progress.finish();
-    if let Some(g) = &gateway {
-        runtime
-            .block_on(g.shutdown())
-            .map_err(|e| ExpectedError::harness(format!("failed to write the cassette: {e}")))?;
-    }
-    if let Some(e) = write_error {
-        return Err(ExpectedError::doing("failed to record a trial", &e));
-    }
-
-    let summaries: Vec<TrialSummary> = summaries.into_iter().flatten().collect();
-    let (results, gate_errors) = build_results(
-        header,
-        now(),
-        summaries,
-        &suite.gates,
-        suite.rubric.as_ref(),
-    );
-    writer
-        .finish(&results)
-        .map_err(|e| ExpectedError::doing("failed to write results", &e))?;
+    let Finished {
+        results,
+        gate_errors,
+        dir: out,
+        shard,
+    } = runtime.block_on(run.execute(&mut terminal))?;
+    terminal.progress.finish();
     // A part of a sharded run is listed once merged.
-    if settings.shard.is_none() {
+    if shard.is_none() {
         index_run(&state_dir(&suite), &results, &out);
     }
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
-    if let Some(lines) = events.as_mut() {
+    if let Some(lines) = terminal.events.as_mut() {
         lines.line(&gauntlet_model::events::run_finished_wire(&results, &now()));
     }
     let results = report_finished(results, args.json, args.quiet || events_on_stdout);
@@ -209,7 +73,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
             println!("report: {}", r.display());
         }
     }
-    if let Some(s) = settings.shard {
+    if let Some(s) = shard {
         if talk {
             println!(
                 "shard {s}: its gates saw this part only; `gauntlet merge` decides the run's verdict"
@@ -220,6 +84,49 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         return Ok(crate::exit::GATES_PASSED);
     }
     verdict_code(&results, gate_errors)
+}
+
+/// The run as the terminal follows it: notes and warnings on stderr, the progress bar,
+/// `--events`, and the stop on a signal once the run folder exists.
+struct Terminal<'a> {
+    talk: bool,
+    progress: crate::progress::Progress,
+    events: Option<crate::events::EventLines>,
+    runtime: &'a tokio::runtime::Runtime,
+    args: &'a RunArgs,
+}
+
+impl Observer for Terminal<'_> {
+    fn notice(&mut self, notice: Notice) {
+        match notice {
+            Notice::Warning(w) => eprintln!("warning: {w}"),
+            Notice::Note(n) if self.talk => eprintln!("note: {n}"),
+            Notice::Note(_) => {}
+            Notice::Folder {
+                dir,
+                already_done,
+                planned,
+            } => {
+                if self.talk && self.args.resume.is_some() {
+                    eprintln!(
+                        "resuming {}: {already_done} of {planned} trials already done",
+                        dir.display()
+                    );
+                }
+                self.runtime.spawn(stop_on_signal(
+                    self.runtime,
+                    resume_command(self.args, &dir),
+                ));
+            }
+        }
+    }
+
+    fn event(&mut self, event: &RunEvent) {
+        if let Some(lines) = self.events.as_mut() {
+            lines.event(event);
+        }
+        self.progress.report(event);
+    }
 }
 
 /// On SIGINT or SIGTERM: kills every running agent (they sit in process groups of their own,
@@ -301,12 +208,4 @@ fn resume_command(args: &RunArgs, out: &std::path::Path) -> String {
         flag("isolation", name.to_owned());
     }
     command
-}
-
-/// A run id that sorts by time: `20261130T071403Z-1a2b3c`.
-fn new_run_id() -> String {
-    let now = jiff::Timestamp::now();
-    let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
-    let noise = sha256_hex(format!("{}{}", now.as_nanosecond(), std::process::id()).as_bytes());
-    format!("{stamp}-{}", &noise[..6])
 }

@@ -734,19 +734,24 @@ fn an_http_agent_service_receives_each_trial_and_works_the_world_over_mcp() {
         .arg(&port_file)
         .spawn()
         .unwrap();
+    // Python starting the service on a busy machine can take seconds: wait up to 60.
     let mut port = String::new();
-    for _ in 0..100 {
+    for _ in 0..1200 {
         port = std::fs::read_to_string(&port_file).unwrap_or_default();
-        if !port.is_empty() {
+        if !port.trim().is_empty() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    assert!(
+        !port.trim().is_empty(),
+        "the agent service never said its port"
+    );
     let o = run(&[
         "run",
         s(&suite),
         "--agent",
-        &format!("http://127.0.0.1:{port}/"),
+        &format!("http://127.0.0.1:{}/", port.trim()),
         "--filter",
         "lookup-status",
         "--json",

@@ -33,7 +33,7 @@ impl FakeUpstream {
             .arg(&port_file)
             .spawn()
             .ok()?;
-        for _ in 0..100 {
+        for _ in 0..600 {
             if let Ok(p) = std::fs::read_to_string(&port_file)
                 && !p.is_empty()
             {

@@ -1,0 +1,452 @@
+//! A run of a suite as one library call: [`Run`] takes the suite, the agent (a `--agent` spec
+//! or any [`Agent`], a closure included) and the options, runs every trial, writes the run
+//! folder through the store's one writer, and returns the results; what happens on the way
+//! reaches an [`Observer`] as the run event stream. The CLI's `run` is this call plus its
+//! sinks (terminal, `--events`, index, reports) and the exit code.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let suite = gauntlet_suite::Suite::load("examples/incident-desk".as_ref())
+//!     .map_err(|p| format!("{p:?}"))?;
+//! let finished = gauntlet_runner::Run::new(&suite)
+//!     .agent_spec("script:reference")
+//!     .epochs(2)
+//!     .execute(&mut ())
+//!     .await?;
+//! println!("{:?}", finished.results.verdict);
+//! # Ok(()) }
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, Isolation, SharedEnv};
+use gauntlet_model::{Classified, ErrorKind, RunEvent, RunResults, TrialSummary};
+use gauntlet_store::{RunWriter, StoreError};
+use gauntlet_suite::Suite;
+
+use crate::agents::{ChosenAgent, GatewayOptions, choose_agent, persona_models, start_gateway};
+use crate::plan::{already_done, check_unchanged, custom_evaluators};
+use crate::{PlanError, RunOptions, RunPlan, Settings, now, run_trials};
+
+/// What a run tells its caller besides the event stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// Something the user must know (an agent running unisolated, a judge without a model).
+    Warning(String),
+    /// Something the user may want to know (cases an agent does not play, and why).
+    Note(String),
+    /// The run folder, once it exists (a new run's, or the resumed one's), with the trials
+    /// already done and the trials in the plan.
+    Folder {
+        /// The run folder.
+        dir: PathBuf,
+        /// Trials a resumed run already has.
+        already_done: usize,
+        /// Trials in the plan.
+        planned: usize,
+    },
+}
+
+/// Whoever follows a run: the CLI's terminal and `--events`, a viewer, a test. Both methods
+/// default to nothing, so `&mut ()` follows nothing.
+pub trait Observer {
+    /// A notice, before the trials start.
+    fn notice(&mut self, _notice: Notice) {}
+    /// An event of the run's stream, after the run folder has stored it.
+    fn event(&mut self, _event: &RunEvent) {}
+}
+
+impl Observer for () {}
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The plan is not one the suite and options allow.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The LLM gateway did not start.
+    #[error("cannot start the LLM gateway: {0}")]
+    Gateway(#[source] gauntlet_agent::gateway::GatewayError),
+    /// The run folder: created, resumed, written or finished.
+    #[error("{doing}: {source}")]
+    Store {
+        /// What the run was doing.
+        doing: &'static str,
+        /// Why it could not.
+        #[source]
+        source: StoreError,
+    },
+    /// An option that cannot be used (`concurrency` 0, a sandbox that does not work here).
+    #[error("{0}")]
+    Input(String),
+    /// The harness itself failed (the cassette could not be written).
+    #[error("{0}")]
+    Harness(String),
+}
+
+impl Classified for RunError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            RunError::Plan(e) => e.kind(),
+            RunError::Gateway(e) => e.kind(),
+            RunError::Store { source, .. } => source.kind(),
+            RunError::Input(_) => ErrorKind::InvalidInput,
+            RunError::Harness(_) => ErrorKind::Harness,
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Finished {
+    /// The canonical result, as `results.json` stores it.
+    pub results: RunResults,
+    /// Gates that could not be decided (they make the input invalid).
+    pub gate_errors: Vec<String>,
+    /// The run folder.
+    pub dir: PathBuf,
+    /// The part of a sharded run it is (its gates saw this part only).
+    pub shard: Option<gauntlet_model::Shard>,
+}
+
+/// The agent of a run: named by a spec, or given.
+enum AgentChoice {
+    Spec(Option<String>),
+    Given(Arc<dyn Agent>),
+}
+
+/// A run of a suite, built then executed (see the module's example).
+pub struct Run<'s> {
+    suite: &'s Suite,
+    agent: AgentChoice,
+    options: RunOptions,
+    gateway: GatewayOptions,
+    concurrency: usize,
+    trial_timeout: Duration,
+    isolation: Isolation,
+    user_model: Option<String>,
+    out: Option<PathBuf>,
+    resume: Option<(PathBuf, bool)>,
+    workdir: Option<PathBuf>,
+}
+
+impl<'s> Run<'s> {
+    /// A run of `suite` with its own defaults: its agent (else `script:reference`), seed and
+    /// epochs, 4 trials at once, 300 s a trial, agents sandboxed where bubblewrap works.
+    pub fn new(suite: &'s Suite) -> Self {
+        Run {
+            suite,
+            agent: AgentChoice::Spec(None),
+            options: RunOptions::default(),
+            gateway: GatewayOptions::default(),
+            concurrency: 4,
+            trial_timeout: Duration::from_secs(300),
+            isolation: Isolation::Auto,
+            user_model: None,
+            out: None,
+            resume: None,
+            workdir: None,
+        }
+    }
+
+    /// The agent, as `--agent` names it (`script:reference`, `cmd:…`, `openai:MODEL`, …).
+    pub fn agent_spec(mut self, spec: impl Into<String>) -> Self {
+        self.agent = AgentChoice::Spec(Some(spec.into()));
+        self
+    }
+
+    /// The agent itself: any [`Agent`] (see [`agent_fn`] for a closure). The run header
+    /// records it as `label`.
+    pub fn agent(mut self, label: impl Into<String>, agent: Arc<dyn Agent>) -> Self {
+        self.options.agent = Some(label.into());
+        self.agent = AgentChoice::Given(agent);
+        self
+    }
+
+    /// The options `gauntlet run` takes: seed, epochs, filter, faults, attack, shard, run id.
+    pub fn options(mut self, options: RunOptions) -> Self {
+        let label = self.options.agent.take();
+        self.options = options;
+        if let AgentChoice::Given(_) = self.agent {
+            self.options.agent = label;
+        }
+        self
+    }
+
+    /// Repetitions of each case.
+    pub fn epochs(mut self, epochs: u32) -> Self {
+        self.options.epochs = Some(epochs);
+        self
+    }
+
+    /// The run's seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.options.seed = Some(seed);
+        self
+    }
+
+    /// Trials at once (at least 1).
+    pub fn concurrency(mut self, trials: usize) -> Self {
+        self.concurrency = trials;
+        self
+    }
+
+    /// The wall-time limit of one trial.
+    pub fn trial_timeout(mut self, limit: Duration) -> Self {
+        self.trial_timeout = limit;
+        self
+    }
+
+    /// The LLM gateway: upstream, cassettes, key.
+    pub fn gateway(mut self, options: GatewayOptions) -> Self {
+        self.gateway = options;
+        self
+    }
+
+    /// How command agents are isolated.
+    pub fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// The model of persona users whose case names none.
+    pub fn user_model(mut self, model: Option<String>) -> Self {
+        self.user_model = model;
+        self
+    }
+
+    /// The run folder (default: `SUITE/.gauntlet/runs/RUN_ID`).
+    pub fn out(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out = Some(dir.into());
+        self
+    }
+
+    /// Finish the run stored in `dir` (`set_aside_corrupt`: move lines that are not trial
+    /// records aside and run their trials again).
+    pub fn resume(mut self, dir: impl Into<PathBuf>, set_aside_corrupt: bool) -> Self {
+        self.resume = Some((dir.into(), set_aside_corrupt));
+        self
+    }
+
+    /// Where command agents run (default: the current folder).
+    pub fn workdir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workdir = Some(dir.into());
+        self
+    }
+
+    /// Runs every trial (a resumed run: those it lacks), storing each as it ends, and judges
+    /// the run. A trial that fails, errs or hangs never stops the others.
+    pub async fn execute(self, observer: &mut dyn Observer) -> Result<Finished, RunError> {
+        let suite = self.suite;
+        if self.concurrency == 0 {
+            return Err(RunError::Input(
+                "--concurrency must be at least 1 (trials at once)".to_owned(),
+            ));
+        }
+        if self.trial_timeout.is_zero() {
+            return Err(RunError::Input(
+                "--trial-timeout must be a positive number of seconds".to_owned(),
+            ));
+        }
+        let recording = self.gateway.record.is_some();
+        let gateway = start_gateway(self.gateway, suite)
+            .await
+            .map_err(RunError::Gateway)?;
+        let resumed = match &self.resume {
+            Some((dir, set_aside)) => Some(RunWriter::resume_with(dir, *set_aside).map_err(
+                |source| RunError::Store {
+                    doing: "cannot resume the run",
+                    source,
+                },
+            )?),
+            None => None,
+        };
+        let old = resumed.as_ref().map(|(_, header, _)| header);
+        let mut options = self.options;
+        if let AgentChoice::Spec(Some(spec)) = &self.agent {
+            options.agent = Some(spec.clone());
+        }
+        let settings = Settings::resolve(suite, &options, old, now, crate::ids::new_run_id)?;
+        let cases = settings.cases(suite)?;
+        let (agent, cases) = match self.agent {
+            AgentChoice::Given(agent) => (agent, cases),
+            AgentChoice::Spec(_) => {
+                let workdir = match self.workdir {
+                    Some(d) => d,
+                    None => std::env::current_dir()
+                        .map_err(|e| RunError::Harness(format!("no working directory: {e}")))?,
+                };
+                let ChosenAgent {
+                    agent,
+                    cases,
+                    notes,
+                    warnings,
+                } = choose_agent(
+                    &settings.agent,
+                    cases,
+                    suite,
+                    gateway.as_ref(),
+                    workdir,
+                    self.isolation,
+                )?;
+                for w in warnings {
+                    observer.notice(Notice::Warning(w));
+                }
+                for n in notes {
+                    observer.notice(Notice::Note(n));
+                }
+                (agent, cases)
+            }
+        };
+        let state = suite.root.join(".gauntlet");
+        let judges = crate::judge::judge_panel(
+            suite,
+            gateway.as_ref(),
+            &state.join("judge-cache.sqlite"),
+            recording,
+        )?;
+        if let Some(w) = judges.as_ref().and_then(|j| j.endpoint_warning()) {
+            observer.notice(Notice::Warning(w));
+        }
+        let mut header = settings.header(suite);
+        header.judges = judges.as_ref().map(|j| j.headers()).unwrap_or_default();
+        if let Some(old) = old {
+            check_unchanged(old, &header)?;
+        }
+        let trials = settings.trials(suite, &cases);
+        let total = trials.len();
+        // Records are written as trials end and only their summaries are kept; a resumed
+        // run's earlier trials are summarised from their records and not run again.
+        let (out, mut writer, mut summaries) = match resumed {
+            Some((writer, _, done)) => {
+                let summaries = already_done(&trials, done);
+                (writer.dir().to_owned(), writer, summaries)
+            }
+            None => {
+                let folder = match settings.shard {
+                    Some(s) => format!("{}-shard-{}-of-{}", settings.run_id, s.index, s.count),
+                    None => settings.run_id.clone(),
+                };
+                let out = self.out.unwrap_or_else(|| state.join("runs").join(folder));
+                let writer =
+                    RunWriter::create(&out, &header).map_err(|source| RunError::Store {
+                        doing: "failed to create the run folder",
+                        source,
+                    })?;
+                (out, writer, vec![None; total])
+            }
+        };
+        observer.notice(Notice::Folder {
+            dir: out.clone(),
+            already_done: summaries.iter().flatten().count(),
+            planned: total,
+        });
+        // The plan position of each trial still to run.
+        let (positions, trials): (Vec<usize>, Vec<_>) = trials
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| summaries[*i].is_none())
+            .unzip();
+        // The servers of real-service worlds run in the same sandbox as command agents.
+        let services_sandbox = if trials.iter().any(|t| t.world.spec().service.is_some()) {
+            let (sandbox, warning) =
+                gauntlet_agent::Sandbox::detect(self.isolation).map_err(RunError::Input)?;
+            if let Some(w) = warning {
+                observer.notice(Notice::Warning(w.replace(
+                    "command agents are",
+                    "real-service world servers and command agents are",
+                )));
+            }
+            Some(Arc::new(sandbox))
+        } else {
+            None
+        };
+        let plan = RunPlan {
+            header: header.clone(),
+            already_done: total - trials.len(),
+            trials,
+            concurrency: self.concurrency,
+            trial_timeout: self.trial_timeout,
+            custom: Arc::new(custom_evaluators(suite)?),
+            benchmark: suite.config.benchmark.clone().map(Arc::new),
+            persona: persona_models(self.user_model, suite, gateway.as_ref(), &cases)?,
+            judges,
+            services_sandbox,
+        };
+        let mut write_error = None;
+        // The store consumes each event first (a record is summarised as stored: a large
+        // final state is its reference then), the observer after.
+        run_trials(plan, agent, |mut event| {
+            if let Err(e) = writer.consume(&mut event) {
+                write_error.get_or_insert(e);
+            }
+            if let RunEvent::TrialFinished { index, record, .. } = &event {
+                summaries[positions[*index]] = Some(TrialSummary::of(record));
+            }
+            observer.event(&event);
+        })
+        .await;
+        if let Some(g) = &gateway {
+            g.shutdown()
+                .await
+                .map_err(|e| RunError::Harness(format!("failed to write the cassette: {e}")))?;
+        }
+        if let Some(source) = write_error {
+            return Err(RunError::Store {
+                doing: "failed to record a trial",
+                source,
+            });
+        }
+        let summaries: Vec<TrialSummary> = summaries.into_iter().flatten().collect();
+        let (results, gate_errors) = gauntlet_eval::build_results(
+            header,
+            now(),
+            summaries,
+            &suite.gates,
+            suite.rubric.as_ref(),
+        );
+        writer.finish(&results).map_err(|source| RunError::Store {
+            doing: "failed to write results",
+            source,
+        })?;
+        Ok(Finished {
+            results,
+            gate_errors,
+            dir: out,
+            shard: settings.shard,
+        })
+    }
+}
+
+/// An [`Agent`] from an async closure: it gets the trial's input and environment (its tools and
+/// user, [`gauntlet_agent::Environment`]) and returns the final answer.
+pub fn agent_fn<F, Fut>(f: F) -> Arc<dyn Agent>
+where
+    F: Fn(AgentInput, SharedEnv) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+{
+    struct FnAgent<F>(F);
+    impl<F, Fut> Agent for FnAgent<F>
+    where
+        F: Fn(AgentInput, SharedEnv) -> Fut + Send + Sync,
+        Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+    {
+        fn run<'a>(
+            &'a self,
+            input: &'a AgentInput,
+            env: SharedEnv,
+        ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
+            let fut = (self.0)(input.clone(), env);
+            Box::pin(async move {
+                let answer = fut.await.map_err(AgentError)?;
+                Ok(AgentOutput {
+                    final_answer: Some(answer),
+                    unfinished: None,
+                })
+            })
+        }
+    }
+    Arc::new(FnAgent(f))
+}
