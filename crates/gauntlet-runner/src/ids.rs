@@ -28,6 +28,16 @@ pub fn trace_id(run_id: &str, case_id: &str, epoch: u32) -> String {
     id
 }
 
+/// A run id that sorts by time: `20261130T071403Z-1a2b3c`.
+pub fn new_run_id() -> String {
+    let now = jiff::Timestamp::now();
+    let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let noise = gauntlet_model::digest::sha256_hex(
+        format!("{}{}", now.as_nanosecond(), std::process::id()).as_bytes(),
+    );
+    format!("{stamp}-{}", &noise[..6])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,14 +60,4 @@ mod tests {
         assert_ne!(trial_seed(1, "c", 0), trial_seed(2, "c", 0));
         assert_ne!(trial_seed(1, "c", 0), trial_seed(1, "c", 1));
     }
-}
-
-/// A run id that sorts by time: `20261130T071403Z-1a2b3c`.
-pub fn new_run_id() -> String {
-    let now = jiff::Timestamp::now();
-    let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
-    let noise = gauntlet_model::digest::sha256_hex(
-        format!("{}{}", now.as_nanosecond(), std::process::id()).as_bytes(),
-    );
-    format!("{stamp}-{}", &noise[..6])
 }
