@@ -229,6 +229,9 @@ pub fn verdict_schema(rubric: &JudgeRubric) -> Value {
            "additionalProperties": false})
 }
 
+/// The most tokens a judge's reply may take: a verdict per criterion and a reason.
+pub const MAX_VERDICT_TOKENS: u32 = 1024;
+
 /// The chat request for one sample.
 pub fn request(
     model: &str,
@@ -237,10 +240,13 @@ pub fn request(
     temperature: f64,
     seed: Option<u64>,
 ) -> Value {
+    // A bound on the reply: a model that ignores the format (a small one asked for a bare
+    // JSON object) would otherwise write until its context is full.
     let mut r = json!({
         "model": model,
         "messages": [{"role": "user", "content": prompt}],
         "temperature": temperature,
+        "max_tokens": MAX_VERDICT_TOKENS,
         "response_format": {"type": "json_schema", "json_schema": {
             "name": "verdict", "strict": true, "schema": verdict_schema(rubric)}},
     });
