@@ -57,7 +57,7 @@ impl OpenAiAgent {
     /// One model call, retried like OpenAI's SDKs do: on 408, 409, 429 and 5xx, at most
     /// [`MODEL_RETRIES`] times, waiting the `retry-after-ms` / `retry-after` the server asks for
     /// (at most 60 s), else 0.5 s doubling.
-    async fn complete(&self, base_url: &str, key: &str, body: &Value) -> Result<Value, AgentError> {
+    async fn complete(&self, base_url: &str, key: &str, body: &Value) -> Result<Reply, AgentError> {
         let mut attempt = 0;
         loop {
             let resp = self
@@ -81,7 +81,10 @@ impl OpenAiAgent {
                 AgentError(format!("model answered something that is not JSON: {e}"))
             })?;
             if status.is_success() {
-                return Ok(value);
+                return Ok(Reply::Message(value));
+            }
+            if let Some(why) = context_exceeded(status.as_u16(), &value) {
+                return Ok(Reply::ContextFull(why));
             }
             let retryable = matches!(status.as_u16(), 408 | 409 | 429) || status.is_server_error();
             if !retryable || attempt >= MODEL_RETRIES {
@@ -96,6 +99,45 @@ impl OpenAiAgent {
             attempt += 1;
         }
     }
+}
+
+/// What a model call gave.
+enum Reply {
+    /// The response body.
+    Message(Value),
+    /// The model refused the conversation as longer than its context window: the agent cannot
+    /// go on, which fails its task (as running out of steps does), not the harness.
+    ContextFull(String),
+}
+
+/// The upstream's message when it refuses a request for exceeding the model's context window:
+/// a 400 with OpenAI's code `context_length_exceeded` (llama-cpp-python's server says the same)
+/// or its wording ("maximum context length", as vLLM says it).
+fn context_exceeded(status: u16, body: &Value) -> Option<String> {
+    let error = &body["error"];
+    let message = error["message"].as_str().unwrap_or_default();
+    (status == 400
+        && (error["code"] == "context_length_exceeded"
+            || message.contains("maximum context length")))
+    .then(|| message.to_owned())
+}
+
+/// The model's tool-calling message as it goes back in the conversation: only the fields a
+/// request's assistant message has, its content a string. Servers that validate requests
+/// (llama-cpp-python's) refuse the response's `"content": null` and its extra fields.
+fn assistant_turn(message: &Value, calls: &[Value]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]},
+            })
+        })
+        .collect();
+    let content = message["content"].as_str().unwrap_or_default();
+    json!({"role": "assistant", "content": content, "tool_calls": calls})
 }
 
 fn function(name: &str, description: &str, parameters: &Value) -> Value {
@@ -135,8 +177,21 @@ impl Agent for OpenAiAgent {
                 json!({"role": "user", "content": input.user_input}),
             ];
             for step in 1..=self.max_steps {
-                let body = json!({"model": self.model, "messages": messages, "tools": tools, "seed": input.seed % (1 << 31)});
-                let value = self.complete(&trial.base_url, &trial.key, &body).await?;
+                // `tool_choice` is said although "auto" is OpenAI's default: servers such as
+                // llama-cpp-python's leave the tools out of the prompt without it.
+                let body = json!({"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto", "seed": input.seed % (1 << 31)});
+                let value = match self.complete(&trial.base_url, &trial.key, &body).await? {
+                    Reply::Message(value) => value,
+                    Reply::ContextFull(why) => {
+                        return Ok(AgentOutput {
+                            final_answer: None,
+                            unfinished: Some(format!(
+                                "the conversation outgrew the model's context window at model \
+                                 call {step}: {why}"
+                            )),
+                        });
+                    }
+                };
                 let message = value["choices"][0]["message"].clone();
                 let calls = message["tool_calls"]
                     .as_array()
@@ -157,7 +212,7 @@ impl Agent for OpenAiAgent {
                         unfinished: None,
                     });
                 }
-                messages.push(message);
+                messages.push(assistant_turn(&message, &calls));
                 for call in calls {
                     let name = call["function"]["name"]
                         .as_str()
@@ -194,5 +249,34 @@ impl Agent for OpenAiAgent {
                 )),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_for_the_context_window_is_told_apart_from_other_refusals() {
+        // OpenAI's (and llama-cpp-python's) body, and vLLM's wording.
+        let openai = json!({"error": {"message": "This model's maximum context length is 2048 tokens.", "code": "context_length_exceeded"}});
+        let vllm = json!({"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."}});
+        assert!(context_exceeded(400, &openai).is_some());
+        assert!(context_exceeded(400, &vllm).is_some());
+        let bad = json!({"error": {"message": "Invalid value for 'tool_choice'.", "code": null}});
+        assert_eq!(context_exceeded(400, &bad), None);
+        assert_eq!(context_exceeded(500, &openai), None);
+    }
+
+    #[test]
+    fn a_tool_calling_turn_goes_back_with_string_content_and_only_request_fields() {
+        let message = json!({"role": "assistant", "content": null, "function_call": {"name": "x:"},
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{}"}, "index": 0}]});
+        let calls = message["tool_calls"].as_array().unwrap().clone();
+        assert_eq!(
+            assistant_turn(&message, &calls),
+            json!({"role": "assistant", "content": "",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{}"}}]})
+        );
     }
 }

@@ -16,6 +16,7 @@ mod judge;
 mod online;
 mod otlp;
 mod readme;
+mod real_model;
 mod report;
 mod resume;
 mod run;

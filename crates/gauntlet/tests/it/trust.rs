@@ -451,13 +451,6 @@ fn drift_between_runs_of_one_scripted_agent_is_not_drift() {
     assert_eq!(d.code, 0, "{}\n{}", d.stdout, d.stderr);
     let report: Value = serde_json::from_str(&d.stdout).unwrap();
     assert_eq!(report["drift"], false, "{report:#}");
-    let latency = report["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["metric"] == "latency_ms")
-        .unwrap();
-    assert!(latency["current"].as_f64().unwrap() < 10.0, "{latency}");
 }
 
 /// A Python agent that reads INC-004218, retrying a failed read after each wait of its
