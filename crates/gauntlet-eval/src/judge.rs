@@ -262,7 +262,14 @@ pub fn request(
 pub fn with_json_object_format(body: &Value) -> Option<Value> {
     let mut object = body.clone();
     let format = object.as_object_mut()?.get_mut("response_format")?;
-    *format = serde_json::json!({"type": "json_object"});
+    // The verdict's schema rides along (llama.cpp's servers constrain a json_object to it);
+    // servers that know no `schema` there ignore it.
+    let schema = format["json_schema"]["schema"].clone();
+    *format = if schema.is_null() {
+        serde_json::json!({"type": "json_object"})
+    } else {
+        serde_json::json!({"type": "json_object", "schema": schema})
+    };
     Some(object)
 }
 

