@@ -415,6 +415,41 @@ fn messages_name_no_rust_types() {
     );
 }
 
+/// Threads that keep cores busy until dropped: a loaded machine, for verdicts that must not
+/// depend on load.
+struct BusyCores {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl BusyCores {
+    fn spin(cores: usize) -> BusyCores {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..cores)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    }
+                    x
+                })
+            })
+            .collect();
+        BusyCores { stop, threads }
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Regression: `drift` between two runs of the same scripted agent flagged `latency_ms` when
 /// the machine was busy (sub-millisecond latencies, pure noise). The same comparison with a
 /// floor of 0 shows the latency change is significant, so the floor is what stops it.
@@ -428,24 +463,9 @@ fn drift_between_runs_of_one_scripted_agent_is_not_drift() {
         0
     );
     // Busy: the second run's trials run while both cores spin.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinners: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                }
-                x
-            })
-        })
-        .collect();
+    let busy = BusyCores::spin(2);
     let o = run(&["run", s(&suite), "--out", s(&b), "--epochs", "8", "-q"]);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for t in spinners {
-        t.join().unwrap();
-    }
+    drop(busy);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let d = run(&["drift", "--baseline", s(&a), "--current", s(&b), "--json"]);
     assert_eq!(d.code, 0, "{}\n{}", d.stdout, d.stderr);
@@ -497,19 +517,7 @@ fn a_backoff_verdict_does_not_depend_on_machine_load() {
     std::fs::write(&case, text.replace("calls: [1, 2]", "calls: [1, 2, 3]")).unwrap();
     let agent = tmp.path().join("backoff.py");
     std::fs::write(&agent, BACKOFF_AGENT).unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinners: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                }
-                x
-            })
-        })
-        .collect();
+    let busy = BusyCores::spin(2);
     let verdicts = |waits: &str| -> Vec<bool> {
         let out = tmp.path().join(format!("run-{}", waits.replace(',', "-")));
         let o = gauntlet()
@@ -549,10 +557,7 @@ fn a_backoff_verdict_does_not_depend_on_machine_load() {
     // scheduler delays a waking thread, so the verdict cannot flip however loaded CI is.
     let constant = verdicts("120,120,120");
     let growing = verdicts("100,250,600");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for t in spinners {
-        t.join().unwrap();
-    }
+    drop(busy);
     assert_eq!(constant, vec![false; 5], "a constant wait never grows");
     assert_eq!(growing, vec![true; 5], "a growing wait always does");
 }
