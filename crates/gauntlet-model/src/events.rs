@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{RunHeader, RunResults, TrialRecord};
+use crate::{Event, RunHeader, RunResults, Score, TrialRecord};
 
-/// One event of a run, in the order: `RunStarted`, then `TrialStarted` and `TrialFinished`
-/// for each trial (trials overlap), then `RunFinished`.
+/// One event of a run, in the order: `RunStarted`, then for each trial `TrialStarted`, what
+/// happens inside it (`TrialEvent`s as they happen, then a `TrialScored` per score) and
+/// `TrialFinished` (trials overlap), then `RunFinished`. The in-trial events reach only
+/// consumers that ask for them (they cost a copy of every trajectory event).
 #[derive(Debug, Clone)]
 pub enum RunEvent {
     /// The run started (or resumed).
@@ -32,6 +34,34 @@ pub enum RunEvent {
         case_id: String,
         /// The repetition.
         epoch: u32,
+        /// When, RFC 3339.
+        at: String,
+    },
+    /// Something happened inside a trial, as it happened: an event of its trajectory (a tool
+    /// called and answered, a model called, the user asked or answering, a fault injected, a
+    /// trap sprung, the final answer).
+    TrialEvent {
+        /// The trial's position among the trials still to run (as in `TrialStarted`).
+        index: usize,
+        /// The case.
+        case_id: String,
+        /// The repetition.
+        epoch: u32,
+        /// The trajectory event, as the trial's trajectory stores it.
+        event: Box<Event>,
+        /// When, RFC 3339.
+        at: String,
+    },
+    /// An evaluator (a judge included) gave a trial a score, once the trial ended.
+    TrialScored {
+        /// The trial's position among the trials still to run (as in `TrialStarted`).
+        index: usize,
+        /// The case.
+        case_id: String,
+        /// The repetition.
+        epoch: u32,
+        /// The score, as the trial record stores it.
+        score: Box<Score>,
         /// When, RFC 3339.
         at: String,
     },
@@ -62,6 +92,14 @@ impl RunEvent {
     /// - `run_started`: `run_id`, `suite`, `agent`, `seed`, `epochs`, `planned` (trials in
     ///   the plan), `already_done` (of those, done before a resume);
     /// - `trial_started`: `case_id`, `epoch`;
+    /// - inside a trial, one line per trajectory event as it happens, with `case_id` and
+    ///   `epoch` besides the event's own fields (its `type` is the trajectory's: `tool_call`,
+    ///   `model_call`, `question`, `confirmation_request`, `confirmation_response`,
+    ///   `user_message`, `agent_message`, `fault_injected`, `cross_tenant_access`, `wait`,
+    ///   `trapped`, `tools_changed`, `agent_stderr`, `unfinished`, `final_answer`, …; the
+    ///   schema is `gauntlet schema trajectory`'s), then a `verdict` per score: `case_id`,
+    ///   `epoch`, `evaluator`, `dimension`, `passed`, `value`, `score`, `severity`, `details`,
+    ///   `events` (the indices of the trajectory events it points at);
     /// - `trial_finished`: `case_id`, `epoch`, `status` (`passed`, `failed`, `error`), `error`
     ///   (why the harness failed, or null), `trace_id`, `duration_ms`, `tool_calls`, `failed`
     ///   (the names of the scores that failed the trial);
@@ -83,6 +121,34 @@ impl RunEvent {
             RunEvent::TrialStarted {
                 case_id, epoch, at, ..
             } => json!({"type": "trial_started", "at": at, "case_id": case_id, "epoch": epoch}),
+            RunEvent::TrialEvent {
+                case_id,
+                epoch,
+                event,
+                at,
+                ..
+            } => {
+                let mut line = serde_json::to_value(event)
+                    .unwrap_or_else(|e| json!({"type": "unreadable", "error": e.to_string()}));
+                if let Value::Object(fields) = &mut line {
+                    fields.insert("at".into(), json!(at));
+                    fields.insert("case_id".into(), json!(case_id));
+                    fields.insert("epoch".into(), json!(epoch));
+                }
+                line
+            }
+            RunEvent::TrialScored {
+                case_id,
+                epoch,
+                score,
+                at,
+                ..
+            } => json!({
+                "type": "verdict", "at": at, "case_id": case_id, "epoch": epoch,
+                "evaluator": score.name, "dimension": score.dimension, "passed": score.passed,
+                "value": score.value, "score": score.score, "severity": score.severity,
+                "details": score.details, "events": score.events,
+            }),
             RunEvent::TrialFinished { record, at, .. } => {
                 let failed: Vec<&str> = record
                     .scores

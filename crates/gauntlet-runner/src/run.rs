@@ -56,10 +56,13 @@ pub struct RunPlan {
     pub judges: Option<Arc<JudgePanel>>,
     /// Where the servers of real-service worlds run (none: as plain processes).
     pub services_sandbox: Option<Arc<gauntlet_agent::Sandbox>>,
+    /// Whether to emit what happens inside each trial (`TrialEvent`, `TrialScored`).
+    pub trial_events: bool,
 }
 
-/// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish.
-/// `RunFinished` is the caller's to send once it has judged the run.
+/// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish (and,
+/// with `trial_events`, with what happens inside each). `RunFinished` is the caller's to send
+/// once it has judged the run.
 pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl FnMut(RunEvent)) {
     on_event(RunEvent::RunStarted {
         planned: plan.trials.len() + plan.already_done,
@@ -81,6 +84,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
         starts: Arc::default(),
         sandbox: plan.services_sandbox.clone(),
     });
+    let trial_events = plan.trial_events;
     for (index, trial) in plan.trials.into_iter().enumerate() {
         let shared = Arc::clone(&shared);
         let semaphore = Arc::clone(&semaphore);
@@ -97,11 +101,36 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
                 at: now(),
             });
             let spare = trial.clone();
+            let tap = trial_events.then(|| {
+                let (tx, case_id, epoch) = (tx.clone(), trial.case.case_id.clone(), trial.epoch);
+                let tap: gauntlet_world::EventTap = Arc::new(move |event| {
+                    let _ = tx.send(RunEvent::TrialEvent {
+                        index,
+                        case_id: case_id.clone(),
+                        epoch,
+                        event: Box::new(event.clone()),
+                        at: now(),
+                    });
+                });
+                tap
+            });
             // A panicking agent or evaluator must cost its trial only.
-            let (record, started_from) = match tokio::spawn(run_one(trial, agent, shared)).await {
-                Ok(r) => r,
-                Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
-            };
+            let (record, started_from) =
+                match tokio::spawn(run_one(trial, agent, shared, tap)).await {
+                    Ok(r) => r,
+                    Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
+                };
+            if trial_events {
+                for score in &record.scores {
+                    let _ = tx.send(RunEvent::TrialScored {
+                        index,
+                        case_id: record.case_id.clone(),
+                        epoch: record.epoch,
+                        score: Box::new(score.clone()),
+                        at: now(),
+                    });
+                }
+            }
             let _ = tx.send(RunEvent::TrialFinished {
                 index,
                 record: Box::new(record),
@@ -154,6 +183,7 @@ async fn run_one(
     trial: TrialPlan,
     agent: Arc<dyn Agent>,
     shared: Arc<TrialShared>,
+    tap: Option<gauntlet_world::EventTap>,
 ) -> (TrialRecord, Option<Arc<Value>>) {
     let TrialShared {
         timeout,
@@ -228,6 +258,9 @@ async fn run_one(
     )
     .inject(injections)
     .with_traps(traps_of(case));
+    if let Some(tap) = tap {
+        simulator = simulator.with_tap(tap);
+    }
     if let Some(service) = service {
         simulator = simulator.with_service(Box::new(service));
     }

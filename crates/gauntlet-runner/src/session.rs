@@ -49,9 +49,14 @@ pub enum Notice {
     },
 }
 
-/// Whoever follows a run: the CLI's terminal and `--events`, a viewer, a test. Both methods
-/// default to nothing, so `&mut ()` follows nothing.
+/// Whoever follows a run: the CLI's terminal and `--events`, a viewer, a test. Every method
+/// defaults to nothing, so `&mut ()` follows nothing.
 pub trait Observer {
+    /// Whether it follows what happens inside trials (`TrialEvent`, `TrialScored`): a copy of
+    /// every trajectory event, so only those that show them ask.
+    fn follows_trials(&self) -> bool {
+        false
+    }
     /// A notice, before the trials start.
     fn notice(&mut self, _notice: Notice) {}
     /// An event of the run's stream, after the run folder has stored it.
@@ -374,6 +379,7 @@ impl<'s> Run<'s> {
             persona: persona_models(self.user_model, suite, gateway.as_ref(), &cases)?,
             judges,
             services_sandbox,
+            trial_events: observer.follows_trials(),
         };
         let mut write_error = None;
         // The store consumes each event first (a record is summarised as stored: a large

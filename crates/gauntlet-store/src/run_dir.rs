@@ -484,15 +484,18 @@ fn read_trials_with(
 }
 
 /// A finished run as the event stream it was live: `RunStarted` (from `run.json`), each
-/// trial's `TrialStarted` and `TrialFinished` in stored order (from `trials.jsonl`, states lean),
-/// and `RunFinished` (from `results.json`). Timestamps are the stored ones where the run kept
-/// them (a trial's start, the run's start and end) and empty otherwise.
+/// trial's `TrialStarted`, its trajectory's events as `TrialEvent`s, a `TrialScored` per score
+/// and `TrialFinished` in stored order (from `trials.jsonl`, states lean), and `RunFinished`
+/// (from `results.json`). Timestamps are the stored ones where the run kept them (a trial's
+/// start, the run's start and end); inside a trial they are its start plus the trial clock of
+/// the last tool call, and a trial ends at its start plus its duration.
 pub fn replay(
     dir: &Path,
 ) -> Result<impl Iterator<Item = Result<RunEvent, StoreError>>, StoreError> {
     let header = read_header(dir)?;
     let results = read_results(dir)?;
     let planned = results.trials.len();
+    let run_start = header.started_at.clone();
     let started = RunEvent::RunStarted {
         at: header.started_at.clone(),
         header: Box::new(header),
@@ -501,24 +504,11 @@ pub fn replay(
     };
     let trials = read_trials_lean(dir)?
         .enumerate()
-        .flat_map(|(index, r)| match r {
-            Ok(record) => {
-                let at = record.started_at.clone().unwrap_or_default();
-                vec![
-                    Ok(RunEvent::TrialStarted {
-                        index,
-                        case_id: record.case_id.clone(),
-                        epoch: record.epoch,
-                        at,
-                    }),
-                    Ok(RunEvent::TrialFinished {
-                        index,
-                        record: Box::new(record),
-                        initial_state: std::sync::Arc::new(Value::Null),
-                        at: String::new(),
-                    }),
-                ]
-            }
+        .flat_map(move |(index, r)| match r {
+            Ok(record) => trial_events(index, record, &run_start)
+                .into_iter()
+                .map(Ok)
+                .collect(),
             Err(e) => vec![Err(e)],
         });
     let finished = RunEvent::RunFinished {
@@ -528,6 +518,62 @@ pub fn replay(
     Ok(std::iter::once(Ok(started))
         .chain(trials)
         .chain(std::iter::once(Ok(finished))))
+}
+
+/// One stored trial as the events it was live (see [`replay`]).
+fn trial_events(index: usize, record: TrialRecord, run_start: &str) -> Vec<RunEvent> {
+    let start = record
+        .started_at
+        .clone()
+        .unwrap_or_else(|| run_start.to_owned());
+    let base = start.parse::<jiff::Timestamp>().ok();
+    let at = |ms: f64| match base {
+        Some(t) => {
+            let nanos = (ms.max(0.0) * 1e6) as i64;
+            t.checked_add(jiff::SignedDuration::from_nanos(nanos))
+                .unwrap_or(t)
+                .to_string()
+        }
+        None => start.clone(),
+    };
+    let (case_id, epoch) = (record.case_id.clone(), record.epoch);
+    let mut events = Vec::with_capacity(2 + record.trajectory.events.len() + record.scores.len());
+    events.push(RunEvent::TrialStarted {
+        index,
+        case_id: case_id.clone(),
+        epoch,
+        at: at(0.0),
+    });
+    let mut clock = 0.0;
+    for event in &record.trajectory.events {
+        if let gauntlet_model::Event::ToolCall(call) = event {
+            clock = call.at_ms + call.latency_ms;
+        }
+        events.push(RunEvent::TrialEvent {
+            index,
+            case_id: case_id.clone(),
+            epoch,
+            event: Box::new(event.clone()),
+            at: at(clock),
+        });
+    }
+    let end = at(record.duration_ms);
+    for score in &record.scores {
+        events.push(RunEvent::TrialScored {
+            index,
+            case_id: case_id.clone(),
+            epoch,
+            score: Box::new(score.clone()),
+            at: end.clone(),
+        });
+    }
+    events.push(RunEvent::TrialFinished {
+        index,
+        record: Box::new(record),
+        initial_state: std::sync::Arc::new(Value::Null),
+        at: end,
+    });
+    events
 }
 
 #[cfg(test)]
@@ -626,7 +672,14 @@ mod tests {
     fn a_stored_run_replays_as_the_event_stream_it_was() {
         let (_tmp, dir, summaries) = stored_run();
         let events: Vec<RunEvent> = replay(&dir).unwrap().map(Result::unwrap).collect();
-        assert_eq!(events.len(), 1 + 2 * 2 + 1);
+        let inside = |e: &&RunEvent| {
+            matches!(
+                e,
+                RunEvent::TrialEvent { .. } | RunEvent::TrialScored { .. }
+            )
+        };
+        let in_trials = events.iter().filter(inside).count();
+        assert_eq!(events.len(), 1 + 2 * 2 + in_trials + 1);
         match &events[0] {
             RunEvent::RunStarted {
                 header: h, planned, ..

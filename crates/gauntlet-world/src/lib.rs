@@ -16,6 +16,7 @@ mod world;
 
 pub use declarative::DeclarativeHandler;
 pub use handler::{HandlerContext, ToolHandler};
+pub use log::EventTap;
 pub use script::{
     CALL_TIME_LIMIT, LOAD_TIME_LIMIT, MEMORY_LIMIT, Pool, ScriptEngine, call_function,
     check_function,

@@ -5,7 +5,13 @@
 //! its compact JSON text (a few hundred bytes) until the trajectory is handed out, so memory per
 //! call stays small however long an agent's session runs.
 
+use std::sync::Arc;
+
 use gauntlet_model::{Event, ToolCall};
+
+/// Who hears each event of a trial as it is logged (the run's event stream, live): a tool call
+/// once it has its result.
+pub type EventTap = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// How many calls a log keeps whole before it keeps them as text.
 pub(crate) const WHOLE_CALLS: usize = 256;
@@ -15,6 +21,7 @@ pub(crate) const WHOLE_CALLS: usize = 256;
 pub(crate) struct EventLog {
     entries: Vec<Entry>,
     whole_calls: usize,
+    pub(crate) tap: Option<EventTap>,
 }
 
 enum Entry {
@@ -26,6 +33,13 @@ enum Entry {
 impl EventLog {
     /// Appends an event, whole.
     pub(crate) fn push(&mut self, event: Event) {
+        if let Some(tap) = &self.tap {
+            tap(&event);
+        }
+        self.keep(event);
+    }
+
+    fn keep(&mut self, event: Event) {
         if matches!(event, Event::ToolCall(_)) {
             self.whole_calls += 1;
         }
@@ -35,13 +49,24 @@ impl EventLog {
     /// Appends a tool call: as text past the first [`WHOLE_CALLS`] when `compact` allows it (a
     /// trial whose traps read every call as they go keeps them whole).
     pub(crate) fn push_call(&mut self, call: Box<ToolCall>, compact: bool) {
+        let call = match &self.tap {
+            Some(tap) => {
+                let event = Event::ToolCall(call);
+                tap(&event);
+                let Event::ToolCall(call) = event else {
+                    unreachable!("made a tool call just above")
+                };
+                call
+            }
+            None => call,
+        };
         if compact
             && self.whole_calls >= WHOLE_CALLS
             && let Ok(text) = serde_json::to_string(&call)
         {
             self.entries.push(Entry::Call(text.into_boxed_str()));
         } else {
-            self.push(Event::ToolCall(call));
+            self.keep(Event::ToolCall(call));
         }
     }
 

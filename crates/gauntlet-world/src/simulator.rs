@@ -330,6 +330,12 @@ impl Simulator {
         &self.world
     }
 
+    /// Tells `tap` each event as the trial logs it (the run's live event stream).
+    pub fn with_tap(mut self, tap: crate::log::EventTap) -> Self {
+        self.events.tap = Some(tap);
+        self
+    }
+
     /// Ends the trial at the first of these traps that fails.
     pub fn with_traps(mut self, traps: Vec<Trap>) -> Self {
         self.traps = traps;

@@ -354,7 +354,7 @@ pub enum Command {
         #[arg(long)]
         suite: Option<String>,
     },
-    /// Render a stored run as HTML, JUnit XML, Markdown or JSON.
+    /// Render a stored run as HTML, JUnit XML, Markdown, JSON, its summary or its event stream.
     ///
     /// Example:
     ///   gauntlet report RUN_DIR --format html --out report.html

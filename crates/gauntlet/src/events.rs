@@ -1,5 +1,6 @@
 //! `gauntlet run --events PATH`: the run event stream as NDJSON, one line an event, written
-//! and flushed as each happens (a consumer follows a run live). The lines are
+//! and flushed as each happens (a consumer follows a run live); `gauntlet report RUN --format
+//! events` replays a stored run as the same lines. The lines are
 //! [`gauntlet_model::RunEvent::wire`]'s.
 
 use std::io::Write;
@@ -47,4 +48,37 @@ impl EventLines {
             self.out = None;
         }
     }
+}
+
+/// A stored run's event stream as NDJSON lines into `out` (see [`gauntlet_store::replay`]).
+pub fn replay(dir: &Path, out: &mut dyn Write) -> Result<(), ExpectedError> {
+    let read = |e: gauntlet_store::StoreError| {
+        ExpectedError::input(format!("failed to read the run: {e}"))
+    };
+    for event in gauntlet_store::replay(dir).map_err(read)? {
+        let line = event.map_err(read)?.wire();
+        let written = serde_json::to_writer(&mut *out, &line)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"));
+        if let Err(e) = written {
+            crate::exit::exit_if_closed_pipe(&e);
+            return Err(ExpectedError::harness(format!(
+                "failed to write the events: {e}"
+            )));
+        }
+    }
+    out.flush().map_err(|e| {
+        crate::exit::exit_if_closed_pipe(&e);
+        ExpectedError::harness(format!("failed to write the events: {e}"))
+    })
+}
+
+/// A stored run's event stream into a file (made or truncated), or stdout for `-`.
+pub fn replay_to(dir: &Path, path: &Path) -> Result<(), ExpectedError> {
+    if path == Path::new("-") {
+        return replay(dir, &mut std::io::BufWriter::new(std::io::stdout().lock()));
+    }
+    let file = std::fs::File::create(path)
+        .map_err(|e| ExpectedError::harness(format!("failed to write {}: {e}", path.display())))?;
+    replay(dir, &mut std::io::BufWriter::new(file))
 }

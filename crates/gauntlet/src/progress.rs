@@ -41,7 +41,9 @@ impl Progress {
             } => self.bar.set_length((planned - already_done) as u64),
             RunEvent::TrialStarted { case_id, .. } => self.bar.set_message(case_id.clone()),
             RunEvent::TrialFinished { .. } => self.bar.inc(1),
-            RunEvent::RunFinished { .. } => {}
+            RunEvent::TrialEvent { .. }
+            | RunEvent::TrialScored { .. }
+            | RunEvent::RunFinished { .. } => {}
         }
     }
 

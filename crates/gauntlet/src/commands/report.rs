@@ -24,6 +24,9 @@ pub enum Format {
     Json,
     /// The summary a live run prints, from the stored run replayed as its event stream.
     Terminal,
+    /// The run's event stream as NDJSON, as `gauntlet run --events` wrote it live (in-trial
+    /// events included), replayed from the stored run.
+    Events,
 }
 
 impl Format {
@@ -35,6 +38,7 @@ impl Format {
             Format::Md => "summary.md",
             Format::Json => "results.json",
             Format::Terminal => "summary.txt",
+            Format::Events => "events.jsonl",
         }
     }
 }
@@ -91,6 +95,11 @@ pub fn render(
         Format::Json => serde_json::to_string_pretty(results)
             .map_err(|e| ExpectedError::harness(format!("failed to serialize results: {e}")))?,
         Format::Terminal => replay_summary(dir)?,
+        Format::Events => {
+            let mut lines = Vec::new();
+            crate::events::replay(dir, &mut lines)?;
+            String::from_utf8_lossy(&lines).into_owned()
+        }
     })
 }
 
@@ -121,10 +130,14 @@ pub fn write_reports(
             continue; // results.json is always there.
         }
         let path = dir.join(f.file_name());
-        let text = render(dir, results, *f, None)?;
-        std::fs::write(&path, text).map_err(|e| {
-            ExpectedError::harness(format!("failed to write {}: {e}", path.display()))
-        })?;
+        if *f == Format::Events {
+            crate::events::replay_to(dir, &path)?;
+        } else {
+            let text = render(dir, results, *f, None)?;
+            std::fs::write(&path, text).map_err(|e| {
+                ExpectedError::harness(format!("failed to write {}: {e}", path.display()))
+            })?;
+        }
         written.push(path);
     }
     Ok(written)
@@ -143,6 +156,14 @@ pub fn report(
     };
     let results = read_results(&dir)
         .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
+    // The event stream is written as it is read: a run of any size in constant memory.
+    if format == Format::Events {
+        crate::events::replay_to(&dir, out.unwrap_or(Path::new("-")))?;
+        if let Some(path) = out {
+            crate::note!("wrote {}", path.display());
+        }
+        return Ok(GATES_PASSED);
+    }
     let baseline = baseline
         .map(|b| {
             read_results(b)

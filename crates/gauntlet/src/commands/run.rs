@@ -121,6 +121,10 @@ impl Observer for Terminal<'_> {
         }
     }
 
+    fn follows_trials(&self) -> bool {
+        self.events.is_some()
+    }
+
     fn event(&mut self, event: &RunEvent) {
         if let Some(lines) = self.events.as_mut() {
             lines.event(event);

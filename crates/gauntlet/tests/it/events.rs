@@ -86,3 +86,127 @@ fn events_to_a_file_leave_the_summary_on_stdout() {
         "{failed:?}"
     );
 }
+
+/// The lines of one trial, without their times (a replay reconstructs them).
+fn without_times(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().remove("at");
+            // Wall-clock figures differ from run to run of the same trial.
+            for field in ["duration_ms", "latency_ms", "at_ms"] {
+                if let Some(v) = e.get_mut(field) {
+                    *v = Value::Null;
+                }
+            }
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn inside_each_trial_the_stream_tells_tool_calls_faults_answers_and_verdicts_as_they_happen() {
+    let (tmp, suite) = example();
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--events",
+        "-",
+        "--concurrency",
+        "1",
+        "--out",
+        s(&tmp.path().join("run")),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let events = lines(&o.stdout);
+    let kinds: std::collections::BTreeSet<&str> =
+        events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for kind in [
+        "user_message",
+        "tool_call",
+        "fault_injected",
+        "confirmation_request",
+        "confirmation_response",
+        "final_answer",
+        "verdict",
+    ] {
+        assert!(kinds.contains(kind), "no {kind} line in {kinds:?}");
+    }
+    // One trial at a time: each in-trial line sits between its trial's start and finish, and
+    // names the trial.
+    let mut current: Option<(Value, Value)> = None;
+    for e in &events {
+        let id = (e["case_id"].clone(), e["epoch"].clone());
+        match e["type"].as_str().unwrap() {
+            "trial_started" => current = Some(id),
+            "trial_finished" => {
+                assert_eq!(current.take(), Some(id));
+            }
+            "run_started" | "run_finished" => assert!(current.is_none()),
+            _ => assert_eq!(current.as_ref(), Some(&id), "{e}"),
+        }
+        let at = e["at"].as_str().unwrap();
+        assert!(at.parse::<jiff::Timestamp>().is_ok(), "not RFC 3339: {at}");
+    }
+    // A tool call carries what the trajectory stores; a verdict names its evaluator.
+    let call = events.iter().find(|e| e["type"] == "tool_call").unwrap();
+    for field in ["id", "tool", "arguments", "step"] {
+        assert!(call.get(field).is_some(), "{call}");
+    }
+    let verdict = events.iter().find(|e| e["type"] == "verdict").unwrap();
+    for field in ["evaluator", "passed", "value", "severity", "dimension"] {
+        assert!(verdict.get(field).is_some(), "{verdict}");
+    }
+    // The stored run replays as the same stream, line for line.
+    let replayed = run(&["report", s(&tmp.path().join("run")), "--format", "events"]);
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    let replayed = lines(&replayed.stdout);
+    for e in &replayed {
+        let at = e["at"].as_str().unwrap();
+        assert!(at.parse::<jiff::Timestamp>().is_ok(), "not RFC 3339: {at}");
+    }
+    assert_eq!(replayed.len(), events.len());
+    for (r, e) in without_times(&replayed).iter().zip(without_times(&events)) {
+        assert_eq!(*r, e, "the replayed line differs from the live one");
+    }
+}
+
+#[test]
+fn without_events_a_run_does_not_copy_its_trials_events_and_its_folder_is_unchanged() {
+    // The run folder is the same whether or not someone follows the trials live.
+    let (tmp, suite) = example();
+    let followed = tmp.path().join("followed");
+    let plain = tmp.path().join("plain");
+    for (out, events) in [(&followed, true), (&plain, false)] {
+        let mut args = vec!["run", s(&suite), "--concurrency", "1", "--out", s(out)];
+        if events {
+            args.extend(["--events", "/dev/null"]);
+        }
+        let o = run(&args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    let trajectories = |dir: &std::path::Path| -> Vec<Value> {
+        std::fs::read_to_string(dir.join("trials.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).unwrap();
+                json!({"case": r["case_id"], "events": without_times(r["trajectory"]["events"].as_array().unwrap()), "scores": r["scores"].as_array().unwrap().len()})
+            })
+            .collect()
+    };
+    // Trials finish in any order; compare them case by case.
+    let sorted = |mut t: Vec<Value>| {
+        t.sort_by_key(|t| t["case"].to_string());
+        t
+    };
+    let (followed, plain) = (
+        sorted(trajectories(&followed)),
+        sorted(trajectories(&plain)),
+    );
+    assert_eq!(followed.len(), plain.len());
+    for (f, p) in followed.iter().zip(&plain) {
+        assert_eq!(f, p, "a trial's trajectory differs when followed live");
+    }
+}
