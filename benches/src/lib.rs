@@ -115,22 +115,7 @@ pub fn corpus(count: usize) -> Vec<u8> {
 
 /// The header of a run of [`record`]s.
 pub fn header() -> gauntlet_model::RunHeader {
-    gauntlet_model::RunHeader {
-        format_version: gauntlet_model::FORMAT_VERSION,
-        run_id: "bench".into(),
-        suite: "bench".into(),
-        agent: "script:reference".into(),
-        seed: 0,
-        epochs: 1,
-        started_at: "2026-12-01T10:00:00Z".into(),
-        versions: gauntlet_model::Versions::default(),
-        fault_profile: None,
-        attack: None,
-        rubric: None,
-        filter: None,
-        shard: None,
-        judges: Vec::new(),
-    }
+    gauntlet_model::RunHeader::new("bench", "bench", "script:reference", "2026-12-01T10:00:00Z")
 }
 
 /// The example suite (`examples/incident-desk`).

@@ -49,9 +49,9 @@ pub use labels::{
 pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
-    EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod, Price,
-    RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats, Shard, TrialRecord,
-    TrialStatus, TrialSummary, Verdict, Versions,
+    Evaluation, EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod,
+    Observed, Price, RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats,
+    Shard, TrialRecord, TrialStatus, TrialSummary, Verdict, Versions,
 };
 pub use score::{Dimension, Needs, NotApplicable, Score, Severity};
 pub use trajectory::{Event, SideEffect, StateChange, ToolCall, ToolError, Trajectory};

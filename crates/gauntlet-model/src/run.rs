@@ -73,6 +73,38 @@ pub struct RunHeader {
     pub judges: Vec<crate::JudgeHeader>,
 }
 
+impl RunHeader {
+    /// The one way a run header is made: run `run_id` of `suite` by `agent`, started at
+    /// `started_at`, in this format version by this harness; one epoch, seed 0 and nothing
+    /// else until the caller says more.
+    pub fn new(
+        run_id: impl Into<String>,
+        suite: impl Into<String>,
+        agent: impl Into<String>,
+        started_at: impl Into<String>,
+    ) -> RunHeader {
+        RunHeader {
+            format_version: FORMAT_VERSION,
+            run_id: run_id.into(),
+            suite: suite.into(),
+            agent: agent.into(),
+            seed: 0,
+            epochs: 1,
+            started_at: started_at.into(),
+            versions: Versions {
+                harness: env!("CARGO_PKG_VERSION").to_owned(),
+                ..Versions::default()
+            },
+            fault_profile: None,
+            attack: None,
+            rubric: None,
+            filter: None,
+            shard: None,
+            judges: Vec::new(),
+        }
+    }
+}
+
 /// One part of a sharded run: the `index`-th (from 1) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +119,22 @@ impl Shard {
     /// Whether the trial at this position of the plan (from 0) belongs to this part.
     pub fn holds(&self, position: usize) -> bool {
         position % self.count as usize == (self.index - 1) as usize
+    }
+
+    /// The plan position (from 0) of this part's `k`-th trial (from 0): the inverse of
+    /// [`Shard::holds`], by which `merge` puts the parts' trials back in plan order.
+    pub fn position(&self, k: usize) -> usize {
+        (self.index - 1) as usize + k * self.count as usize
+    }
+
+    /// How many of a `total`-trial plan's trials this part holds.
+    pub fn share(&self, total: usize) -> usize {
+        let first = (self.index - 1) as usize;
+        if total <= first {
+            0
+        } else {
+            (total - first).div_ceil(self.count as usize)
+        }
     }
 }
 
@@ -180,6 +228,95 @@ pub struct TrialRecord {
     /// What each LLM judge said (scored, skipped with the reason, or invalid), with its calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<crate::JudgeOutcome>,
+}
+
+/// One trial as observed, before it is judged: which trial it was and what happened.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// The case (a production trace's own name when there is no case).
+    pub case_id: String,
+    /// The repetition, from 0.
+    pub epoch: u32,
+    /// The trial's seed.
+    pub seed: u64,
+    /// W3C trace id (32 lowercase hex digits).
+    pub trace_id: String,
+    /// The case's tags.
+    pub tags: Vec<String>,
+    /// The case's difficulty.
+    pub difficulty: Option<String>,
+    /// The state the trial started from (`null` where trials share it).
+    pub initial_state: Value,
+    /// The state the trial ended in.
+    pub final_state: Value,
+    /// The events.
+    pub trajectory: Trajectory,
+    /// Wall time of the trial in milliseconds.
+    pub duration_ms: f64,
+    /// When the trial started, RFC 3339.
+    pub started_at: Option<String>,
+    /// Why the harness failed the trial, when it did: it outranks the evaluation's own.
+    pub error: Option<String>,
+}
+
+/// A trial's verdicts.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// Every score: built-in, custom, then `error_attribution` for a trial that did not pass.
+    pub scores: Vec<Score>,
+    /// Evaluators that could not judge the trial (it had no case), and what each lacked.
+    pub not_applicable: Vec<crate::NotApplicable>,
+    /// Passed, failed or error.
+    pub status: TrialStatus,
+    /// What each LLM judge said (scored, skipped or invalid).
+    pub judges: Vec<crate::JudgeOutcome>,
+    /// Why the harness could not judge the trial (a custom evaluator broke), making its status
+    /// `error`; the trial's own harness failure, when it had one, comes first.
+    pub harness_error: Option<String>,
+}
+
+impl Evaluation {
+    /// No evaluator ran: the trial is what `status` says (a harvested trace's own status, a
+    /// trial the harness could not run).
+    pub fn unjudged(status: TrialStatus) -> Evaluation {
+        Evaluation {
+            scores: Vec::new(),
+            not_applicable: Vec::new(),
+            status,
+            judges: Vec::new(),
+            harness_error: None,
+        }
+    }
+}
+
+impl TrialRecord {
+    /// The one way a trial record is made: what was observed of the trial, and its verdicts.
+    /// A harness failure makes the trial an `error` whatever its verdicts say.
+    pub fn new(observed: Observed, evaluation: Evaluation) -> TrialRecord {
+        let error = observed.error.or(evaluation.harness_error);
+        TrialRecord {
+            case_id: observed.case_id,
+            epoch: observed.epoch,
+            seed: observed.seed,
+            trace_id: observed.trace_id,
+            status: if error.is_some() {
+                TrialStatus::Error
+            } else {
+                evaluation.status
+            },
+            error,
+            tags: observed.tags,
+            difficulty: observed.difficulty,
+            initial_state: observed.initial_state,
+            final_state: observed.final_state,
+            trajectory: observed.trajectory,
+            scores: evaluation.scores,
+            duration_ms: observed.duration_ms,
+            started_at: observed.started_at,
+            not_applicable: evaluation.not_applicable,
+            judges: evaluation.judges,
+        }
+    }
 }
 
 /// One trial as summarised in `results.json`.
@@ -506,4 +643,31 @@ pub struct Price {
     pub prompt_eur_per_1k: f64,
     /// Per 1,000 completion tokens.
     pub completion_eur_per_1k: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shard;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `merge` puts parts back with `position` and checks them with `share`: together they
+        /// must give back exactly the positions `holds` sends to each part, in order.
+        #[test]
+        fn position_and_share_invert_the_plan_rule(count in 1u32..12, total in 0usize..200) {
+            let mut seen = vec![false; total];
+            for index in 1..=count {
+                let shard = Shard { index, count };
+                let held: Vec<usize> = (0..total).filter(|p| shard.holds(*p)).collect();
+                prop_assert_eq!(shard.share(total), held.len());
+                let placed: Vec<usize> = (0..held.len()).map(|k| shard.position(k)).collect();
+                prop_assert_eq!(&placed, &held);
+                for p in placed {
+                    prop_assert!(!seen[p]);
+                    seen[p] = true;
+                }
+            }
+            prop_assert!(seen.into_iter().all(|s| s));
+        }
+    }
 }

@@ -236,28 +236,23 @@ impl Harvester {
         }));
         // A trial record, so `gauntlet score counterexamples.jsonl --cases .` reads it.
         let initial = recorded::initial_state(recorded::answers(&calls));
-        let record = TrialRecord {
-            case_id: case_id.clone(),
-            epoch: 0,
-            seed: 0,
-            trace_id: row.trace_id.clone(),
-            status: if row.status == "passed" {
+        let record = TrialRecord::new(
+            gauntlet_model::Observed {
+                case_id: case_id.clone(),
+                trace_id: row.trace_id.clone(),
+                final_state: initial.clone(),
+                initial_state: initial,
+                trajectory,
+                duration_ms: row.duration_ms,
+                started_at: row.started_at.clone(),
+                ..Default::default()
+            },
+            gauntlet_model::Evaluation::unjudged(if row.status == "passed" {
                 TrialStatus::Passed
             } else {
                 TrialStatus::Failed
-            },
-            error: None,
-            tags: Vec::new(),
-            difficulty: None,
-            final_state: initial.clone(),
-            initial_state: initial,
-            trajectory,
-            scores: Vec::new(),
-            duration_ms: row.duration_ms,
-            started_at: row.started_at.clone(),
-            not_applicable: Vec::new(),
-            judges: Vec::new(),
-        };
+            }),
+        );
         self.counterexamples
             .push(serde_json::to_value(&record).expect("records serialise"));
         self.occurrences.push(1);

@@ -105,24 +105,23 @@ impl Judge {
             None,
         )
         .await;
-        let record = TrialRecord {
-            case_id: t.case_id,
-            epoch: t.epoch,
-            seed: t.seed,
-            trace_id: t.trace_id,
-            status: evaluation.status,
-            error: t.error.or(evaluation.harness_error),
-            tags: t.tags,
-            difficulty: t.difficulty,
-            initial_state: t.initial_state,
-            final_state: t.final_state,
-            trajectory: t.trajectory,
-            scores: evaluation.scores,
-            duration_ms: t.duration_ms,
-            started_at: t.started_at,
-            not_applicable: evaluation.not_applicable,
-            judges: evaluation.judges,
-        };
+        let record = TrialRecord::new(
+            gauntlet_model::Observed {
+                case_id: t.case_id,
+                epoch: t.epoch,
+                seed: t.seed,
+                trace_id: t.trace_id,
+                tags: t.tags,
+                difficulty: t.difficulty,
+                initial_state: t.initial_state,
+                final_state: t.final_state,
+                trajectory: t.trajectory,
+                duration_ms: t.duration_ms,
+                started_at: t.started_at,
+                error: t.error,
+            },
+            evaluation,
+        );
         Judged {
             record,
             service: t.service,

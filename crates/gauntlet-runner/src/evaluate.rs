@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 
 use gauntlet_eval::{EvalContext, TrialInput, conclude, evaluate_builtin};
-use gauntlet_model::{
-    Case, JudgeOutcome, NotApplicable, Score, Trajectory, TrialStatus, WorldSpec,
-};
+use gauntlet_model::{Case, Score, Trajectory, TrialStatus, WorldSpec};
 use serde_json::{Value, json};
 
 use crate::custom::{CustomEvaluator, failure, run_custom};
@@ -48,21 +46,7 @@ pub struct TrialEvidence<'a> {
     pub policy: Option<&'a gauntlet_model::case::Constraints>,
 }
 
-/// A trial's verdicts.
-#[derive(Debug, Clone)]
-pub struct Evaluation {
-    /// Every score: built-in, custom, then `error_attribution` for a trial that did not pass.
-    pub scores: Vec<Score>,
-    /// Evaluators that could not judge the trial (it had no case), and what each lacked.
-    pub not_applicable: Vec<NotApplicable>,
-    /// Passed, failed or error.
-    pub status: TrialStatus,
-    /// What each LLM judge said (scored, skipped or invalid).
-    pub judges: Vec<JudgeOutcome>,
-    /// Why the harness could not judge the trial (a custom evaluator broke), making its status
-    /// `error`; the trial's own harness failure, when it had one, comes first.
-    pub harness_error: Option<String>,
-}
+pub use gauntlet_model::Evaluation;
 
 /// Scores one trial with the built-in evaluators and `custom`, decides its status, then runs the
 /// LLM judges (on trials that passed, unless a judge says otherwise). A judge never turns a

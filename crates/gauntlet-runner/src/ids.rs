@@ -28,14 +28,21 @@ pub fn trace_id(run_id: &str, case_id: &str, epoch: u32) -> String {
     id
 }
 
-/// A run id that sorts by time: `20261130T071403Z-1a2b3c`.
+/// A run id that sorts by time: `20261130T071403Z-1a2b3c`; the one scheme every run folder's
+/// id follows (see [`new_run_id_for`]).
 pub fn new_run_id() -> String {
-    let now = jiff::Timestamp::now();
+    let now = crate::clock::instant();
     let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
     let noise = gauntlet_model::digest::sha256_hex(
         format!("{}{}", now.as_nanosecond(), std::process::id()).as_bytes(),
     );
     format!("{stamp}-{}", &noise[..6])
+}
+
+/// The id of a run that did not run a suite, named for what made it: `score-`, `shadow-` or
+/// `otlp-` before a [`new_run_id`].
+pub fn new_run_id_for(kind: &str) -> String {
+    format!("{kind}-{}", new_run_id())
 }
 
 #[cfg(test)]

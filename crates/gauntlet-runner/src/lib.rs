@@ -18,12 +18,13 @@ pub mod plan;
 mod run;
 mod session;
 
+pub use clock::{now, stamp};
 pub use custom::{CustomEvaluator, CustomKind, run_custom};
 pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_trial};
 pub use gauntlet_model::RunEvent;
-pub use ids::{new_run_id, trace_id, trial_seed};
+pub use ids::{new_run_id, new_run_id_for, trace_id, trial_seed};
 pub use judge::{JudgePanel, PreparedJudge, prepare_judges};
 pub use ordered::{WorkerPanicked, ordered_map};
 pub use plan::{PlanError, RunOptions, Settings};
-pub use run::{RunPlan, TrialPlan, now, run_trials};
+pub use run::{RunPlan, TrialPlan, run_trials};
 pub use session::{Finished, Notice, Observer, Run, RunError, agent_fn};

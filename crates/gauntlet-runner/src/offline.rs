@@ -393,31 +393,31 @@ impl Scoring<'_> {
                 (t.initial_state, t.final_state)
             };
         let mut derived = None;
-        let record = TrialRecord {
-            trace_id: match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
-                Some(id) => id,
-                None => {
-                    derived = Some(format!("{}#{}", t.case_id, t.epoch));
-                    // Deterministic: the same file scores to the same ids.
-                    crate::trace_id(&format!("{}:{}", self.source, t.line), &t.case_id, t.epoch)
-                }
-            },
-            case_id: t.case_id,
-            epoch: t.epoch,
-            seed: 0,
-            status: evaluation.status,
-            error: t.error.or(evaluation.harness_error),
-            tags: case.tags.clone(),
-            difficulty: case.difficulty.clone(),
-            initial_state,
-            final_state,
-            trajectory: t.trajectory,
-            scores: evaluation.scores,
-            duration_ms: t.duration_ms,
-            started_at: None,
-            not_applicable: evaluation.not_applicable,
-            judges: evaluation.judges,
+        let trace_id = match t.trace_id.filter(|id| gauntlet_model::is_trace_id(id)) {
+            Some(id) => id,
+            None => {
+                derived = Some(format!("{}#{}", t.case_id, t.epoch));
+                // Deterministic: the same file scores to the same ids.
+                crate::trace_id(&format!("{}:{}", self.source, t.line), &t.case_id, t.epoch)
+            }
         };
+        let record = TrialRecord::new(
+            gauntlet_model::Observed {
+                case_id: t.case_id,
+                epoch: t.epoch,
+                seed: 0,
+                trace_id,
+                tags: case.tags.clone(),
+                difficulty: case.difficulty.clone(),
+                initial_state,
+                final_state,
+                trajectory: t.trajectory,
+                duration_ms: t.duration_ms,
+                started_at: None,
+                error: t.error,
+            },
+            evaluation,
+        );
         (record, derived)
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::{FORMAT_VERSION, RunHeader, Shard, TrialSummary, Versions};
+use gauntlet_model::{RunHeader, Shard, TrialSummary, Versions};
 use gauntlet_suite::{EvaluatorSource, LoadedCase, Suite};
 use gauntlet_world::{FaultPlan, FaultRule};
 use serde_json::Value;
@@ -197,22 +197,21 @@ impl Settings {
 
     /// The run's header: the settings and the versions of everything it depends on.
     pub fn header(&self, suite: &Suite) -> RunHeader {
-        RunHeader {
-            format_version: FORMAT_VERSION,
-            run_id: self.run_id.clone(),
-            suite: suite.config.name.clone(),
-            agent: self.agent.clone(),
-            seed: self.seed,
-            epochs: self.epochs,
-            started_at: self.started_at.clone(),
-            versions: versions(suite, sha256_hex(self.agent.as_bytes())),
-            fault_profile: self.fault_profile.clone(),
-            attack: self.attack.as_ref().map(|(n, _)| n.clone()),
-            rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
-            filter: self.filter.clone(),
-            shard: self.shard,
-            judges: Vec::new(),
-        }
+        let mut header = RunHeader::new(
+            &self.run_id,
+            &suite.config.name,
+            &self.agent,
+            &self.started_at,
+        );
+        header.seed = self.seed;
+        header.epochs = self.epochs;
+        header.versions = versions(suite, sha256_hex(self.agent.as_bytes()));
+        header.fault_profile = self.fault_profile.clone();
+        header.attack = self.attack.as_ref().map(|(n, _)| n.clone());
+        header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
+        header.filter = self.filter.clone();
+        header.shard = self.shard;
+        header
     }
 
     /// Every trial of `cases` (each case's epochs in turn), or this shard's share of them, in

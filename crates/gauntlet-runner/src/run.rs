@@ -1,11 +1,13 @@
 //! Scheduling trials and turning each into a [`TrialRecord`].
 
-pub use crate::clock::now;
+use crate::clock::now;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gauntlet_agent::{Agent, AgentInput, PersonaModels, SimulatedEnvironment, SimulatedUser};
-use gauntlet_model::{Case, Context, RunEvent, RunHeader, TrialRecord, TrialStatus};
+use gauntlet_model::{
+    Case, Context, Evaluation, Observed, RunEvent, RunHeader, TrialRecord, TrialStatus,
+};
 use gauntlet_world::{FaultPlan, Injections, Simulator, World};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
@@ -145,25 +147,31 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     }
 }
 
-fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
-    TrialRecord {
-        case_id: trial.case.case_id.clone(),
-        epoch: trial.epoch,
-        seed: trial.seed,
-        trace_id: trial.trace_id.clone(),
-        status: TrialStatus::Error,
-        error: Some(error),
-        tags: trial.case.tags.clone(),
-        difficulty: trial.case.difficulty.clone(),
-        initial_state: Value::Null,
-        final_state: (*trial.initial_state).clone(),
-        trajectory: Default::default(),
-        scores: Vec::new(),
-        duration_ms: 0.0,
-        started_at: None,
-        not_applicable: Vec::new(),
-        judges: Vec::new(),
+impl TrialPlan {
+    /// What is known of this trial before it runs: who it is; the rest is the caller's.
+    fn observed(&self) -> Observed {
+        Observed {
+            case_id: self.case.case_id.clone(),
+            epoch: self.epoch,
+            seed: self.seed,
+            trace_id: self.trace_id.clone(),
+            tags: self.case.tags.clone(),
+            difficulty: self.case.difficulty.clone(),
+            ..Observed::default()
+        }
     }
+}
+
+/// A trial the harness could not run: it ends where it started, with no events.
+fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
+    TrialRecord::new(
+        Observed {
+            final_state: (*trial.initial_state).clone(),
+            error: Some(error),
+            ..trial.observed()
+        },
+        Evaluation::unjudged(TrialStatus::Error),
+    )
 }
 
 /// What every trial of a run shares.
@@ -196,7 +204,7 @@ async fn run_one(
     } = &*shared;
     let timeout = *timeout;
     let started = Instant::now();
-    let started_at = jiff::Timestamp::now();
+    let started_at = crate::clock::instant();
     let case = &trial.case;
     let user = match SimulatedUser::for_trial(
         case.user.clone(),
@@ -337,24 +345,17 @@ async fn run_one(
         judges.as_deref(),
     )
     .await;
-    let record = TrialRecord {
-        case_id: case.case_id.clone(),
-        epoch: trial.epoch,
-        seed: trial.seed,
-        trace_id: trial.trace_id.clone(),
-        status: evaluation.status,
-        error: error.or(evaluation.harness_error),
-        tags: case.tags.clone(),
-        difficulty: case.difficulty.clone(),
-        initial_state: Value::Null,
-        final_state,
-        trajectory,
-        scores: evaluation.scores,
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        started_at: Some(started_at.to_string()),
-        not_applicable: evaluation.not_applicable,
-        judges: evaluation.judges,
-    };
+    let record = TrialRecord::new(
+        Observed {
+            final_state,
+            trajectory,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            started_at: Some(started_at.to_string()),
+            error,
+            ..trial.observed()
+        },
+        evaluation,
+    );
     let own_start = trial
         .world
         .spec()

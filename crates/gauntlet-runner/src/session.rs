@@ -28,7 +28,7 @@ use gauntlet_suite::Suite;
 
 use crate::agents::{ChosenAgent, GatewayOptions, choose_agent, persona_models, start_gateway};
 use crate::plan::{already_done, check_unchanged, custom_evaluators};
-use crate::{PlanError, RunOptions, RunPlan, Settings, now, run_trials};
+use crate::{PlanError, RunOptions, RunPlan, Settings, run_trials, stamp};
 
 /// What a run tells its caller besides the event stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,7 +273,7 @@ impl<'s> Run<'s> {
         if let AgentChoice::Spec(Some(spec)) = &self.agent {
             options.agent = Some(spec.clone());
         }
-        let settings = Settings::resolve(suite, &options, old, now, crate::ids::new_run_id)?;
+        let settings = Settings::resolve(suite, &options, old, stamp, crate::ids::new_run_id)?;
         let cases = settings.cases(suite)?;
         let (agent, cases) = match self.agent {
             AgentChoice::Given(agent) => (agent, cases),
@@ -408,7 +408,7 @@ impl<'s> Run<'s> {
         let summaries: Vec<TrialSummary> = summaries.into_iter().flatten().collect();
         let (results, gate_errors) = gauntlet_eval::build_results(
             header,
-            now(),
+            stamp(),
             summaries,
             &suite.gates,
             suite.rubric.as_ref(),

@@ -205,11 +205,11 @@ impl RunWriter {
             None => record,
             Some((initial, final_state)) => {
                 stored_final = Some(final_state.clone());
-                owned = TrialRecord {
-                    initial_state: initial,
-                    final_state,
-                    ..record.clone()
-                };
+                // The record as stored: its states by reference.
+                let mut stored = record.clone();
+                stored.initial_state = initial;
+                stored.final_state = final_state;
+                owned = stored;
                 &owned
             }
         };

@@ -6,7 +6,6 @@ mod commands;
 mod events;
 mod exit;
 mod progress;
-mod results;
 mod say;
 
 use clap::Parser;

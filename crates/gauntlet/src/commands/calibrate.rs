@@ -103,7 +103,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<i32, ExpectedError> {
             cohen_kappa: report.figures.cohen_kappa,
             thresholds,
             trusted,
-            created_at: crate::results::now(),
+            created_at: gauntlet_runner::stamp(),
             figures,
         };
         let text = serde_json::to_string_pretty(&file).unwrap_or_default();

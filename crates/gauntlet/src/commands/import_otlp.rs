@@ -2,14 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
+use gauntlet_model::RunHeader;
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::online::Policy;
-use gauntlet_model::{FORMAT_VERSION, RunHeader, Versions};
 use gauntlet_online::judge::Judge;
 
 use crate::commands::shared::RunSink;
 use crate::exit::{ExpectedError, GATES_PASSED};
-use crate::results::now;
+use gauntlet_runner::{new_run_id_for, stamp};
 
 /// A policy file, or the empty policy.
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, ExpectedError> {
@@ -72,34 +72,17 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
     let mut agents: Vec<&str> = imported.iter().map(|t| t.agent.as_str()).collect();
     agents.sort_unstable();
     agents.dedup();
-    let run_id = format!(
-        "otlp-{}",
-        &sha256_hex(format!("{}{}", now(), std::process::id()).as_bytes())[..12]
-    );
-    let header = RunHeader {
-        format_version: FORMAT_VERSION,
-        run_id,
-        suite: "otlp".to_owned(),
-        agent: if agents.is_empty() {
+    let mut header = RunHeader::new(
+        new_run_id_for("otlp"),
+        "otlp",
+        if agents.is_empty() {
             "otlp".to_owned()
         } else {
             agents.join(",")
         },
-        seed: 0,
-        epochs: 1,
-        started_at: now(),
-        versions: Versions {
-            harness: env!("CARGO_PKG_VERSION").to_owned(),
-            config: policy_hash,
-            ..Versions::default()
-        },
-        fault_profile: None,
-        attack: None,
-        rubric: None,
-        filter: None,
-        shard: None,
-        judges: Vec::new(),
-    };
+        stamp(),
+    );
+    header.versions.config = policy_hash;
     let mut sink = RunSink::create(out, &header)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -88,10 +88,14 @@ pub fn merge(
         )));
     }
     let parts: Vec<&(PathBuf, RunResults)> = by_index.into_iter().flatten().collect();
-    // Part I holds plan positions I-1, I-1+N, ...; interleaving restores the plan's order.
+    // The plan's own shard rule puts each part's trials back at their positions.
     let total: usize = parts.iter().map(|p| p.1.trials.len()).sum();
+    let shard = |j: usize| gauntlet_model::Shard {
+        index: j as u32 + 1,
+        count,
+    };
     for (j, (dir, r)) in parts.iter().enumerate() {
-        let expected = (total + count as usize - 1 - j) / count as usize;
+        let expected = shard(j).share(total);
         if r.trials.len() != expected {
             return Err(ExpectedError::input(format!(
                 "{} holds {} trials, but part {}/{count} of a {total}-trial run holds {expected}",
@@ -101,9 +105,13 @@ pub fn merge(
             )));
         }
     }
-    let trials: Vec<TrialSummary> = (0..total)
-        .map(|p| parts[p % count as usize].1.trials[p / count as usize].clone())
-        .collect();
+    let mut placed: Vec<Option<TrialSummary>> = vec![None; total];
+    for (j, (_, r)) in parts.iter().enumerate() {
+        for (k, t) in r.trials.iter().enumerate() {
+            placed[shard(j).position(k)] = Some(t.clone());
+        }
+    }
+    let trials: Vec<TrialSummary> = placed.into_iter().flatten().collect();
     let mut header = first.header.clone();
     header.shard = None;
     header.started_at = parts
@@ -115,7 +123,7 @@ pub fn merge(
     let rubric = stored_rubric(&header)?;
     let (results, gate_errors) = build_results(
         header.clone(),
-        crate::results::now(),
+        gauntlet_runner::stamp(),
         trials,
         &gates,
         rubric.as_ref(),

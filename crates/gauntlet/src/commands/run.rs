@@ -10,7 +10,6 @@ use gauntlet_runner::{Finished, Notice, Observer, Run};
 use crate::cli::RunArgs;
 use crate::commands::shared::{index_run, load_suite, report_finished, state_dir, verdict_code};
 use crate::exit::ExpectedError;
-use crate::results::now;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.suite)?;
@@ -64,7 +63,10 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     }
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
     if let Some(lines) = terminal.events.as_mut() {
-        lines.line(&gauntlet_model::events::run_finished_wire(&results, &now()));
+        lines.line(&gauntlet_model::events::run_finished_wire(
+            &results,
+            &gauntlet_runner::now(),
+        ));
     }
     let results = report_finished(results, args.json, args.quiet || events_on_stdout);
     if talk {

@@ -1,13 +1,12 @@
 //! `gauntlet score FILE --cases SUITE`: score recorded trajectories without running anything.
 
-use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::{FORMAT_VERSION, RunHeader};
+use gauntlet_model::RunHeader;
 use gauntlet_runner::offline::{OfflineScore, OfflineScoring, score_file};
 
 use crate::cli::ScoreArgs;
 use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
-use crate::results::now;
+use gauntlet_runner::{new_run_id_for, stamp};
 
 /// Threads that score a batch, at most.
 const MAX_WORKERS: usize = 8;
@@ -33,25 +32,15 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let judges = offline.as_ref().map(|(_runtime, panel)| panel);
     // Records are written as they are scored and only their summaries are kept, so memory does
     // not grow with the file; the header's epoch count is settled when the file is read.
-    let header = RunHeader {
-        format_version: FORMAT_VERSION,
-        run_id: format!(
-            "score-{}",
-            &sha256_hex(format!("{file}{}", now()).as_bytes())[..12]
-        ),
-        suite: suite.config.name.clone(),
-        agent: format!("offline:{file}"),
-        seed: 0,
-        epochs: 1,
-        started_at: now(),
-        versions: gauntlet_runner::plan::versions(&suite, String::new()),
-        fault_profile: None,
-        attack: None,
-        rubric: suite.rubric.as_ref().map(|r| r.def().clone()),
-        filter: None,
-        shard: None,
-        judges: judges.map(|j| j.headers()).unwrap_or_default(),
-    };
+    let mut header = RunHeader::new(
+        new_run_id_for("score"),
+        &suite.config.name,
+        format!("offline:{file}"),
+        stamp(),
+    );
+    header.versions = gauntlet_runner::plan::versions(&suite, String::new());
+    header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
+    header.judges = judges.map(|j| j.headers()).unwrap_or_default();
     let quiet = args.quiet || args.json;
     // Bytes scored of the file's size, on stderr when it is a terminal.
     let bar = match std::fs::metadata(&args.trajectories) {
@@ -69,7 +58,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             summaries_needed: args.json,
             keep: kept_summaries(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS)),
-            clock: now,
+            clock: stamp,
         },
         |warning| {
             if !quiet {

@@ -123,24 +123,19 @@ pub fn serve(
         None,
     ));
     let status = evaluation.status;
-    let record = gauntlet_model::TrialRecord {
-        case_id: case.case_id.clone(),
-        epoch: 0,
-        seed: 0,
-        trace_id: trial.trace_id.clone(),
-        status,
-        error: evaluation.harness_error,
-        tags: case.tags.clone(),
-        difficulty: case.difficulty.clone(),
-        initial_state: initial,
-        final_state,
-        trajectory,
-        scores: evaluation.scores,
-        duration_ms: 0.0,
-        started_at: None,
-        not_applicable: evaluation.not_applicable,
-        judges: evaluation.judges,
-    };
+    let record = gauntlet_model::TrialRecord::new(
+        gauntlet_model::Observed {
+            case_id: case.case_id.clone(),
+            trace_id: trial.trace_id.clone(),
+            tags: case.tags.clone(),
+            difficulty: case.difficulty.clone(),
+            initial_state: initial,
+            final_state,
+            trajectory,
+            ..Default::default()
+        },
+        evaluation,
+    );
     let summary = TrialSummary::of(&record);
     crate::note!(
         "gauntlet: session over: {} tool calls, {}",

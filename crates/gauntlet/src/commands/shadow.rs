@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::shadow::{Responder, ShadowConfig};
-use gauntlet_model::{FORMAT_VERSION, RunHeader, ToolKind, TrialRecord, Versions, WorldSpec};
+use gauntlet_model::{RunHeader, ToolKind, TrialRecord, WorldSpec};
 use gauntlet_shadow::proxy::{self, FinishedSession, KindSource};
 use gauntlet_shadow::{Proxy, Settings};
 use gauntlet_world::World;
@@ -16,7 +16,7 @@ use gauntlet_world::World;
 use crate::cli::{ShadowAction, ShadowArgs};
 use crate::commands::shared::{RunSink, load_suite, write_files};
 use crate::exit::{ExpectedError, GATES_PASSED};
-use crate::results::now;
+use gauntlet_runner::{new_run_id_for, stamp};
 
 /// The tool declaration a shadow run keeps beside its trials, for `harvest`.
 const WORLD_FILE: &str = "world.json";
@@ -98,19 +98,15 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
         describe(&catalog, &settings);
         catalog.world_spec()
     };
-    let run_id = format!(
-        "shadow-{}",
-        &sha256_hex(format!("{}{}", now(), std::process::id()).as_bytes())[..12]
-    );
+    let run_id = new_run_id_for("shadow");
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(".gauntlet/runs").join(&run_id));
-    let header = RunHeader {
-        format_version: FORMAT_VERSION,
-        run_id: run_id.clone(),
-        suite: "shadow".to_owned(),
-        agent: format!(
+    let mut header = RunHeader::new(
+        &run_id,
+        "shadow",
+        format!(
             "{}:{}",
             if settings.canary { "canary" } else { "shadow" },
             settings
@@ -120,31 +116,19 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
                 .collect::<Vec<_>>()
                 .join(",")
         ),
-        seed: settings.config.seed.unwrap_or(0),
-        epochs: 1,
-        started_at: now(),
-        versions: Versions {
-            harness: env!("CARGO_PKG_VERSION").to_owned(),
-            worlds: [(
-                world.name.clone(),
-                sha256_hex(serde_json::to_string(&world).unwrap_or_default().as_bytes()),
-            )]
-            .into(),
-            dataset: String::new(),
-            agent: String::new(),
-            config: sha256_hex(
-                serde_json::to_string(&settings.config)
-                    .unwrap_or_default()
-                    .as_bytes(),
-            ),
-        },
-        fault_profile: None,
-        attack: None,
-        rubric: None,
-        filter: None,
-        shard: None,
-        judges: Vec::new(),
-    };
+        stamp(),
+    );
+    header.seed = settings.config.seed.unwrap_or(0);
+    header.versions.worlds = [(
+        world.name.clone(),
+        sha256_hex(serde_json::to_string(&world).unwrap_or_default().as_bytes()),
+    )]
+    .into();
+    header.versions.config = sha256_hex(
+        serde_json::to_string(&settings.config)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
     let sink = RunSink::create(&out, &header)?;
     std::fs::write(
         out.join(WORLD_FILE),
@@ -307,24 +291,21 @@ impl Sink {
         let started_at = jiff::Timestamp::from_millisecond(s.started_at_ms as i64)
             .ok()
             .map(|t| t.to_string());
-        let record = TrialRecord {
-            trace_id: gauntlet_runner::trace_id(&self.run_id, &s.id, 0),
-            case_id: s.id,
-            epoch: 0,
-            seed: 0,
-            status: evaluation.status,
-            error: s.error.or(evaluation.harness_error),
-            tags: vec!["shadow".to_owned()],
-            difficulty: None,
-            initial_state: s.initial_state,
-            final_state: s.final_state,
-            trajectory: s.trajectory,
-            scores: evaluation.scores,
-            duration_ms: s.duration_ms,
-            started_at,
-            not_applicable: evaluation.not_applicable,
-            judges: evaluation.judges,
-        };
+        let record = TrialRecord::new(
+            gauntlet_model::Observed {
+                trace_id: gauntlet_runner::trace_id(&self.run_id, &s.id, 0),
+                case_id: s.id,
+                tags: vec!["shadow".to_owned()],
+                initial_state: s.initial_state,
+                final_state: s.final_state,
+                trajectory: s.trajectory,
+                duration_ms: s.duration_ms,
+                started_at,
+                error: s.error,
+                ..Default::default()
+            },
+            evaluation,
+        );
         let calls: Vec<_> = record.trajectory.tool_calls().collect();
         let writes = calls
             .iter()

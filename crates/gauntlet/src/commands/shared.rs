@@ -102,7 +102,7 @@ pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResul
     }
     let event = RunEvent::RunFinished {
         results: Box::new(results),
-        at: crate::results::now(),
+        at: gauntlet_runner::stamp(),
     };
     if !quiet
         && !crate::say::quiet()
@@ -210,7 +210,7 @@ impl RunSink {
         let n = self.summaries.len();
         let (results, _) = gauntlet_eval::results_of(
             header.clone(),
-            crate::results::now(),
+            gauntlet_runner::stamp(),
             self.tally.finish(header.seed, None),
             self.summaries,
             &[],
