@@ -15,6 +15,7 @@ pub mod judge;
 pub mod offline;
 mod ordered;
 pub mod plan;
+mod recorder;
 mod run;
 mod session;
 
@@ -26,5 +27,6 @@ pub use ids::{new_run_id, new_run_id_for, trace_id, trial_seed};
 pub use judge::{JudgePanel, PreparedJudge, prepare_judges};
 pub use ordered::{WorkerPanicked, ordered_map};
 pub use plan::{PlanError, RunOptions, Settings};
+pub use recorder::Recorder;
 pub use run::{RunPlan, TrialPlan, run_trials};
 pub use session::{Finished, Notice, Observer, Run, RunError, agent_fn};

@@ -304,7 +304,9 @@ impl RunWriter {
 
     /// The store as a consumer of the run event stream: each finished trial is appended (its
     /// record's states become what was written, so later consumers summarise it as stored).
-    /// Other events write nothing; [`RunWriter::finish`] writes the result.
+    /// A record whose `initial_state` is `null` started from the event's shared state; one
+    /// that carries its own (a shadow session, an imported trace) is stored with it. Other
+    /// events write nothing; [`RunWriter::finish`] writes the result.
     pub fn consume(&mut self, event: &mut RunEvent) -> Result<(), StoreError> {
         if let RunEvent::TrialFinished {
             record,
@@ -312,7 +314,18 @@ impl RunWriter {
             ..
         } = event
         {
-            self.append_shared(record, initial_state)?;
+            if record.initial_state.is_null() {
+                self.append_shared(record, initial_state)?;
+            } else {
+                if let Some((initial, final_state)) =
+                    self.states
+                        .compact(&self.dir, &record.initial_state, &record.final_state)?
+                {
+                    record.initial_state = initial;
+                    record.final_state = final_state;
+                }
+                self.write_line(record)?;
+            }
         }
         Ok(())
     }

@@ -7,7 +7,6 @@ use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::online::Policy;
 use gauntlet_online::judge::Judge;
 
-use crate::commands::shared::RunSink;
 use crate::exit::{ExpectedError, GATES_PASSED};
 use gauntlet_runner::{new_run_id_for, stamp};
 
@@ -83,7 +82,7 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
         stamp(),
     );
     header.versions.config = policy_hash;
-    let mut sink = RunSink::create(out, &header)?;
+    let (mut recorder, _started) = gauntlet_runner::Recorder::start(out, header)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -91,9 +90,10 @@ pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i3
     let incomplete = imported.iter().filter(|t| !t.complete).count();
     for t in imported {
         let judged = runtime.block_on(judge.judge(t));
-        sink.append(judged.record)?;
+        recorder.trial(judged.record)?;
     }
-    let n = sink.finish(&header)?;
+    let n = recorder.trials();
+    recorder.finish()?;
     crate::note!(
         "wrote {n} trials ({spans} spans from {} files) to {}",
         files.len(),

@@ -14,7 +14,7 @@ use gauntlet_shadow::{Proxy, Settings};
 use gauntlet_world::World;
 
 use crate::cli::{ShadowAction, ShadowArgs};
-use crate::commands::shared::{RunSink, load_suite, write_files};
+use crate::commands::shared::{load_suite, write_files};
 use crate::exit::{ExpectedError, GATES_PASSED};
 use gauntlet_runner::{new_run_id_for, stamp};
 
@@ -129,7 +129,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
             .unwrap_or_default()
             .as_bytes(),
     );
-    let sink = RunSink::create(&out, &header)?;
+    let (sink, _started) = gauntlet_runner::Recorder::start(&out, header)?;
     std::fs::write(
         out.join(WORLD_FILE),
         serde_json::to_string_pretty(&world).unwrap_or_default(),
@@ -203,7 +203,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
     while let Ok(session) = finished.try_recv() {
         sink.take(session).await?;
     }
-    sink.finish(&header)?;
+    sink.finish()?;
     Ok(GATES_PASSED)
 }
 
@@ -264,7 +264,7 @@ fn describe(catalog: &gauntlet_shadow::Catalog, settings: &Settings) {
 struct Sink {
     run_id: String,
     world: WorldSpec,
-    sink: RunSink,
+    sink: gauntlet_runner::Recorder,
     custom: gauntlet_runner::CustomEvaluators,
 }
 
@@ -324,12 +324,14 @@ impl Sink {
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default()
         );
-        self.sink.append(record)
+        self.sink.trial(record)?;
+        Ok(())
     }
 
-    fn finish(self, header: &RunHeader) -> Result<(), ExpectedError> {
+    fn finish(self) -> Result<(), ExpectedError> {
         let dir = self.sink.dir().to_path_buf();
-        let n = self.sink.finish(header)?;
+        let n = self.sink.trials();
+        self.sink.finish()?;
         crate::note!("gauntlet: {n} sessions written to {}", dir.display());
         Ok(())
     }

@@ -171,58 +171,6 @@ pub fn offline_judges(
     Ok(panel.map(|p| (runtime, p)))
 }
 
-/// Trials appended to a run folder as they are judged, tallied for its `results.json`.
-pub struct RunSink {
-    writer: gauntlet_store::RunWriter,
-    tally: gauntlet_eval::Accumulator,
-    summaries: Vec<gauntlet_model::TrialSummary>,
-}
-
-impl RunSink {
-    /// A new run folder at `out` for `header`.
-    pub fn create(out: &Path, header: &gauntlet_model::RunHeader) -> Result<Self, ExpectedError> {
-        let writer = gauntlet_store::RunWriter::create(out, header)
-            .map_err(|e| ExpectedError::harness(format!("failed to create the run folder: {e}")))?;
-        Ok(RunSink {
-            writer,
-            tally: gauntlet_eval::Accumulator::with_judges(&[]),
-            summaries: Vec::new(),
-        })
-    }
-
-    pub fn dir(&self) -> &Path {
-        self.writer.dir()
-    }
-
-    /// Writes one judged trial.
-    pub fn append(&mut self, record: gauntlet_model::TrialRecord) -> Result<(), ExpectedError> {
-        self.writer
-            .append(&record)
-            .map_err(|e| ExpectedError::harness(format!("failed to record a trial: {e}")))?;
-        let summary = gauntlet_model::TrialSummary::of_owned(record);
-        self.tally.push(&summary);
-        self.summaries.push(summary);
-        Ok(())
-    }
-
-    /// Writes `results.json`; the number of trials written.
-    pub fn finish(self, header: &gauntlet_model::RunHeader) -> Result<usize, ExpectedError> {
-        let n = self.summaries.len();
-        let (results, _) = gauntlet_eval::results_of(
-            header.clone(),
-            gauntlet_runner::stamp(),
-            self.tally.finish(header.seed, None),
-            self.summaries,
-            &[],
-            None,
-        );
-        self.writer
-            .finish(&results)
-            .map_err(|e| ExpectedError::harness(format!("failed to write results: {e}")))?;
-        Ok(n)
-    }
-}
-
 /// Writes files under `out` (paths relative to it), creating folders as needed.
 pub fn write_files(
     out: &Path,
