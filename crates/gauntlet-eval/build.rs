@@ -3,7 +3,6 @@ include!("../../build/test_probes.rs");
 fn main() {
     let peers = peers();
     emit(&[
-        ("have_py_scipy", python_has("scipy")),
         (
             "have_py_pydantic",
             python_has("pydantic") && python_has("pydantic.v1") && python_has("pydantic_core"),

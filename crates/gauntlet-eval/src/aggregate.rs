@@ -3,7 +3,7 @@
 //! Rates count harness errors as failures (a trial that could not run did not succeed) and get
 //! Wilson intervals; means get seeded percentile-bootstrap intervals that resample cases (epochs
 //! of a case move together; normal cluster-robust intervals past a thousand cases, see
-//! [`crate::stats::cluster_mean`]); percentiles use statrs' order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
+//! [`gauntlet_stats::cluster_mean`]); percentiles use statrs' order statistics. pass@k and pass^k count a trial as a success when its status is `passed`.
 
 use gauntlet_model::names;
 use std::borrow::Cow;
@@ -16,7 +16,7 @@ use gauntlet_model::{
 };
 use statrs::statistics::{Data, OrderStatistics};
 
-use crate::stats::{CONFIDENCE, RESAMPLES, cluster_mean, pass_at_k, pass_hat_k, wilson};
+use gauntlet_stats::{CONFIDENCE, RESAMPLES, cluster_mean, pass_at_k, pass_hat_k, wilson};
 
 /// Metrics of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -471,7 +471,7 @@ impl Accumulator {
                 if b.status == JudgeStatus::Scored && !b.votes.is_empty() {
                     let unit: Vec<Option<usize>> =
                         b.votes.iter().map(|v| v.map(usize::from)).collect();
-                    crate::agreement::add_coincidences(coincidences, &unit);
+                    gauntlet_stats::agreement::add_coincidences(coincidences, &unit);
                 }
                 if b.split {
                     r.split_trials.push(trial_item(&t.case_id, t.epoch));
@@ -791,7 +791,7 @@ impl Accumulator {
             .judges
             .into_iter()
             .map(|(mut r, coincidences)| {
-                let alpha = crate::agreement::alpha_from_coincidences(
+                let alpha = gauntlet_stats::agreement::alpha_from_coincidences(
                     &coincidences,
                     &[0.0, 1.0],
                     gauntlet_model::labels::Level::Nominal,

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use gauntlet_model::compare::{Comparison, Direction, MetricDelta, PassComparison, SegmentDelta};
 use gauntlet_model::{RunResults, TrialStatus, TrialSummary};
 
-use crate::stats::{
+use gauntlet_stats::{
     CONFIDENCE, RESAMPLES, cohens_dz, cohens_h, mcnemar_exact, paired_bootstrap_diff, pairs_needed,
 };
 

@@ -1,20 +1,18 @@
 //! Judging trials: evaluators `(case, trajectory, final state) -> scores`, run metrics
-//! `scores -> values`, and gates `metrics -> verdict`.
+//! `scores -> values`, and gates `metrics -> verdict`; the statistics they use are
+//! `gauntlet-stats`'.
 //!
 //! Everything here is pure and synchronous: a stored run is re-scored and re-gated with the
 //! same functions the live run used, and none of them needs a runtime, a world or a disk.
 #![warn(missing_docs)]
 
 mod aggregate;
-pub mod agreement;
 pub mod arguments;
 pub mod attack;
 pub mod attribution;
 pub mod bfcl;
-pub mod calibration;
 pub mod checkpoints;
 mod compare;
-pub mod drift;
 mod evaluators;
 pub mod faults;
 mod gates;
@@ -26,7 +24,6 @@ mod results;
 mod rubric;
 pub mod safety;
 mod sequence;
-pub mod stats;
 pub mod trajectory_match;
 mod trial;
 

@@ -171,7 +171,7 @@ pub fn summarise(
         invalid,
         position_bias: items.iter().filter(|i| i.flipped).count() as u64,
         b_win_rate: (decided > 0).then(|| (b_wins as f64 + 0.5 * ties as f64) / decided as f64),
-        sign_test_p: crate::stats::mcnemar_exact(a_wins, b_wins),
+        sign_test_p: gauntlet_stats::mcnemar_exact(a_wins, b_wins),
         cost_eur,
         items,
     }

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gauntlet_eval::drift::{Observation, Sample};
 use gauntlet_model::TrialStatus;
+use gauntlet_stats::drift::{Observation, Sample};
 use serde_json::Value;
 
 use crate::lake::{TraceRow, agent_usage, files, read_trace_file};

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use gauntlet_eval::agreement::KappaWeights;
-use gauntlet_eval::calibration::{CalibrationOptions, calibrate as compute};
 use gauntlet_import::labels::{Side, is_results_json, read_label_file, read_results_json};
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::labels::Level;
 use gauntlet_model::{CalibrationFile, CalibrationThresholds, JudgeIdentity, Label};
+use gauntlet_stats::agreement::KappaWeights;
+use gauntlet_stats::calibration::{CalibrationOptions, calibrate as compute};
 
 use crate::cli::{CalibrateArgs, LevelArg, WeightsArg};
 use crate::exit::ExpectedError;

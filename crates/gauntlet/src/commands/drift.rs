@@ -8,7 +8,7 @@ pub fn drift(
     baseline: &str,
     current: &str,
     alpha: f64,
-    floors: gauntlet_eval::drift::Floors,
+    floors: gauntlet_stats::drift::Floors,
     json: bool,
 ) -> Result<i32, ExpectedError> {
     if !(alpha > 0.0 && alpha < 1.0) {
@@ -32,7 +32,7 @@ pub fn drift(
     };
     let a = window("baseline", baseline)?;
     let b = window("current", current)?;
-    let report = gauntlet_eval::drift::drift_with(&a, &b, alpha, &floors);
+    let report = gauntlet_stats::drift::drift_with(&a, &b, alpha, &floors);
     if json {
         println!(
             "{}",

@@ -105,7 +105,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             &baseline,
             &current,
             alpha,
-            gauntlet_eval::drift::Floors {
+            gauntlet_stats::drift::Floors {
                 rate: min_rate_change,
                 relative: min_relative_change,
                 latency_ms: min_latency_ms,

@@ -10,7 +10,7 @@
 use gauntlet_model::labels::Level;
 use serde::Serialize;
 
-use crate::stats::z_for;
+use crate::z_for;
 
 /// Cohen's kappa with its asymptotic standard error under the alternative (Fleiss, Cohen and
 /// Everitt 1969, as statsmodels' `cohens_kappa` reports it) and the normal interval around it.
@@ -270,7 +270,7 @@ impl Confusion {
 
     /// McNemar's exact test on the disagreements (`fn` against `fp`).
     pub fn mcnemar_p(&self) -> f64 {
-        crate::stats::mcnemar_exact(self.fn_, self.fp)
+        crate::mcnemar_exact(self.fn_, self.fp)
     }
 }
 
