@@ -1051,7 +1051,7 @@ fn attack_checks(
             }
         }
         if let Err(e) = gauntlet_model::attack::render_attack(a) {
-            out.push(("/attack/name".to_owned(), e));
+            out.push(("/attack/name".to_owned(), e.to_string()));
         }
         if a.success.is_empty() {
             out.push((
