@@ -188,6 +188,7 @@ async fn run_one(
             let sandbox = sandbox.clone();
             let made = tokio::task::spawn_blocking(move || {
                 gauntlet_services::RealService::start_and_read(&spec, sandbox.as_deref())
+                    .map_err(|e| e.to_string())
             })
             .await
             .unwrap_or_else(|_| Err("starting the service panicked".to_owned()));

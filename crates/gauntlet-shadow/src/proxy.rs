@@ -269,7 +269,11 @@ impl Catalog {
 pub async fn connect(settings: &Settings) -> Result<(Vec<Upstream>, Catalog), String> {
     let mut upstreams = Vec::new();
     for spec in &settings.upstreams {
-        upstreams.push(Upstream::connect(spec, settings.start_timeout()).await?);
+        upstreams.push(
+            Upstream::connect(spec, settings.start_timeout())
+                .await
+                .map_err(|e| e.to_string())?,
+        );
     }
     let catalog = Catalog::build(settings, &upstreams)?;
     Ok((upstreams, catalog))

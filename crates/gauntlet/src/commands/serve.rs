@@ -48,7 +48,7 @@ pub fn serve(
             }
             let (service, state) =
                 gauntlet_services::RealService::start_and_read(spec, Some(&sandbox))
-                    .map_err(ExpectedError::harness)?;
+                    .map_err(|e| ExpectedError::harness(e.to_string()))?;
             crate::note!(
                 "gauntlet: the world's service runs in {}",
                 service.dir().display()
