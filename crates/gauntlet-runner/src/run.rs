@@ -175,7 +175,7 @@ async fn run_one(
         trial.epoch,
     ) {
         Ok(user) => user,
-        Err(why) => return (error_record(&trial, why), None),
+        Err(why) => return (error_record(&trial, why.to_string()), None),
     };
     let injections = match Injections::for_trial(trial.world.spec(), case.attack.as_ref()) {
         Ok(i) => i,
@@ -235,7 +235,9 @@ async fn run_one(
     let has_traps = case.checkpoints.iter().any(|c| c.trap);
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
-        let user_input = gauntlet_agent::conversation::open(&env, &case.user_input).await?;
+        let user_input = gauntlet_agent::conversation::open(&env, &case.user_input)
+            .await
+            .map_err(|e| e.to_string())?;
         let input = AgentInput {
             case_id: case.case_id.clone(),
             user_input,

@@ -42,7 +42,7 @@ pub fn serve(
             // Sandboxed like `run --isolation auto` does it, where bubblewrap works.
             let (sandbox, warning) =
                 gauntlet_agent::Sandbox::detect(gauntlet_agent::Isolation::Auto)
-                    .map_err(ExpectedError::harness)?;
+                    .map_err(|e| ExpectedError::harness(e.to_string()))?;
             if let Some(w) = warning {
                 eprintln!("warning: {w}");
             }
