@@ -61,8 +61,22 @@ pub enum AgentSpec {
     Replay(String),
 }
 
+/// An `--agent` value of no kind gauntlet knows: the user's input. The message says which
+/// kinds exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown agent `{0}`: use `script:NAME` (script:reference replays each case's reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or `openai:MODEL` (the built-in tool-calling loop through the gateway); see `gauntlet run --help`"
+)]
+pub struct AgentSpecError(pub String);
+
+impl gauntlet_model::Classified for AgentSpecError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Parses an `--agent` value; the message says which kinds exist.
-pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
+pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, AgentSpecError> {
     match spec.split_once(':') {
         Some(("script", name)) if !name.is_empty() => Ok(AgentSpec::Script(name.to_owned())),
         Some(("cmd", command)) if !command.trim().is_empty() => {
@@ -73,11 +87,24 @@ pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, String> {
         }
         Some(("http" | "https", _)) => Ok(AgentSpec::Http(spec.to_owned())),
         Some(("replay", file)) if !file.is_empty() => Ok(AgentSpec::Replay(file.to_owned())),
-        _ => Err(format!(
-            "unknown agent `{spec}`: use `script:NAME` (script:reference replays each case's \
-             reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or \
-             `openai:MODEL` (the built-in tool-calling loop through the gateway); \
-             see `gauntlet run --help`"
-        )),
+        _ => Err(AgentSpecError(spec.to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_agent_lists_the_kinds_there_are() {
+        let e = parse_agent_spec("gpt").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown agent `gpt`: use `script:NAME` (script:reference replays each case's reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or `openai:MODEL` (the built-in tool-calling loop through the gateway); see `gauntlet run --help`"
+        );
+        assert_eq!(
+            parse_agent_spec("script:reference"),
+            Ok(AgentSpec::Script("reference".into()))
+        );
     }
 }

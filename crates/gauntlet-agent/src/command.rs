@@ -237,7 +237,7 @@ impl CommandAgent {
         gateway: Option<&crate::gateway::TrialGateway>,
     ) -> Result<AgentOutput, AgentError> {
         // The trial's own scratch folder: the one place a sandboxed agent may write.
-        let scratch = crate::scratch::scratch().map_err(AgentError)?;
+        let scratch = crate::scratch::scratch().map_err(|e| AgentError(e.to_string()))?;
         let mut cmd = self.sandbox.shell(&self.command, &self.dir, scratch.path());
         for k in PASSED_ENV {
             if let Some(v) = std::env::var_os(k) {

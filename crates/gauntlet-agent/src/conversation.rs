@@ -6,7 +6,7 @@
 //! meanwhile), and the answer is recorded when it comes.
 
 use crate::environment::{SharedEnv, lock, recorder};
-use crate::user::{Reply, STOP, SimulatedUser, Turn};
+use crate::user::{Reply, STOP, SimulatedUser, Turn, UserError};
 
 /// Puts a question or confirmation request to the user and records both sides; the answer.
 /// When the persona cannot answer, the trial is marked as failed by the harness and the agent
@@ -18,7 +18,7 @@ async fn put(env: &SharedEnv, step: u32, turn: Turn, text: &str) -> String {
         Reply::Persona(call) => match call.answer(recorder(env)).await {
             Ok(answer) => answer,
             Err(why) => {
-                lock(env).harness_failed(why);
+                lock(env).harness_failed(why.to_string());
                 "(no answer: the simulated user is unavailable)".to_owned()
             }
         },
@@ -29,7 +29,7 @@ async fn put(env: &SharedEnv, step: u32, turn: Turn, text: &str) -> String {
 
 /// The user's opening request: `user_input` when the case has one (recorded when the
 /// environment was made), else the persona's first message. Errs when the persona cannot speak.
-pub async fn open(env: &SharedEnv, user_input: &str) -> Result<String, String> {
+pub async fn open(env: &SharedEnv, user_input: &str) -> Result<String, UserError> {
     if !user_input.is_empty() {
         return Ok(user_input.to_owned());
     }
@@ -39,7 +39,7 @@ pub async fn open(env: &SharedEnv, user_input: &str) -> Result<String, String> {
         Reply::Persona(call) => call.answer(recorder(env)).await?,
     };
     if opening.is_empty() {
-        return Err("the case has no user_input and its user no persona to open with".to_owned());
+        return Err(UserError::NothingToOpenWith);
     }
     lock(env).user_answered(Turn::Open, opening.clone());
     Ok(opening)

@@ -22,14 +22,16 @@ mod script;
 pub mod user;
 
 pub use agent::{
-    Agent, AgentError, AgentInput, AgentOutput, AgentSpec, BoxFuture, parse_agent_spec,
+    Agent, AgentError, AgentInput, AgentOutput, AgentSpec, AgentSpecError, BoxFuture,
+    parse_agent_spec,
 };
 pub use command::{CommandAgent, final_answer, kill_all_agents};
 pub use environment::{Environment, SharedEnv, SimulatedEnvironment, lock, recorder};
 pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
 pub use recorder::ModelCallRecorder;
-pub use replay::ReplayAgent;
-pub use sandbox::{Isolation, Sandbox};
-pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent};
-pub use user::{PersonaModels, SimulatedUser};
+pub use replay::{ReplayAgent, ReplayLogError};
+pub use sandbox::{Isolation, Sandbox, SandboxError};
+pub use scratch::ScratchError;
+pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent, UnknownScriptError};
+pub use user::{PersonaModels, SimulatedUser, UserError};

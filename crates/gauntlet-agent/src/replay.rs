@@ -9,7 +9,7 @@
 //! kept beside today's (`recorded_output`); the recorded final answer is given again.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -168,15 +168,92 @@ fn content_text(content: &Value) -> Option<String> {
     }
 }
 
+/// A `replay:` log that cannot be read as one: the user's input (a file they named).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayLogError {
+    /// The file or folder cannot be read.
+    #[error("{}: {source}", .path.display())]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A document that is not JSON.
+    #[error("{}: {source}", .path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A line of a JSON Lines log that is not JSON.
+    #[error("{}:{line}: {source}", .path.display())]
+    JsonLine {
+        /// The file.
+        path: PathBuf,
+        /// 1-based.
+        line: usize,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// A JSON file in an AgentDojo folder that is no run log.
+    #[error("{}: not an AgentDojo run log (no suite_name or messages)", .0.display())]
+    NotAnAgentDojoLog(PathBuf),
+    /// A tau-bench trajectory without its task.
+    #[error("{}: item {item} has no task_id", .path.display())]
+    NoTaskId {
+        /// The file.
+        path: PathBuf,
+        /// 1-based.
+        item: usize,
+    },
+    /// An OpenAI-messages log without its case.
+    #[error("{}: item {item} has messages but no case_id", .path.display())]
+    NoCaseId {
+        /// The file.
+        path: PathBuf,
+        /// 1-based.
+        item: usize,
+    },
+    /// An item of no format the replay agent reads.
+    #[error(
+        "{}: item {item} is neither a trial record, an OpenAI-messages log nor a tau-bench trajectory",
+        .path.display()
+    )]
+    UnknownItem {
+        /// The file.
+        path: PathBuf,
+        /// 1-based.
+        item: usize,
+    },
+    /// A folder with neither a run nor AgentDojo logs.
+    #[error(
+        "{}: no trials.jsonl and no AgentDojo run logs (user_task_N/none/none.json, ...)",
+        .0.display()
+    )]
+    NoTrials(PathBuf),
+}
+
+impl gauntlet_model::Classified for ReplayLogError {
+    /// Even a file that cannot be read: it is the one the user named (most often not there).
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Reads a folder of AgentDojo run logs, laid out as AgentDojo writes them:
 /// `user_task_N/none/none.json`, `user_task_N/important_instructions/injection_task_M.json` and
 /// `injection_task_M/none/none.json`, matched to the cases `SUITE-user_task_N`,
 /// `SUITE-user_task_N-injection_task_M` and `SUITE-injection_task_M` (SUITE from each log's
 /// `suite_name`). Logs of other attacks are left out: the import names only this one's cases.
-fn agentdojo_runs(dir: &Path) -> Result<HashMap<(String, u32), Recorded>, String> {
+fn agentdojo_runs(dir: &Path) -> Result<HashMap<(String, u32), Recorded>, ReplayLogError> {
     let mut trials = HashMap::new();
     let mut tasks: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|source| ReplayLogError::Read {
+            path: dir.to_owned(),
+            source,
+        })?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_dir())
@@ -200,17 +277,20 @@ fn agentdojo_runs(dir: &Path) -> Result<HashMap<(String, u32), Recorded>, String
                 vec![folder.join(file)]
             };
             for path in files.into_iter().filter(|p| p.is_file()) {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let text =
+                    std::fs::read_to_string(&path).map_err(|source| ReplayLogError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
                 let log: Value =
-                    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                    serde_json::from_str(&text).map_err(|source| ReplayLogError::Json {
+                        path: path.clone(),
+                        source,
+                    })?;
                 let (Some(suite), Some(messages)) =
                     (log["suite_name"].as_str(), log["messages"].as_array())
                 else {
-                    return Err(format!(
-                        "{}: not an AgentDojo run log (no suite_name or messages)",
-                        path.display()
-                    ));
+                    return Err(ReplayLogError::NotAnAgentDojoLog(path));
                 };
                 let user = log["user_task_id"].as_str().unwrap_or_default();
                 let case = match log["injection_task_id"].as_str() {
@@ -226,10 +306,7 @@ fn agentdojo_runs(dir: &Path) -> Result<HashMap<(String, u32), Recorded>, String
         }
     }
     if trials.is_empty() {
-        return Err(format!(
-            "{}: no trials.jsonl and no AgentDojo run logs (user_task_N/none/none.json, ...)",
-            dir.display()
-        ));
+        return Err(ReplayLogError::NoTrials(dir.to_owned()));
     }
     Ok(trials)
 }
@@ -270,7 +347,7 @@ fn from_record(r: &Value) -> Recorded {
 
 impl ReplayAgent {
     /// Loads a log (`FILE` or `FILE#PREFIX` for tau-bench task ids).
-    pub fn load(spec: &str) -> Result<ReplayAgent, String> {
+    pub fn load(spec: &str) -> Result<ReplayAgent, ReplayLogError> {
         let (file, prefix) = spec.split_once('#').unwrap_or((spec, "airline-test-"));
         let path = Path::new(file);
         if path.is_dir() && !path.join("trials.jsonl").exists() {
@@ -283,17 +360,25 @@ impl ReplayAgent {
         } else {
             path.to_owned()
         };
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ReplayLogError::Read {
+            path: path.clone(),
+            source,
+        })?;
         let items: Vec<Value> = if text.trim_start().starts_with('[') {
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            serde_json::from_str(&text).map_err(|source| ReplayLogError::Json {
+                path: path.clone(),
+                source,
+            })?
         } else {
             text.lines()
                 .enumerate()
                 .filter(|(_, l)| !l.trim().is_empty())
                 .map(|(i, l)| {
-                    serde_json::from_str(l)
-                        .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+                    serde_json::from_str(l).map_err(|source| ReplayLogError::JsonLine {
+                        path: path.clone(),
+                        line: i + 1,
+                        source,
+                    })
                 })
                 .collect::<Result<_, _>>()?
         };
@@ -308,11 +393,12 @@ impl ReplayAgent {
                     from_record(item),
                 )
             } else if let Some(traj) = item["traj"].as_array() {
-                let task = item["task_id"].as_u64().ok_or(format!(
-                    "{}: item {} has no task_id",
-                    path.display(),
-                    i + 1
-                ))?;
+                let task = item["task_id"]
+                    .as_u64()
+                    .ok_or_else(|| ReplayLogError::NoTaskId {
+                        path: path.clone(),
+                        item: i + 1,
+                    })?;
                 let mut rec = from_messages(traj);
                 if !tau_episode_ended(traj) {
                     rec.unfinished = Some(
@@ -329,21 +415,18 @@ impl ReplayAgent {
                     rec,
                 )
             } else if let Some(messages) = item["messages"].as_array() {
-                let case = item["case_id"].as_str().ok_or(format!(
-                    "{}: item {} has messages but no case_id",
-                    path.display(),
-                    i + 1
-                ))?;
+                let case = item["case_id"]
+                    .as_str()
+                    .ok_or_else(|| ReplayLogError::NoCaseId {
+                        path: path.clone(),
+                        item: i + 1,
+                    })?;
                 (
                     (case.to_owned(), item["epoch"].as_u64().unwrap_or(0) as u32),
                     from_messages(messages),
                 )
             } else {
-                return Err(format!(
-                    "{}: item {} is neither a trial record, an OpenAI-messages log nor a tau-bench trajectory",
-                    path.display(),
-                    i + 1
-                ));
+                return Err(ReplayLogError::UnknownItem { path, item: i + 1 });
             };
             trials.insert(key, rec);
         }

@@ -30,6 +30,44 @@ pub enum Isolation {
     None,
 }
 
+/// Why bubblewrap cannot sandbox agents here.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    /// It is not installed.
+    #[error("bwrap is not on PATH")]
+    NotOnPath,
+    /// It cannot be started.
+    #[error("cannot start {}: {source}", .bwrap.display())]
+    CannotStart {
+        /// The program.
+        bwrap: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It runs but cannot create namespaces (in a container, say).
+    #[error("{} cannot create a sandbox here: {stderr}", .bwrap.display())]
+    CannotSandbox {
+        /// The program.
+        bwrap: PathBuf,
+        /// What it said.
+        stderr: String,
+    },
+}
+
+/// `--isolation bubblewrap` where bubblewrap cannot sandbox agents. The user asked for what
+/// this machine cannot give (their input, as a run planned on it has always said).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--isolation bubblewrap: {0}; install bubblewrap (Debian: apt-get install bubblewrap) or choose --isolation auto"
+)]
+pub struct SandboxError(#[source] pub Unavailable);
+
+impl gauntlet_model::Classified for SandboxError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// How command agents are started, decided once per run.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
@@ -45,14 +83,14 @@ pub const UNISOLATED: &str = "command agents are NOT isolated: each can read the
 impl Sandbox {
     /// Decides how agents run: probes bubblewrap once (it may be installed yet unable to create
     /// namespaces, in a container). Returns the sandbox and the warning to show, if any.
-    pub fn detect(choice: Isolation) -> Result<(Sandbox, Option<String>), String> {
+    pub fn detect(choice: Isolation) -> Result<(Sandbox, Option<String>), SandboxError> {
         if choice == Isolation::None {
             return Ok((
                 Sandbox { bwrap: None },
                 Some(format!("{UNISOLATED} (--isolation none)")),
             ));
         }
-        let probe = find_on_path("bwrap").ok_or_else(|| "bwrap is not on PATH".to_owned());
+        let probe = find_on_path("bwrap").ok_or(Unavailable::NotOnPath);
         let probe = probe.and_then(|bwrap| {
             let out = std::process::Command::new(&bwrap)
                 .args(bwrap_args(Path::new("/"), &std::env::temp_dir()))
@@ -61,23 +99,22 @@ impl Sandbox {
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .output()
-                .map_err(|e| format!("cannot start {}: {e}", bwrap.display()))?;
+                .map_err(|source| Unavailable::CannotStart {
+                    bwrap: bwrap.clone(),
+                    source,
+                })?;
             if out.status.success() {
                 Ok(bwrap)
             } else {
-                Err(format!(
-                    "{} cannot create a sandbox here: {}",
-                    bwrap.display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
+                Err(Unavailable::CannotSandbox {
+                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                    bwrap,
+                })
             }
         });
         match (probe, choice) {
             (Ok(bwrap), _) => Ok((Sandbox { bwrap: Some(bwrap) }, None)),
-            (Err(why), Isolation::Bubblewrap) => Err(format!(
-                "--isolation bubblewrap: {why}; install bubblewrap (Debian: apt-get install \
-                 bubblewrap) or choose --isolation auto"
-            )),
+            (Err(why), Isolation::Bubblewrap) => Err(SandboxError(why)),
             (Err(why), _) => Ok((
                 Sandbox { bwrap: None },
                 Some(format!("{UNISOLATED} ({why})")),
@@ -177,7 +214,7 @@ fn bwrap_args(dir: &Path, scratch: &Path) -> Vec<std::ffi::OsString> {
     // folder covers them all, then the trial's own is bound back.
     if let Some(siblings) = scratch
         .parent()
-        .filter(|p| Ok(*p) == crate::scratch::parent())
+        .filter(|p| crate::scratch::parent().is_ok_and(|parent| *p == parent))
     {
         args.extend(["--tmpfs".into(), siblings.into()]);
     }
@@ -192,4 +229,18 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
             .map(|p| p.join(name))
             .find(|p| p.is_file())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_required_sandbox_that_cannot_run_says_why_and_what_to_do() {
+        let e = SandboxError(Unavailable::NotOnPath);
+        assert_eq!(
+            e.to_string(),
+            "--isolation bubblewrap: bwrap is not on PATH; install bubblewrap (Debian: apt-get install bubblewrap) or choose --isolation auto"
+        );
+    }
 }

@@ -21,11 +21,36 @@ fn own() -> PathBuf {
     root().join(format!("p{}", std::process::id()))
 }
 
-static PARENT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+/// A scratch folder that cannot be made: the harness's failure (its temporary folder).
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    /// The folder of scratch folders cannot be made.
+    #[error("cannot make {}: {source}", .path.display())]
+    Parent {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The same, found when the process first tried (the first failure is kept).
+    #[error(transparent)]
+    ParentEarlier(&'static ScratchError),
+    /// A trial's own folder cannot be made.
+    #[error("cannot make the agent's scratch folder: {0}")]
+    Scratch(#[source] std::io::Error),
+}
+
+impl gauntlet_model::Classified for ScratchError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::Harness
+    }
+}
+
+static PARENT: OnceLock<Result<PathBuf, ScratchError>> = OnceLock::new();
 
 /// This process's folder of scratch folders, made (enter-only) on first use, after removing
 /// the folders of gauntlet processes that no longer run.
-pub(crate) fn parent() -> Result<&'static Path, String> {
+pub(crate) fn parent() -> Result<&'static Path, &'static ScratchError> {
     PARENT
         .get_or_init(|| {
             sweep_stale();
@@ -34,7 +59,10 @@ pub(crate) fn parent() -> Result<&'static Path, String> {
                 .recursive(true)
                 .mode(0o700)
                 .create(&root)
-                .map_err(|e| format!("cannot make {}: {e}", root.display()))?;
+                .map_err(|source| ScratchError::Parent {
+                    path: root.clone(),
+                    source,
+                })?;
             let own = own();
             match std::fs::DirBuilder::new().mode(0o300).create(&own) {
                 Ok(()) => Ok(own),
@@ -43,22 +71,21 @@ pub(crate) fn parent() -> Result<&'static Path, String> {
                     let _ = std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o300));
                     Ok(own)
                 }
-                Err(e) => Err(format!("cannot make {}: {e}", own.display())),
+                Err(source) => Err(ScratchError::Parent { path: own, source }),
             }
         })
         .as_ref()
         .map(PathBuf::as_path)
-        .map_err(Clone::clone)
 }
 
 /// A new scratch folder for one trial, removed when dropped.
-pub(crate) fn scratch() -> Result<tempfile::TempDir, String> {
-    let parent = parent()?;
+pub(crate) fn scratch() -> Result<tempfile::TempDir, ScratchError> {
+    let parent = parent().map_err(ScratchError::ParentEarlier)?;
     tempfile::Builder::new()
         .prefix("gauntlet-agent-")
         .rand_bytes(24)
         .tempdir_in(parent)
-        .map_err(|e| format!("cannot make the agent's scratch folder: {e}"))
+        .map_err(ScratchError::Scratch)
 }
 
 /// Removes this process's scratch folders (at the end of a command, and on a stop).

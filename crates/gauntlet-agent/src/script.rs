@@ -36,6 +36,25 @@ pub const BUILTIN_BEHAVIOURS: [(&str, &str); 6] = [
     ),
 ];
 
+/// `script:NAME` naming no case's script and no built-in behaviour: the user's input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no case defines script `{behaviour}` and it is not a built-in behaviour ({})",
+    .builtin.join(", ")
+)]
+pub struct UnknownScriptError {
+    /// The name asked for.
+    pub behaviour: String,
+    /// The built-in behaviours.
+    pub builtin: Vec<String>,
+}
+
+impl gauntlet_model::Classified for UnknownScriptError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Plays one plan per case.
 pub struct ScriptAgent {
     behaviour: String,
@@ -50,7 +69,7 @@ impl ScriptAgent {
     pub fn new<'a>(
         behaviour: &str,
         cases: impl IntoIterator<Item = &'a Case>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, UnknownScriptError> {
         let builtin = BUILTIN_BEHAVIOURS.iter().any(|(n, _)| *n == behaviour);
         let mut plans = HashMap::new();
         let mut alternates = HashMap::new();
@@ -69,11 +88,13 @@ impl ScriptAgent {
             }
         }
         if !builtin && !any {
-            let names: Vec<&str> = BUILTIN_BEHAVIOURS.iter().map(|(n, _)| *n).collect();
-            return Err(format!(
-                "no case defines script `{behaviour}` and it is not a built-in behaviour ({})",
-                names.join(", ")
-            ));
+            return Err(UnknownScriptError {
+                behaviour: behaviour.to_owned(),
+                builtin: BUILTIN_BEHAVIOURS
+                    .iter()
+                    .map(|(n, _)| (*n).to_owned())
+                    .collect(),
+            });
         }
         Ok(ScriptAgent {
             behaviour: behaviour.to_owned(),

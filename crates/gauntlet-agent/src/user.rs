@@ -62,6 +62,53 @@ pub struct PersonaCall {
     request: Value,
 }
 
+/// Why the simulated user cannot be played or cannot answer. A persona with no model or no
+/// endpoint, or a case with nothing to open with, is the user's input; a persona's model call
+/// that fails is the harness's.
+#[derive(Debug, thiserror::Error)]
+pub enum UserError {
+    /// A persona with no endpoint to play it.
+    #[error("{}", PERSONA_NEEDS_ENDPOINT)]
+    NeedsEndpoint,
+    /// A persona with no model to play it.
+    #[error("{}", PERSONA_NEEDS_MODEL)]
+    NeedsModel,
+    /// No `user_input` and no persona to say the first words.
+    #[error("the case has no user_input and its user no persona to open with")]
+    NothingToOpenWith,
+    /// The persona's model call did not get an answer.
+    #[error("the simulated user's model call failed: {0}")]
+    Call(#[source] reqwest::Error),
+    /// The persona's model answered something that is not JSON.
+    #[error("the simulated user's model answered something that is not JSON: {0}")]
+    NotJson(#[source] reqwest::Error),
+    /// The persona's model call failed with an HTTP status.
+    #[error("the simulated user's model call failed with {status}: {message}")]
+    Status {
+        /// The status.
+        status: reqwest::StatusCode,
+        /// The error's message, or the whole body.
+        message: String,
+    },
+    /// The persona's model answered with no text.
+    #[error("the simulated user's model gave no text: {0}")]
+    NoText(Value),
+}
+
+impl gauntlet_model::Classified for UserError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        match self {
+            UserError::NeedsEndpoint | UserError::NeedsModel | UserError::NothingToOpenWith => {
+                gauntlet_model::ErrorKind::InvalidInput
+            }
+            UserError::Call(_)
+            | UserError::NotJson(_)
+            | UserError::Status { .. }
+            | UserError::NoText(_) => gauntlet_model::ErrorKind::Harness,
+        }
+    }
+}
+
 /// Answers the agent from a case's `user:` section.
 #[derive(Clone, Default)]
 pub struct SimulatedUser {
@@ -86,18 +133,18 @@ impl SimulatedUser {
         models: Option<&PersonaModels>,
         case_id: &str,
         epoch: u32,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, UserError> {
         let spec = spec.unwrap_or_default();
         let persona = match (&spec.persona, models) {
             (None, _) => None,
-            (Some(_), None) => return Err(PERSONA_NEEDS_ENDPOINT.to_owned()),
+            (Some(_), None) => return Err(UserError::NeedsEndpoint),
             (Some(_), Some(models)) => Some(PersonaLink {
                 gateway: Arc::clone(&models.gateway),
                 model: spec
                     .model
                     .clone()
                     .or_else(|| models.default_model.clone())
-                    .ok_or(PERSONA_NEEDS_MODEL)?,
+                    .ok_or(UserError::NeedsModel)?,
                 prompt: models.prompt.clone(),
                 case_id: case_id.to_owned(),
                 epoch,
@@ -242,7 +289,7 @@ pub fn persona_request(prompt: &str, persona: &str, model: &str, history: &[&Eve
 impl PersonaCall {
     /// Asks the persona's model for the user's next message, through the gateway (so the call
     /// is recorded in the trial and in the cassette).
-    pub async fn answer(self, trial: Arc<dyn ModelCallRecorder>) -> Result<String, String> {
+    pub async fn answer(self, trial: Arc<dyn ModelCallRecorder>) -> Result<String, UserError> {
         let trial = self
             .link
             .gateway
@@ -256,24 +303,20 @@ impl PersonaCall {
             .json(&self.request)
             .send()
             .await
-            .map_err(|e| format!("the simulated user's model call failed: {e}"))?;
+            .map_err(UserError::Call)?;
         let status = response.status();
-        let body: Value = response.json().await.map_err(|e| {
-            format!("the simulated user's model answered something that is not JSON: {e}")
-        })?;
+        let body: Value = response.json().await.map_err(UserError::NotJson)?;
         if !status.is_success() {
             let message = body["error"]["message"]
                 .as_str()
                 .map_or_else(|| body.to_string(), str::to_owned);
-            return Err(format!(
-                "the simulated user's model call failed with {status}: {message}"
-            ));
+            return Err(UserError::Status { status, message });
         }
         body["choices"][0]["message"]["content"]
             .as_str()
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| format!("the simulated user's model gave no text: {body}"))
+            .ok_or_else(|| UserError::NoText(body.clone()))
     }
 }
 

@@ -262,10 +262,10 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     let mut summary = Summary::default();
     let mut lines = String::new();
     for (index, task) in domain.tasks.iter().enumerate() {
-        let at = |m: String| {
+        let at = |e: TaskError| {
             invalid(
                 &domain.tasks_path,
-                &format!("task {index} ({}): {m}", task_id(task).unwrap_or_default()),
+                &format!("task {index} ({}): {e}", task_id(task).unwrap_or_default()),
             )
         };
         let mut case = case_of(&domain, task, &mut summary).map_err(at)?;
@@ -342,9 +342,121 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
     Ok(summary)
 }
 
+/// Why a tau2 task cannot be made a case: the published data is not what the importer reads
+/// (the user's input, every time).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TaskError {
+    /// The task has no id.
+    #[error("no `id` (a string)")]
+    NoId,
+    /// The task has no user instructions.
+    #[error("no user_scenario.instructions (a string or an object)")]
+    NoInstructions,
+    /// Structured instructions with none of the parts the importer reads.
+    #[error(
+        "user_scenario.instructions has none of reason_for_call, known_info, unknown_info, task_instructions"
+    )]
+    EmptyInstructions,
+    /// An action with no name.
+    #[error("{action} has no name (a string)")]
+    NoName {
+        /// Which action (`actions[2]`).
+        action: String,
+    },
+    /// An action whose arguments are not an object.
+    #[error("{action}: arguments is not an object")]
+    ArgumentsNotAnObject {
+        /// Which action (`actions[2]`).
+        action: String,
+    },
+    /// `add_notification` without its id.
+    #[error("add_notification needs notification_id")]
+    NoNotificationId,
+    /// A user-side function the importer does not apply.
+    #[error("user-side function `{0}` is not supported (supported: add_notification)")]
+    UnsupportedUserFunction(String),
+    /// An environment assertion without a string argument it needs.
+    #[error("{assertion} needs {argument} (a string)")]
+    MissingAssertionArgument {
+        /// The assertion.
+        assertion: String,
+        /// The argument.
+        argument: String,
+    },
+    /// `assert_number_of_tasks` without its count.
+    #[error("assert_number_of_tasks needs expected_number (a count)")]
+    NoExpectedNumber,
+    /// An environment assertion the importer cannot express.
+    #[error(
+        "environment assertion `{0}` is not supported (supported: assert_task_status, assert_number_of_tasks, assert_notification_status)"
+    )]
+    UnsupportedAssertion(String),
+    /// The world refused an initialization action.
+    #[error("initialization_actions[{index}]: {tool} refused: {message}")]
+    InitializationRefused {
+        /// Its position.
+        index: usize,
+        /// The tool.
+        tool: String,
+        /// The world's refusal.
+        message: String,
+    },
+    /// The world refused a tool call of the message history.
+    #[error("message_history: {tool} refused: {message}")]
+    HistoryRefused {
+        /// The tool.
+        tool: String,
+        /// The world's refusal.
+        message: String,
+    },
+    /// `evaluation_criteria.actions` that is not a list.
+    #[error("evaluation_criteria.actions is not an array")]
+    ActionsNotAnArray,
+    /// A gold action of the user's side.
+    #[error("actions[{index}] ({name}) is the {side}'s: gauntlet's simulated user has no tools")]
+    NotTheAssistants {
+        /// Its position.
+        index: usize,
+        /// The function.
+        name: String,
+        /// Whose it is.
+        side: String,
+    },
+    /// `evaluation_criteria.env_assertions` that is not a list.
+    #[error("evaluation_criteria.env_assertions is not an array")]
+    AssertionsNotAnArray,
+    /// An assertion that must not hold.
+    #[error("env_assertions[{index}] ({name}): `assert_value: false` is not supported")]
+    NegatedAssertion {
+        /// Its position.
+        index: usize,
+        /// The assertion.
+        name: String,
+    },
+    /// `compare_args` that is not a list.
+    #[error("compare_args of {tool} is not a list: {value}")]
+    CompareArgsNotAList {
+        /// The tool.
+        tool: String,
+        /// What was written.
+        value: Value,
+    },
+    /// Gold calls of one tool that compare different arguments.
+    #[error(
+        "{0}'s gold calls compare different arguments; gauntlet compares a tool's arguments one way per case"
+    )]
+    CompareArgsDiffer(String),
+}
+
+impl gauntlet_model::Classified for TaskError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// A task's user instructions as one text: tau2 gives a string, or a structure (reason for
 /// the call, what the user knows and does not know, how to behave).
-fn instructions_text(scenario: &Value) -> Result<String, String> {
+fn instructions_text(scenario: &Value) -> Result<String, TaskError> {
     match &scenario["instructions"] {
         Value::String(s) => Ok(s.clone()),
         Value::Object(parts) => {
@@ -360,29 +472,31 @@ fn instructions_text(scenario: &Value) -> Result<String, String> {
                 }
             }
             if text.is_empty() {
-                return Err(
-                    "user_scenario.instructions has none of reason_for_call, known_info, \
-                            unknown_info, task_instructions"
-                        .into(),
-                );
+                return Err(TaskError::EmptyInstructions);
             }
             Ok(text.join("\n"))
         }
-        _ => Err("no user_scenario.instructions (a string or an object)".into()),
+        _ => Err(TaskError::NoInstructions),
     }
 }
 
 /// A call of an action: `{name, arguments}` (gold actions) or `{func_name, arguments}`
 /// (initialization actions), on the side that makes it.
-fn call_of(action: &Value, what: &str) -> Result<(String, Value, String), String> {
+fn call_of(action: &Value, what: &str) -> Result<(String, Value, String), TaskError> {
     let name = action["name"]
         .as_str()
         .or_else(|| action["func_name"].as_str())
-        .ok_or(format!("{what} has no name (a string)"))?;
+        .ok_or_else(|| TaskError::NoName {
+            action: what.to_owned(),
+        })?;
     let args = match &action["arguments"] {
         Value::Null => json!({}),
         v @ Value::Object(_) => v.clone(),
-        _ => return Err(format!("{what}: arguments is not an object")),
+        _ => {
+            return Err(TaskError::ArgumentsNotAnObject {
+                action: what.to_owned(),
+            });
+        }
     };
     let side = action["requestor"]
         .as_str()
@@ -393,12 +507,12 @@ fn call_of(action: &Value, what: &str) -> Result<(String, Value, String), String
 }
 
 /// Applies a user-side function to the user database (the mock user's notifications).
-fn user_call(state: &mut Value, name: &str, args: &Value) -> Result<(), String> {
+fn user_call(state: &mut Value, name: &str, args: &Value) -> Result<(), TaskError> {
     match name {
         "add_notification" => {
             let id = args["notification_id"]
                 .as_str()
-                .ok_or("add_notification needs notification_id")?;
+                .ok_or(TaskError::NoNotificationId)?;
             state["user_db"]["notifications"][id] = json!({
                 "notification_id": id,
                 "message": args["message"],
@@ -407,19 +521,20 @@ fn user_call(state: &mut Value, name: &str, args: &Value) -> Result<(), String> 
             });
             Ok(())
         }
-        other => Err(format!(
-            "user-side function `{other}` is not supported (supported: add_notification)"
-        )),
+        other => Err(TaskError::UnsupportedUserFunction(other.to_owned())),
     }
 }
 
 /// An environment assertion as a JSON Pointer into the state and the value it must have there.
-fn assertion_path(name: &str, args: &Value) -> Result<(String, Value), String> {
+fn assertion_path(name: &str, args: &Value) -> Result<(String, Value), TaskError> {
     let arg = |k: &str| {
         args[k]
             .as_str()
             .map(gauntlet_model::path::escape_segment)
-            .ok_or(format!("{name} needs {k} (a string)"))
+            .ok_or_else(|| TaskError::MissingAssertionArgument {
+                assertion: name.to_owned(),
+                argument: k.to_owned(),
+            })
     };
     Ok(match name {
         "assert_task_status" => (
@@ -429,7 +544,7 @@ fn assertion_path(name: &str, args: &Value) -> Result<(String, Value), String> {
         "assert_number_of_tasks" => {
             let n = args["expected_number"]
                 .as_u64()
-                .ok_or("assert_number_of_tasks needs expected_number (a count)")?;
+                .ok_or(TaskError::NoExpectedNumber)?;
             (
                 format!("/users/{}/tasks", arg("user_id")?),
                 json!({"$count": n}),
@@ -440,10 +555,7 @@ fn assertion_path(name: &str, args: &Value) -> Result<(String, Value), String> {
             args["expected_status"].clone(),
         ),
         other => {
-            return Err(format!(
-                "environment assertion `{other}` is not supported (supported: \
-                 assert_task_status, assert_number_of_tasks, assert_notification_status)"
-            ));
+            return Err(TaskError::UnsupportedAssertion(other.to_owned()));
         }
     })
 }
@@ -484,8 +596,8 @@ fn history(messages: &[Value]) -> (String, Vec<(String, Value)>) {
 }
 
 /// One task as a case (JSON).
-fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value, String> {
-    let id = task_id(task).ok_or("no `id` (a string)")?;
+fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value, TaskError> {
+    let id = task_id(task).ok_or(TaskError::NoId)?;
     let case_id = format!("{}-{id}", domain.spec.name);
     let mut input = instructions_text(&task["user_scenario"])?;
     let criteria = &task["evaluation_criteria"];
@@ -518,7 +630,11 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
                 [(name.as_str(), &args)],
             );
             if let Some((tool, e)) = refused.first() {
-                return Err(format!("initialization_actions[{i}]: {tool} refused: {e}"));
+                return Err(TaskError::InitializationRefused {
+                    index: i,
+                    tool: tool.clone(),
+                    message: e.clone(),
+                });
             }
             start = after;
         }
@@ -531,7 +647,10 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
             calls.iter().map(|(n, a)| (n.as_str(), a)),
         );
         if let Some((tool, e)) = refused.first() {
-            return Err(format!("message_history: {tool} refused: {e}"));
+            return Err(TaskError::HistoryRefused {
+                tool: tool.clone(),
+                message: e.clone(),
+            });
         }
         start = after;
         input = format!("{text}\nNow:\n{input}");
@@ -542,15 +661,17 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
     let actions = match &criteria["actions"] {
         Value::Null => None,
         Value::Array(a) => Some(a.as_slice()),
-        _ => return Err("evaluation_criteria.actions is not an array".into()),
+        _ => return Err(TaskError::ActionsNotAnArray),
     };
     let mut gold_calls = Vec::new();
     for (i, action) in actions.into_iter().flatten().enumerate() {
         let (name, args, side) = call_of(action, &format!("actions[{i}]"))?;
         if side != "assistant" {
-            return Err(format!(
-                "actions[{i}] ({name}) is the {side}'s: gauntlet's simulated user has no tools"
-            ));
+            return Err(TaskError::NotTheAssistants {
+                index: i,
+                name,
+                side,
+            });
         }
         gold_calls.push((name, args, action["compare_args"].clone()));
     }
@@ -572,7 +693,7 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
     let assertions = match &criteria["env_assertions"] {
         Value::Null => None,
         Value::Array(a) => Some(a.as_slice()),
-        _ => return Err("evaluation_criteria.env_assertions is not an array".into()),
+        _ => return Err(TaskError::AssertionsNotAnArray),
     };
     let mut expected = Map::new();
     // tau2 rewards 1 on the environment when a task has neither gold actions nor assertions.
@@ -590,9 +711,7 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
     for (i, a) in assertions.into_iter().flatten().enumerate() {
         let (name, args, _) = call_of(a, &format!("env_assertions[{i}]"))?;
         if a["assert_value"] == json!(false) {
-            return Err(format!(
-                "env_assertions[{i}] ({name}): `assert_value: false` is not supported"
-            ));
+            return Err(TaskError::NegatedAssertion { index: i, name });
         }
         let (path, want) = assertion_path(&name, &args)?;
         summary.env_assertions += 1;
@@ -695,23 +814,25 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
 
 /// tau2's action check as a trajectory match: every gold call made (superset), its arguments
 /// compared on `compare_args` (all the gold call's arguments when absent; none when empty).
-fn action_match(calls: &[(String, Value, Value)]) -> Result<Value, String> {
+fn action_match(calls: &[(String, Value, Value)]) -> Result<Value, TaskError> {
     let mut overrides: BTreeMap<&str, Value> = BTreeMap::new();
     for (tool, _, compare) in calls {
         let o = match compare {
             Value::Null => continue,
             Value::Array(keys) if keys.is_empty() => json!("ignore"),
             Value::Array(keys) => json!(keys),
-            other => return Err(format!("compare_args of {tool} is not a list: {other}")),
+            other => {
+                return Err(TaskError::CompareArgsNotAList {
+                    tool: tool.clone(),
+                    value: other.clone(),
+                });
+            }
         };
         if overrides
             .insert(tool, o.clone())
             .is_some_and(|prev| prev != o)
         {
-            return Err(format!(
-                "{tool}'s gold calls compare different arguments; gauntlet compares a tool's \
-                 arguments one way per case"
-            ));
+            return Err(TaskError::CompareArgsDiffer(tool.clone()));
         }
     }
     Ok(json!({"mode": "superset", "args": "superset", "overrides": overrides}))

@@ -212,7 +212,7 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
         let case_id = format!("{}-{}-{index}", opts.domain, opts.split);
         let at = format!("{}: task {index}", tasks_path.display());
         let (mut case, refused) = case_of(&case_id, spec.name, task, &world, &initial)
-            .map_err(|m| invalid(&tasks_path, &format!("{at}: {m}")))?;
+            .map_err(|e| invalid(&tasks_path, &format!("{at}: {e}")))?;
         if opts.persona
             && let Some(instruction) = case.as_object_mut().and_then(|c| c.remove("user_input"))
         {
@@ -344,6 +344,27 @@ pub fn run_gold(
     )
 }
 
+/// Why a tau-bench task cannot be made a case: the published data is not what the importer
+/// reads (the user's input, every time).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    /// The task has no instruction.
+    #[error("no `instruction` (a string)")]
+    NoInstruction,
+    /// The task has no gold actions.
+    #[error("no `actions` (an array)")]
+    NoActions,
+    /// A gold action without its name or arguments.
+    #[error("actions[{0}] needs `name` (a string) and `kwargs` (an object)")]
+    BadAction(usize),
+}
+
+impl gauntlet_model::Classified for TaskError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// One task as a case (JSON), with the gold actions the world refused.
 fn case_of(
     case_id: &str,
@@ -351,18 +372,14 @@ fn case_of(
     task: &Value,
     world: &std::sync::Arc<World>,
     initial: &std::sync::Arc<Value>,
-) -> Result<(Value, Vec<String>), String> {
+) -> Result<(Value, Vec<String>), TaskError> {
     let instruction = task["instruction"]
         .as_str()
-        .ok_or("no `instruction` (a string)")?;
-    let actions = task["actions"]
-        .as_array()
-        .ok_or("no `actions` (an array)")?;
+        .ok_or(TaskError::NoInstruction)?;
+    let actions = task["actions"].as_array().ok_or(TaskError::NoActions)?;
     for (i, a) in actions.iter().enumerate() {
         if !a["name"].is_string() || !a["kwargs"].is_object() {
-            return Err(format!(
-                "actions[{i}] needs `name` (a string) and `kwargs` (an object)"
-            ));
+            return Err(TaskError::BadAction(i));
         }
     }
     let (after, refused) = run_gold(world, initial, actions);

@@ -33,7 +33,7 @@ pub mod stored_state;
 pub mod trajectory;
 pub mod world;
 
-pub use attack::{Attack, CallPattern, InjectionVector, Predicate};
+pub use attack::{Attack, CallPattern, InjectionVector, NoTemplateError, Predicate};
 pub use benchmark::{BenchmarkHeadline, BenchmarkSpec, Metrics};
 pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
@@ -46,12 +46,12 @@ pub use labels::{
     CalibrationFile, CalibrationThresholds, JudgeIdentity, Label, LabelValue, SegmentValue,
     Segments,
 };
-pub use matcher::{Expectation, Matcher, MatcherError, ReservedKey};
+pub use matcher::{Expectation, Matcher, MatcherError, MatcherSyntaxError, ReservedKey};
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
     Evaluation, EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod,
     Observed, Price, RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats,
-    Shard, TrialRecord, TrialStatus, TrialSummary, Verdict, Versions,
+    Shard, ShardSyntaxError, TrialRecord, TrialStatus, TrialSummary, Verdict, Versions,
 };
 pub use score::{Dimension, Needs, NotApplicable, Score, Severity};
 pub use trajectory::{Event, SideEffect, StateChange, ToolCall, ToolError, Trajectory};

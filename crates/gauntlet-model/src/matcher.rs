@@ -92,49 +92,107 @@ pub struct MatcherError {
     pub message: String,
 }
 
+/// Why a `$`-matcher cannot be read: the case's input, always.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MatcherSyntaxError {
+    /// A `$`-key shares its object with other keys.
+    #[error("matcher `{0}` must be the only key of its object")]
+    NotAlone(String),
+    /// A bound other than `min` or `max`.
+    #[error("unknown bound `{bound}` in `{matcher}` (expected min, max)")]
+    UnknownBound {
+        /// The bound written.
+        bound: String,
+        /// The matcher (`$range`, `$count`).
+        matcher: String,
+    },
+    /// `min` or `max` that is not a number.
+    #[error("`{matcher}.{bound}` must be a number, not {value}")]
+    BoundNotANumber {
+        /// The matcher (`$range`, `$count`).
+        matcher: String,
+        /// `min` or `max`.
+        bound: String,
+        /// What was written.
+        value: Value,
+    },
+    /// Bounds that are neither a number nor `{min, max}`.
+    #[error("`{matcher}` takes a number or {{min, max}}, not {value}")]
+    BadBounds {
+        /// The matcher (`$range`, `$count`).
+        matcher: String,
+        /// What was written.
+        value: Value,
+    },
+    /// `$absent` or `$present` with something other than `true`.
+    #[error("`{0}` takes `true`")]
+    NotTrue(String),
+    /// `$regex` with something other than a string.
+    #[error("`$regex` takes a string, not {0}")]
+    RegexNotAString(Value),
+    /// `$one_of` with something other than a list.
+    #[error("`$one_of` takes a list, not {0}")]
+    OneOfNotAList(Value),
+    /// A `$`-key that is no matcher.
+    #[error(
+        "unknown matcher `{0}` (expected $equals, $absent, $present, $contains, $regex, $range, $count, $one_of)"
+    )]
+    Unknown(String),
+}
+
+impl crate::Classified for MatcherSyntaxError {
+    fn kind(&self) -> crate::ErrorKind {
+        crate::ErrorKind::InvalidInput
+    }
+}
+
 impl Matcher {
     /// Reads a literal or a `$`-matcher.
-    pub fn from_json(value: &Value) -> Result<Matcher, String> {
+    pub fn from_json(value: &Value) -> Result<Matcher, MatcherSyntaxError> {
         let Value::Object(map) = value else {
             return Ok(Matcher::Equals(value.clone()));
         };
         let Some((key, arg)) = map.iter().next().filter(|(k, _)| k.starts_with('$')) else {
             if let Some(k) = map.keys().find(|k| k.starts_with('$')) {
-                return Err(format!("matcher `{k}` must be the only key of its object"));
+                return Err(MatcherSyntaxError::NotAlone(k.clone()));
             }
             return Ok(Matcher::Equals(value.clone()));
         };
         if map.len() != 1 {
-            return Err(format!(
-                "matcher `{key}` must be the only key of its object"
-            ));
+            return Err(MatcherSyntaxError::NotAlone(key.clone()));
         }
-        let bounds = |arg: &Value| -> Result<(Option<f64>, Option<f64>), String> {
+        let bounds = |arg: &Value| -> Result<(Option<f64>, Option<f64>), MatcherSyntaxError> {
             match arg {
                 Value::Number(n) => Ok((n.as_f64(), n.as_f64())),
                 Value::Object(b) => {
                     if let Some(k) = b.keys().find(|k| *k != "min" && *k != "max") {
-                        return Err(format!(
-                            "unknown bound `{k}` in `{key}` (expected min, max)"
-                        ));
+                        return Err(MatcherSyntaxError::UnknownBound {
+                            bound: k.clone(),
+                            matcher: key.clone(),
+                        });
                     }
                     let num = |name: &str| match b.get(name) {
                         None | Some(Value::Null) => Ok(None),
                         Some(Value::Number(n)) => Ok(n.as_f64()),
-                        Some(other) => Err(format!("`{key}.{name}` must be a number, not {other}")),
+                        Some(other) => Err(MatcherSyntaxError::BoundNotANumber {
+                            matcher: key.clone(),
+                            bound: name.to_owned(),
+                            value: other.clone(),
+                        }),
                     };
                     Ok((num("min")?, num("max")?))
                 }
-                other => Err(format!(
-                    "`{key}` takes a number or {{min, max}}, not {other}"
-                )),
+                other => Err(MatcherSyntaxError::BadBounds {
+                    matcher: key.clone(),
+                    value: other.clone(),
+                }),
             }
         };
         Ok(match key.as_str() {
             "$equals" => Matcher::Equals(arg.clone()),
             "$absent" | "$present" => {
                 if arg != &Value::Bool(true) {
-                    return Err(format!("`{key}` takes `true`"));
+                    return Err(MatcherSyntaxError::NotTrue(key.clone()));
                 }
                 if key == "$absent" {
                     Matcher::Absent
@@ -145,7 +203,7 @@ impl Matcher {
             "$contains" => Matcher::Contains(arg.clone()),
             "$regex" => match arg {
                 Value::String(s) => Matcher::Regex(s.clone()),
-                other => return Err(format!("`$regex` takes a string, not {other}")),
+                other => return Err(MatcherSyntaxError::RegexNotAString(other.clone())),
             },
             "$range" => {
                 let (min, max) = bounds(arg)?;
@@ -157,13 +215,10 @@ impl Matcher {
             }
             "$one_of" => match arg {
                 Value::Array(items) => Matcher::OneOf(items.clone()),
-                other => return Err(format!("`$one_of` takes a list, not {other}")),
+                other => return Err(MatcherSyntaxError::OneOfNotAList(other.clone())),
             },
             other => {
-                return Err(format!(
-                    "unknown matcher `{other}` (expected $equals, $absent, $present, $contains, \
-                     $regex, $range, $count, $one_of)"
-                ));
+                return Err(MatcherSyntaxError::Unknown(other.to_owned()));
             }
         })
     }
@@ -201,9 +256,9 @@ pub fn state_expectations(
                 path: k.clone(),
                 matcher,
             }),
-            Err(message) => errors.push(MatcherError {
+            Err(e) => errors.push(MatcherError {
                 path: k.clone(),
-                message,
+                message: e.to_string(),
             }),
         }
     }
@@ -256,8 +311,11 @@ mod tests {
     #[test]
     fn unknown_matcher_is_an_error() {
         let err = Matcher::from_json(&json!({"$equal": 1})).unwrap_err();
-        assert!(err.contains("unknown matcher `$equal`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown matcher `$equal`"),
+            "{err}"
+        );
         let err = Matcher::from_json(&json!({"$equals": 1, "x": 2})).unwrap_err();
-        assert!(err.contains("only key"), "{err}");
+        assert!(err.to_string().contains("only key"), "{err}");
     }
 }

@@ -138,12 +138,23 @@ impl Shard {
     }
 }
 
+/// A `--shard` that is not `I/N` with 1 <= I <= N: the user's input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a shard: write I/N, with 1 <= I <= N (such as 2/4)")]
+pub struct ShardSyntaxError(pub String);
+
+impl crate::Classified for ShardSyntaxError {
+    fn kind(&self) -> crate::ErrorKind {
+        crate::ErrorKind::InvalidInput
+    }
+}
+
 impl std::str::FromStr for Shard {
-    type Err = String;
+    type Err = ShardSyntaxError;
 
     /// Parses `I/N` with 1 <= I <= N.
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("`{s}` is not a shard: write I/N, with 1 <= I <= N (such as 2/4)");
+    fn from_str(s: &str) -> Result<Shard, ShardSyntaxError> {
+        let bad = || ShardSyntaxError(s.to_owned());
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
             i.trim().parse::<u32>().map_err(|_| bad())?,

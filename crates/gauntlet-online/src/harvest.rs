@@ -46,6 +46,45 @@ impl Feedback {
     }
 }
 
+/// A `--where` filter that does not compile or does not give a boolean: the user's input (the
+/// row it reads comes from the lake, a stored file).
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    /// The expression does not parse.
+    #[error("--where `{text}`: {source}")]
+    Syntax {
+        /// The expression.
+        text: String,
+        /// Why.
+        source: cel::ParseErrors,
+    },
+    /// A field of the row cannot be given to CEL.
+    #[error("{0}")]
+    Field(#[source] cel::SerializationError),
+    /// The expression gave something other than a boolean.
+    #[error("--where `{text}` gave {value:?}, not true or false")]
+    NotABoolean {
+        /// The expression.
+        text: String,
+        /// What it gave.
+        value: cel::Value,
+    },
+    /// The expression failed on the row.
+    #[error("--where `{text}`: {source}")]
+    Execution {
+        /// The expression.
+        text: String,
+        /// Why.
+        source: cel::ExecutionError,
+    },
+}
+
+impl gauntlet_model::Classified for FilterError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// A `--where` filter: a CEL expression over a row's fields.
 pub struct Filter {
     program: cel::Program,
@@ -54,29 +93,35 @@ pub struct Filter {
 
 impl Filter {
     /// Compiles the expression; a syntax error is described.
-    pub fn compile(text: &str) -> Result<Filter, String> {
+    pub fn compile(text: &str) -> Result<Filter, FilterError> {
         cel::Program::compile(text)
             .map(|program| Filter {
                 program,
                 text: text.to_owned(),
             })
-            .map_err(|e| format!("--where `{text}`: {e}"))
+            .map_err(|source| FilterError::Syntax {
+                text: text.to_owned(),
+                source,
+            })
     }
 
     /// Whether the row passes; an expression that does not give a boolean is an error.
-    pub fn matches(&self, fields: &Value) -> Result<bool, String> {
+    pub fn matches(&self, fields: &Value) -> Result<bool, FilterError> {
         let mut cx = cel::Context::default();
         for (k, v) in fields.as_object().into_iter().flatten() {
-            let v = cel::to_value(v).map_err(|e| e.to_string())?;
+            let v = cel::to_value(v).map_err(FilterError::Field)?;
             cx.add_variable_from_value(k.clone(), v);
         }
         match self.program.execute(&cx) {
             Ok(cel::Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!(
-                "--where `{}` gave {other:?}, not true or false",
-                self.text
-            )),
-            Err(e) => Err(format!("--where `{}`: {e}", self.text)),
+            Ok(value) => Err(FilterError::NotABoolean {
+                text: self.text.clone(),
+                value,
+            }),
+            Err(source) => Err(FilterError::Execution {
+                text: self.text.clone(),
+                source,
+            }),
         }
     }
 }
@@ -141,7 +186,7 @@ impl Harvester {
         row: &TraceRow,
         feedback: Option<&Feedback>,
         filter: Option<&Filter>,
-    ) -> Result<(), String> {
+    ) -> Result<(), FilterError> {
         self.out.examined += 1;
         let f = fields(row, feedback);
         let negative = f["rated"] == true && f["rating"].as_f64().is_some_and(|r| r < 0.0);
@@ -443,6 +488,7 @@ mod tests {
         assert!(
             bad.matches(&fields(&r, None))
                 .unwrap_err()
+                .to_string()
                 .contains("not true or false")
         );
         assert!(Filter::compile("status ==").is_err());

@@ -16,6 +16,28 @@ use serde_json::Value;
 /// Declared schemas whose validators are kept.
 const DECLARED: usize = 1_024;
 
+/// A policy a judge cannot be made of: the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A tool's parameters are not a JSON Schema.
+    #[error("tool `{tool}`: parameters are not a JSON Schema: {source}")]
+    ToolSchema {
+        /// The tool.
+        tool: String,
+        /// Why.
+        source: Box<jsonschema::ValidationError<'static>>,
+    },
+    /// The redaction settings (a pattern, a canary) do not compile; the redactor's words.
+    #[error("{0}")]
+    Redaction(String),
+}
+
+impl gauntlet_model::Classified for PolicyError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Judges traces against one policy.
 pub struct Judge {
     policy: Policy,
@@ -48,14 +70,18 @@ pub struct Judged {
 impl Judge {
     /// A judge for the policy; `key` keys redaction hashes. A bad tool schema or redaction
     /// pattern is named in the error.
-    pub fn new(policy: Policy, key: &str) -> Result<Judge, String> {
+    pub fn new(policy: Policy, key: &str) -> Result<Judge, PolicyError> {
         let mut validators = HashMap::new();
         for t in &policy.tools {
-            let v = jsonschema::validator_for(&t.parameters)
-                .map_err(|e| format!("tool `{}`: parameters are not a JSON Schema: {e}", t.name))?;
+            let v =
+                jsonschema::validator_for(&t.parameters).map_err(|e| PolicyError::ToolSchema {
+                    tool: t.name.clone(),
+                    source: Box::new(e),
+                })?;
             validators.insert(t.name.clone(), v);
         }
-        let redactor = Redactor::new(&policy.redaction, &policy.canaries, key)?;
+        let redactor = Redactor::new(&policy.redaction, &policy.canaries, key)
+            .map_err(PolicyError::Redaction)?;
         let kinds = policy
             .tools
             .iter()

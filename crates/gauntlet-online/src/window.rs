@@ -6,7 +6,65 @@ use gauntlet_model::TrialStatus;
 use gauntlet_stats::drift::{Observation, Sample};
 use serde_json::Value;
 
-use crate::lake::{TraceRow, agent_usage, files, read_trace_file};
+use crate::lake::{LakeError, TraceRow, agent_usage, files, read_trace_file};
+
+/// Why a window cannot be read: a path, a day or a range that is wrong, or a window with
+/// nothing in it, is the user's input; a lake or run that cannot be read says its own kind.
+#[derive(Debug, thiserror::Error)]
+pub enum WindowError {
+    /// `@FROM..TO` after a path that is no lake.
+    #[error("{}: a day range (@FROM..TO) needs a lake (a folder with traces/)", .0.display())]
+    RangeNeedsLake(PathBuf),
+    /// A side of the range that is not a day.
+    #[error("`{text}` is not a day (YYYY-MM-DD): {source}")]
+    NotADay {
+        /// What was written.
+        text: String,
+        /// Why.
+        source: jiff::Error,
+    },
+    /// A path that does not exist.
+    #[error("{}: no such run or lake", .0.display())]
+    NoSuchRunOrLake(PathBuf),
+    /// The lake cannot be read.
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    /// The run cannot be read.
+    #[error(transparent)]
+    Store(#[from] gauntlet_store::StoreError),
+    /// A run with no trials.
+    #[error("{}: no trials", .0.display())]
+    NoTrials(PathBuf),
+    /// A lake with no traces in the range.
+    #[error(
+        "{}: no traces between {} and {}",
+        .dir.display(),
+        .from.as_deref().unwrap_or("the start"),
+        .to.as_deref().unwrap_or("the end")
+    )]
+    NoTraces {
+        /// The lake.
+        dir: PathBuf,
+        /// The first day, if any.
+        from: Option<String>,
+        /// The last day, if any.
+        to: Option<String>,
+    },
+}
+
+impl gauntlet_model::Classified for WindowError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        match self {
+            WindowError::Lake(e) => e.kind(),
+            WindowError::Store(e) => e.kind(),
+            WindowError::RangeNeedsLake(_)
+            | WindowError::NotADay { .. }
+            | WindowError::NoSuchRunOrLake(_)
+            | WindowError::NoTrials(_)
+            | WindowError::NoTraces { .. } => gauntlet_model::ErrorKind::InvalidInput,
+        }
+    }
+}
 
 /// Where a window's trajectories are.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +82,7 @@ pub enum Source {
 impl Source {
     /// `PATH`, or `LAKE@FROM..TO` (days `YYYY-MM-DD`, either side may be empty). A folder with
     /// a `traces/` folder is a lake; anything else a run.
-    pub fn parse(text: &str) -> Result<Source, String> {
+    pub fn parse(text: &str) -> Result<Source, WindowError> {
         let (path, days) = match text.rsplit_once('@') {
             Some((p, d)) if d.contains("..") => (p, Some(d)),
             _ => (text, None),
@@ -34,19 +92,19 @@ impl Source {
         match days {
             Some(d) => {
                 if !is_lake {
-                    return Err(format!(
-                        "{}: a day range (@FROM..TO) needs a lake (a folder with traces/)",
-                        path.display()
-                    ));
+                    return Err(WindowError::RangeNeedsLake(path));
                 }
                 let (from, to) = d.split_once("..").expect("checked");
-                let day = |s: &str| -> Result<Option<String>, String> {
+                let day = |s: &str| -> Result<Option<String>, WindowError> {
                     if s.is_empty() {
                         return Ok(None);
                     }
                     s.parse::<jiff::civil::Date>()
                         .map(|d| Some(d.to_string()))
-                        .map_err(|e| format!("`{s}` is not a day (YYYY-MM-DD): {e}"))
+                        .map_err(|source| WindowError::NotADay {
+                            text: s.to_owned(),
+                            source,
+                        })
                 };
                 Ok(Source::Lake {
                     dir: path,
@@ -60,7 +118,7 @@ impl Source {
                 to: None,
             }),
             None if path.exists() => Ok(Source::Run(path)),
-            None => Err(format!("{}: no such run or lake", path.display())),
+            None => Err(WindowError::NoSuchRunOrLake(path)),
         }
     }
 }
@@ -84,14 +142,12 @@ fn observation_of_row<'a>(r: &'a TraceRow, scores: &'a Value) -> Observation<'a>
 }
 
 /// Reads a window into a sample.
-pub fn sample(source: &Source) -> Result<Sample, String> {
+pub fn sample(source: &Source) -> Result<Sample, WindowError> {
     let mut sample = Sample::default();
     match source {
         Source::Lake { dir, from, to } => {
-            for f in
-                files(dir, "traces", from.as_deref(), to.as_deref()).map_err(|e| e.to_string())?
-            {
-                for row in read_trace_file(&f).map_err(|e| e.to_string())? {
+            for f in files(dir, "traces", from.as_deref(), to.as_deref())? {
+                for row in read_trace_file(&f)? {
                     let scores: Value = serde_json::from_str(&row.scores).unwrap_or(Value::Null);
                     sample.add(observation_of_row(&row, &scores));
                 }
@@ -103,8 +159,8 @@ pub fn sample(source: &Source) -> Result<Sample, String> {
             } else {
                 path.parent().unwrap_or(Path::new("."))
             };
-            for t in gauntlet_store::read_trials_lean(dir).map_err(|e| e.to_string())? {
-                let t = t.map_err(|e| e.to_string())?;
+            for t in gauntlet_store::read_trials_lean(dir)? {
+                let t = t?;
                 let calls: Vec<_> = t.trajectory.tool_calls().collect();
                 let usage = agent_usage(&t.trajectory);
                 sample.add(Observation {
@@ -125,13 +181,12 @@ pub fn sample(source: &Source) -> Result<Sample, String> {
     }
     if sample.trajectories == 0 {
         return Err(match source {
-            Source::Run(p) => format!("{}: no trials", p.display()),
-            Source::Lake { dir, from, to } => format!(
-                "{}: no traces between {} and {}",
-                dir.display(),
-                from.as_deref().unwrap_or("the start"),
-                to.as_deref().unwrap_or("the end")
-            ),
+            Source::Run(p) => WindowError::NoTrials(p.clone()),
+            Source::Lake { dir, from, to } => WindowError::NoTraces {
+                dir: dir.clone(),
+                from: from.clone(),
+                to: to.clone(),
+            },
         });
     }
     Ok(sample)

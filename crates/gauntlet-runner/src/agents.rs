@@ -36,10 +36,12 @@ pub fn choose_agent<'s>(
 ) -> Result<ChosenAgent<'s>, PlanError> {
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
-    let agent: Arc<dyn Agent> = match parse_agent_spec(spec).map_err(PlanError::Agent)? {
+    let agent: Arc<dyn Agent> = match parse_agent_spec(spec)
+        .map_err(|e| PlanError::Agent(e.to_string()))?
+    {
         AgentSpec::Script(name) => {
-            let script =
-                ScriptAgent::new(&name, cases.iter().map(|c| &c.case)).map_err(PlanError::Agent)?;
+            let script = ScriptAgent::new(&name, cases.iter().map(|c| &c.case))
+                .map_err(|e| PlanError::Agent(e.to_string()))?;
             let skipped: Vec<&str> = cases
                 .iter()
                 .filter(|c| !script.has_plan(&c.case.case_id))
@@ -61,7 +63,8 @@ pub fn choose_agent<'s>(
             Arc::new(script)
         }
         AgentSpec::Command(command) => {
-            let (sandbox, warning) = Sandbox::detect(isolation).map_err(PlanError::Agent)?;
+            let (sandbox, warning) =
+                Sandbox::detect(isolation).map_err(|e| PlanError::Agent(e.to_string()))?;
             warnings.extend(warning);
             Arc::new(CommandAgent::new(
                 &command,
@@ -71,7 +74,7 @@ pub fn choose_agent<'s>(
             ))
         }
         AgentSpec::Replay(file) => {
-            let replay = ReplayAgent::load(&file).map_err(PlanError::Agent)?;
+            let replay = ReplayAgent::load(&file).map_err(|e| PlanError::Agent(e.to_string()))?;
             let before = cases.len();
             cases.retain(|c| replay.has_case(&c.case.case_id));
             if cases.is_empty() {

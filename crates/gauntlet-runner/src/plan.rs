@@ -376,7 +376,10 @@ pub fn custom_evaluators(suite: &Suite) -> Result<CustomEvaluators, PlanError> {
         .evaluators
         .iter()
         .map(|e| {
-            let runs = match e.source().map_err(PlanError::Evaluator)? {
+            let runs = match e
+                .source()
+                .map_err(|e| PlanError::Evaluator(e.to_string()))?
+            {
                 EvaluatorSource::Command(c) => CustomKind::Command(c.to_owned()),
                 EvaluatorSource::Script(file) => {
                     let path = suite.root.join(file);

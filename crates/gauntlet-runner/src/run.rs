@@ -213,7 +213,7 @@ async fn run_one(
         trial.epoch,
     ) {
         Ok(user) => user,
-        Err(why) => return (error_record(&trial, why), None),
+        Err(why) => return (error_record(&trial, why.to_string()), None),
     };
     let injections = match Injections::for_trial(trial.world.spec(), case.attack.as_ref()) {
         Ok(i) => i,
@@ -226,6 +226,7 @@ async fn run_one(
             let sandbox = sandbox.clone();
             let made = tokio::task::spawn_blocking(move || {
                 gauntlet_services::RealService::start_and_read(&spec, sandbox.as_deref())
+                    .map_err(|e| e.to_string())
             })
             .await
             .unwrap_or_else(|_| Err("starting the service panicked".to_owned()));
@@ -275,7 +276,9 @@ async fn run_one(
     let has_traps = case.checkpoints.iter().any(|c| c.trap);
     let env = SimulatedEnvironment::new(simulator, user, &case.user_input).shared();
     let run_agent = async {
-        let user_input = gauntlet_agent::conversation::open(&env, &case.user_input).await?;
+        let user_input = gauntlet_agent::conversation::open(&env, &case.user_input)
+            .await
+            .map_err(|e| e.to_string())?;
         let input = AgentInput {
             case_id: case.case_id.clone(),
             user_input,

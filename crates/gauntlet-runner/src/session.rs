@@ -356,8 +356,8 @@ impl<'s> Run<'s> {
             .unzip();
         // The servers of real-service worlds run in the same sandbox as command agents.
         let services_sandbox = if trials.iter().any(|t| t.world.spec().service.is_some()) {
-            let (sandbox, warning) =
-                gauntlet_agent::Sandbox::detect(self.isolation).map_err(RunError::Input)?;
+            let (sandbox, warning) = gauntlet_agent::Sandbox::detect(self.isolation)
+                .map_err(|e| RunError::Input(e.to_string()))?;
             if let Some(w) = warning {
                 observer.notice(Notice::Warning(w.replace(
                     "command agents are",

@@ -5,4 +5,5 @@
 pub mod service;
 pub mod upstream;
 
-pub use service::{RealService, remove_own, sweep_stale};
+pub use service::{RealService, ServiceError, remove_own, sweep_stale};
+pub use upstream::UpstreamError;

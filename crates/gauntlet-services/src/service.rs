@@ -16,7 +16,9 @@ use gauntlet_model::service::{ContentMode, ServiceKind, ServiceSpec};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::upstream::{CallFailure, Target, Upstream, UpstreamSpec, call, outcome_of};
+use crate::upstream::{
+    CallFailure, Target, Upstream, UpstreamError, UpstreamSpec, call, outcome_of,
+};
 
 /// Seconds a server may take to start, and to answer a call, unless the world says otherwise.
 const START_TIMEOUT_S: f64 = 60.0;
@@ -122,6 +124,179 @@ enum Request {
     },
 }
 
+/// Why a trial's service cannot be made, started or read. A fixture, a command or a repository
+/// the world describes wrongly is the user's input; a disk, a process or a thread that fails
+/// is the harness's.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// gauntlet is stopping, and makes no new trial folder.
+    #[error("gauntlet is stopping")]
+    Stopping,
+    /// A folder could not be created.
+    #[error("cannot create {path}: {source}")]
+    CreateFolder {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The trial's own temporary folder could not be made.
+    #[error("cannot make the trial's folder: {0}")]
+    TrialFolder(#[source] std::io::Error),
+    /// A file operation in the trial's folder failed.
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
+    /// A path found under the trial's folder is not under it.
+    #[error("{0}")]
+    OutsideFolder(#[source] std::path::StripPrefixError),
+    /// A folder of the fixture cannot be read.
+    #[error("cannot read the fixture {path}: {source}")]
+    ReadFixtureFolder {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The fixture's SQL script cannot be read.
+    #[error("cannot read {path}: {source}")]
+    ReadFixture {
+        /// The script.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file or folder of the trial's folder cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file cannot be copied into the trial's folder.
+    #[error("cannot copy {path}: {source}")]
+    Copy {
+        /// The file copied.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The fixture's SQL script fails.
+    #[error("{path}: {source}")]
+    FixtureSql {
+        /// The script.
+        path: PathBuf,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// The trial's database cannot be opened.
+    #[error("cannot open {path}: {source}")]
+    OpenDatabase {
+        /// The database.
+        path: PathBuf,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// The trial's database cannot be made or read.
+    #[error("{0}")]
+    Database(#[source] rusqlite::Error),
+    /// git cannot be run.
+    #[error("cannot run git: {0}")]
+    RunGit(#[source] std::io::Error),
+    /// git refused a command: the world's `branches` or `uncommitted` name what cannot be, or
+    /// the agent left the repository unreadable.
+    #[error("git {args} failed: {stderr}")]
+    Git {
+        /// Its arguments.
+        args: String,
+        /// What it wrote on stderr.
+        stderr: String,
+    },
+    /// `sh` cannot be run.
+    #[error("cannot run `{command}`: {source}")]
+    RunCommand {
+        /// The command.
+        command: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The world's `setup`, `snapshot` or `teardown` command failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    CommandFailed {
+        /// The command.
+        command: String,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// What it wrote on stderr.
+        stderr: String,
+    },
+    /// The snapshot command printed something other than JSON.
+    #[error("the snapshot command did not print JSON ({source}): {start}")]
+    SnapshotNotJson {
+        /// The cause.
+        source: serde_json::Error,
+        /// The first 200 characters it printed.
+        start: String,
+    },
+    /// The snapshot command printed JSON that is not an object.
+    #[error("the snapshot command must print one JSON object")]
+    SnapshotNotAnObject,
+    /// The service's thread could not make its runtime.
+    #[error("cannot start a runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The service's thread could not be started.
+    #[error("cannot start the service's thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// The service's thread ended before saying whether its server started.
+    #[error("the service's thread ended before its server started")]
+    ThreadEnded,
+    /// The world's MCP server could not be started or reached.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// The service did not start (for one of the reasons above).
+    #[error("the world's service did not start: {0}")]
+    DidNotStart(#[source] Box<ServiceError>),
+    /// The service started but its state could not be read.
+    #[error("the service's state could not be read: {0}")]
+    StateUnreadable(#[source] Box<ServiceError>),
+}
+
+impl gauntlet_model::Classified for ServiceError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        use gauntlet_model::ErrorKind::{Harness, InvalidInput};
+        match self {
+            ServiceError::ReadFixtureFolder { .. }
+            | ServiceError::ReadFixture { .. }
+            | ServiceError::FixtureSql { .. }
+            | ServiceError::Git { .. }
+            | ServiceError::CommandFailed { .. }
+            | ServiceError::SnapshotNotJson { .. }
+            | ServiceError::SnapshotNotAnObject => InvalidInput,
+            // A fixture file that is not there is the world's mistake; any other failure to
+            // copy is the disk's.
+            ServiceError::Copy { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                InvalidInput
+            }
+            ServiceError::Stopping
+            | ServiceError::CreateFolder { .. }
+            | ServiceError::TrialFolder(_)
+            | ServiceError::Io(_)
+            | ServiceError::OutsideFolder(_)
+            | ServiceError::Read { .. }
+            | ServiceError::Copy { .. }
+            | ServiceError::OpenDatabase { .. }
+            | ServiceError::Database(_)
+            | ServiceError::RunGit(_)
+            | ServiceError::RunCommand { .. }
+            | ServiceError::Runtime(_)
+            | ServiceError::Thread(_)
+            | ServiceError::ThreadEnded => Harness,
+            ServiceError::Upstream(e) => e.kind(),
+            ServiceError::DidNotStart(e) | ServiceError::StateUnreadable(e) => e.kind(),
+        }
+    }
+}
+
 /// One trial's service. Dropping it stops the server, runs `teardown` and removes the folder.
 pub struct RealService {
     spec: ServiceSpec,
@@ -138,17 +313,19 @@ impl RealService {
     pub fn start(
         spec: &ServiceSpec,
         sandbox: Option<&gauntlet_agent::Sandbox>,
-    ) -> Result<RealService, String> {
+    ) -> Result<RealService, ServiceError> {
         let stopping = SETTING_UP.lock().unwrap_or_else(|p| p.into_inner());
         if *stopping {
-            return Err("gauntlet is stopping".to_owned());
+            return Err(ServiceError::Stopping);
         }
-        std::fs::create_dir_all(trials_root())
-            .map_err(|e| format!("cannot create {}: {e}", trials_root().display()))?;
+        std::fs::create_dir_all(trials_root()).map_err(|source| ServiceError::CreateFolder {
+            path: trials_root(),
+            source,
+        })?;
         let dir = tempfile::Builder::new()
             .prefix(&format!("p{}-", std::process::id()))
             .tempdir_in(trials_root())
-            .map_err(|e| format!("cannot make the trial's folder: {e}"))?;
+            .map_err(ServiceError::TrialFolder)?;
         let work = dir.path().join("work");
         let fixture = spec.fixture.as_deref().map(Path::new);
         match spec.kind {
@@ -158,11 +335,11 @@ impl RealService {
                 make_repository(&work, &spec.branches, &spec.uncommitted)?;
             }
             ServiceKind::Sqlite => {
-                std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+                std::fs::create_dir_all(&work).map_err(ServiceError::Io)?;
                 make_database(fixture.unwrap_or(Path::new(".")), &work.join(DATABASE))?;
             }
             ServiceKind::Command => {
-                std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+                std::fs::create_dir_all(&work).map_err(ServiceError::Io)?;
                 if let Some(setup) = &spec.setup {
                     run_shell(setup, &work, fixture)?;
                 }
@@ -192,7 +369,7 @@ impl RealService {
             echo_stderr: false,
         };
         let (requests, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Request>();
-        let (ready, started) = mpsc::channel::<Result<(), String>>();
+        let (ready, started) = mpsc::channel::<Result<(), ServiceError>>();
         let thread = std::thread::Builder::new()
             .name("gauntlet-service".to_owned())
             .spawn(move || {
@@ -202,7 +379,7 @@ impl RealService {
                 {
                     Ok(r) => r,
                     Err(e) => {
-                        let _ = ready.send(Err(format!("cannot start a runtime: {e}")));
+                        let _ = ready.send(Err(ServiceError::Runtime(e)));
                         return;
                     }
                 };
@@ -210,7 +387,7 @@ impl RealService {
                     let mut server = match Upstream::connect(&upstream, start_timeout).await {
                         Ok(u) => u,
                         Err(e) => {
-                            let _ = ready.send(Err(e));
+                            let _ = ready.send(Err(e.into()));
                             return;
                         }
                     };
@@ -236,7 +413,7 @@ impl RealService {
                     server.stop();
                 });
             })
-            .map_err(|e| format!("cannot start the service's thread: {e}"))?;
+            .map_err(ServiceError::Thread)?;
         let mut service = RealService {
             spec: spec.clone(),
             dir: Some(dir),
@@ -253,7 +430,7 @@ impl RealService {
             }
             Err(_) => {
                 service.stop();
-                Err("the service's thread ended before its server started".to_owned())
+                Err(ServiceError::ThreadEnded)
             }
         }
     }
@@ -263,11 +440,11 @@ impl RealService {
     pub fn start_and_read(
         spec: &ServiceSpec,
         sandbox: Option<&gauntlet_agent::Sandbox>,
-    ) -> Result<(RealService, Value), String> {
+    ) -> Result<(RealService, Value), ServiceError> {
         let service = RealService::start(spec, sandbox)
-            .map_err(|e| format!("the world's service did not start: {e}"))?;
+            .map_err(|e| ServiceError::DidNotStart(Box::new(e)))?;
         let state = snapshot(spec, &service.work)
-            .map_err(|e| format!("the service's state could not be read: {e}"))?;
+            .map_err(|e| ServiceError::StateUnreadable(Box::new(e)))?;
         Ok((service, state))
     }
 
@@ -323,13 +500,14 @@ impl gauntlet_world::Service for RealService {
             .map_err(|_| gone())?
     }
 
+    // The world's trait says its errors in words.
     fn snapshot(&mut self) -> Result<Value, String> {
-        snapshot(&self.spec, &self.work)
+        snapshot(&self.spec, &self.work).map_err(|e| e.to_string())
     }
 }
 
 /// The state of a service's folder, as its kind reads it.
-pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, String> {
+pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, ServiceError> {
     let mode = spec.content.unwrap_or(ContentMode::Text);
     match spec.kind {
         ServiceKind::Directory => tree_state(dir, mode),
@@ -338,16 +516,15 @@ pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, String> {
         ServiceKind::Command => {
             let cmd = spec.snapshot.as_deref().unwrap_or("echo {}");
             let out = shell(cmd, dir, spec.fixture.as_deref().map(Path::new))?;
-            let v: Value = serde_json::from_str(&out).map_err(|e| {
-                format!(
-                    "the snapshot command did not print JSON ({e}): {}",
-                    out.chars().take(200).collect::<String>()
-                )
-            })?;
+            let v: Value =
+                serde_json::from_str(&out).map_err(|source| ServiceError::SnapshotNotJson {
+                    source,
+                    start: out.chars().take(200).collect(),
+                })?;
             if v.is_object() {
                 Ok(v)
             } else {
-                Err("the snapshot command must print one JSON object".to_owned())
+                Err(ServiceError::SnapshotNotAnObject)
             }
         }
     }
@@ -357,39 +534,49 @@ pub fn snapshot(spec: &ServiceSpec, dir: &Path) -> Result<Value, String> {
 const DATABASE: &str = "db.sqlite";
 
 /// The fixture database copied, or a fresh one made by the fixture's SQL script.
-fn make_database(fixture: &Path, db: &Path) -> Result<(), String> {
+fn make_database(fixture: &Path, db: &Path) -> Result<(), ServiceError> {
     let script = fixture
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("sql"));
     if script {
-        let sql = std::fs::read_to_string(fixture)
-            .map_err(|e| format!("cannot read {}: {e}", fixture.display()))?;
-        let conn = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
+        let sql = std::fs::read_to_string(fixture).map_err(|source| ServiceError::ReadFixture {
+            path: fixture.to_owned(),
+            source,
+        })?;
+        let conn = rusqlite::Connection::open(db).map_err(ServiceError::Database)?;
         conn.execute_batch(&sql)
-            .map_err(|e| format!("{}: {e}", fixture.display()))?;
+            .map_err(|source| ServiceError::FixtureSql {
+                path: fixture.to_owned(),
+                source,
+            })?;
     } else {
-        std::fs::copy(fixture, db)
-            .map_err(|e| format!("cannot copy {}: {e}", fixture.display()))?;
+        std::fs::copy(fixture, db).map_err(|source| ServiceError::Copy {
+            path: fixture.to_owned(),
+            source,
+        })?;
     }
     Ok(())
 }
 
 /// `{tables: {NAME: [ROW, ...]}}`: every table's rows as objects, ordered by their first column.
-fn database_state(db: &Path) -> Result<Value, String> {
+fn database_state(db: &Path) -> Result<Value, ServiceError> {
     use rusqlite::types::ValueRef;
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(|e| format!("cannot open {}: {e}", db.display()))?;
+            .map_err(|source| ServiceError::OpenDatabase {
+                path: db.to_owned(),
+                source,
+            })?;
     let names: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| e.to_string())?;
+        .map_err(ServiceError::Database)?;
     let mut tables = Map::new();
     for name in names {
         let quoted = format!("\"{}\"", name.replace('"', "\"\""));
         let mut st = conn
             .prepare(&format!("SELECT * FROM {quoted} ORDER BY 1"))
-            .map_err(|e| e.to_string())?;
+            .map_err(ServiceError::Database)?;
         let columns: Vec<String> = st.column_names().map(str::to_owned).collect();
         let rows: Vec<Value> = st
             .query_map([], |r| {
@@ -407,20 +594,22 @@ fn database_state(db: &Path) -> Result<Value, String> {
                 Ok(Value::Object(row))
             })
             .and_then(|rows| rows.collect())
-            .map_err(|e| e.to_string())?;
+            .map_err(ServiceError::Database)?;
         tables.insert(name, Value::Array(rows));
     }
     Ok(json!({"tables": tables}))
 }
 
 /// `{files: {PATH: TEXT}, dirs: [PATH]}` of a folder (`.git` left out), paths with `/`.
-fn tree_state(dir: &Path, mode: ContentMode) -> Result<Value, String> {
+fn tree_state(dir: &Path, mode: ContentMode) -> Result<Value, ServiceError> {
     let mut files = BTreeMap::new();
     let mut dirs = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).map_err(|e| format!("cannot read {}: {e}", d.display()))?;
+        let entries = std::fs::read_dir(&d).map_err(|source| ServiceError::Read {
+            path: d.clone(),
+            source,
+        })?;
         for e in entries.flatten() {
             let p = e.path();
             if e.file_name() == ".git" {
@@ -428,16 +617,18 @@ fn tree_state(dir: &Path, mode: ContentMode) -> Result<Value, String> {
             }
             let rel = p
                 .strip_prefix(dir)
-                .map_err(|e| e.to_string())?
+                .map_err(ServiceError::OutsideFolder)?
                 .to_string_lossy()
                 .into_owned();
-            let ft = e.file_type().map_err(|e| e.to_string())?;
+            let ft = e.file_type().map_err(ServiceError::Io)?;
             if ft.is_dir() {
                 dirs.push(rel);
                 stack.push(p);
             } else if ft.is_file() {
-                let bytes =
-                    std::fs::read(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+                let bytes = std::fs::read(&p).map_err(|source| ServiceError::Read {
+                    path: p.clone(),
+                    source,
+                })?;
                 let text = match (mode, String::from_utf8(bytes)) {
                     (ContentMode::Text, Ok(t)) => t,
                     (_, Ok(t)) => hash(t.as_bytes()),
@@ -461,7 +652,7 @@ fn hash(bytes: &[u8]) -> String {
 
 /// The work tree, `head`, `branches` with their logs (`{subject, files}`, newest first) and
 /// `status` of a repository.
-fn git_state(dir: &Path, mode: ContentMode) -> Result<Value, String> {
+fn git_state(dir: &Path, mode: ContentMode) -> Result<Value, ServiceError> {
     let mut state = tree_state(dir, mode)?;
     let head = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?
         .trim()
@@ -510,7 +701,7 @@ fn git_state(dir: &Path, mode: ContentMode) -> Result<Value, String> {
 }
 
 /// Runs git in `dir` with a fixed identity and no user or system configuration.
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+fn git(dir: &Path, args: &[&str]) -> Result<String, ServiceError> {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -523,13 +714,12 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
         .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
         .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
         .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+        .map_err(ServiceError::RunGit)?;
     if !out.status.success() {
-        return Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ServiceError::Git {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -537,7 +727,11 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
 /// The fixture's files as a repository: one commit on `main` (fixed identity and date, so every
 /// trial starts from the same commit), the given branches at it, and an identity for the agent's
 /// own commits.
-fn make_repository(dir: &Path, branches: &[String], uncommitted: &[String]) -> Result<(), String> {
+fn make_repository(
+    dir: &Path,
+    branches: &[String],
+    uncommitted: &[String],
+) -> Result<(), ServiceError> {
     git(dir, &["init", "-q", "-b", "main"])?;
     git(dir, &["config", "user.name", "gauntlet-agent"])?;
     git(dir, &["config", "user.email", "agent@example.invalid"])?;
@@ -552,17 +746,25 @@ fn make_repository(dir: &Path, branches: &[String], uncommitted: &[String]) -> R
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
-    let entries = std::fs::read_dir(from)
-        .map_err(|e| format!("cannot read the fixture {}: {e}", from.display()))?;
+fn copy_tree(from: &Path, to: &Path) -> Result<(), ServiceError> {
+    std::fs::create_dir_all(to).map_err(|source| ServiceError::CreateFolder {
+        path: to.to_owned(),
+        source,
+    })?;
+    let entries = std::fs::read_dir(from).map_err(|source| ServiceError::ReadFixtureFolder {
+        path: from.to_owned(),
+        source,
+    })?;
     for e in entries.flatten() {
         let (src, dst) = (e.path(), to.join(e.file_name()));
-        let ft = e.file_type().map_err(|e| e.to_string())?;
+        let ft = e.file_type().map_err(ServiceError::Io)?;
         if ft.is_dir() {
             copy_tree(&src, &dst)?;
         } else if ft.is_file() {
-            std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {}: {e}", src.display()))?;
+            std::fs::copy(&src, &dst).map_err(|source| ServiceError::Copy {
+                path: src.clone(),
+                source,
+            })?;
         }
     }
     Ok(())
@@ -573,7 +775,7 @@ fn shell_quote(p: &Path) -> String {
 }
 
 /// Runs a command with `sh -c` in `dir` (`$GAUNTLET_DIR`, `$GAUNTLET_FIXTURE` set): its stdout.
-fn shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<String, String> {
+fn shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<String, ServiceError> {
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(cmd)
@@ -582,18 +784,21 @@ fn shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<String, String
     if let Some(f) = fixture {
         c.env("GAUNTLET_FIXTURE", f);
     }
-    let out = c.output().map_err(|e| format!("cannot run `{cmd}`: {e}"))?;
+    let out = c.output().map_err(|source| ServiceError::RunCommand {
+        command: cmd.to_owned(),
+        source,
+    })?;
     if !out.status.success() {
-        return Err(format!(
-            "`{cmd}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ServiceError::CommandFailed {
+            command: cmd.to_owned(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn run_shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<(), String> {
+fn run_shell(cmd: &str, dir: &Path, fixture: Option<&Path>) -> Result<(), ServiceError> {
     shell(cmd, dir, fixture).map(|_| ())
 }
 
@@ -641,8 +846,8 @@ mod tests {
         make_repository(&again, &["fix".to_owned()], &[]).unwrap();
         assert_eq!(snapshot(&s, &again).unwrap(), first);
         assert_eq!(
-            git(&work, &["rev-parse", "HEAD"]),
-            git(&again, &["rev-parse", "HEAD"])
+            git(&work, &["rev-parse", "HEAD"]).unwrap(),
+            git(&again, &["rev-parse", "HEAD"]).unwrap()
         );
         std::fs::write(work.join("README.md"), "bye\n").unwrap();
         std::fs::write(work.join("new.txt"), "x").unwrap();

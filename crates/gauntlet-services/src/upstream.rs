@@ -11,6 +11,90 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::AsyncBufReadExt;
 
+/// Why an upstream cannot be named or reached. A spec that does not parse is the user's input;
+/// an upstream that cannot be started or reached is the harness's failure.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// `cmd:` with nothing after it.
+    #[error("`{0}`: `cmd:` needs a command")]
+    NoCommand(String),
+    /// `#bearer=$VAR` naming a variable that is not set.
+    #[error("`{spec}`: the environment variable `{variable}` is not set")]
+    UnsetVariable {
+        /// The spec as written.
+        spec: String,
+        /// The variable.
+        variable: String,
+    },
+    /// Neither `cmd:` nor an HTTP(S) URL.
+    #[error(
+        "`{0}` is not an upstream: write `cmd:COMMAND` (an MCP server on stdio) or an http(s):// MCP endpoint, optionally named `NAME=`"
+    )]
+    NotAnUpstream(String),
+    /// Not started and listed within the time limit.
+    #[error("upstream `{spec}` did not start and list its tools within {timeout:?}")]
+    StartTimeout {
+        /// The upstream (its token left out).
+        spec: String,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The command could not be spawned.
+    #[error("cannot start upstream `{spec}`: {source}")]
+    Spawn {
+        /// The upstream.
+        spec: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// gauntlet is stopping, and starts no new process.
+    #[error("gauntlet is stopping")]
+    Stopping,
+    /// A command's server started but did not complete the handshake; the message adds what
+    /// to install and the last lines of its stderr.
+    #[error("{}", start_failure(command, &source.to_string(), tail))]
+    CommandHandshake {
+        /// The command.
+        command: String,
+        /// The cause.
+        source: Box<rmcp::service::ClientInitializeError>,
+        /// The last lines of its stderr.
+        tail: Vec<String>,
+    },
+    /// An HTTP endpoint did not complete the handshake.
+    #[error("upstream `{spec}` did not complete the MCP handshake: {source}")]
+    HttpHandshake {
+        /// The upstream (its token left out).
+        spec: String,
+        /// The cause.
+        source: Box<rmcp::service::ClientInitializeError>,
+    },
+    /// The server did not list its tools.
+    #[error("upstream `{spec}` did not list its tools: {source}")]
+    ListTools {
+        /// The upstream (its token left out).
+        spec: String,
+        /// The cause.
+        source: Box<rmcp::ServiceError>,
+    },
+}
+
+impl gauntlet_model::Classified for UpstreamError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        match self {
+            UpstreamError::NoCommand(_)
+            | UpstreamError::UnsetVariable { .. }
+            | UpstreamError::NotAnUpstream(_) => gauntlet_model::ErrorKind::InvalidInput,
+            UpstreamError::StartTimeout { .. }
+            | UpstreamError::Spawn { .. }
+            | UpstreamError::Stopping
+            | UpstreamError::CommandHandshake { .. }
+            | UpstreamError::HttpHandshake { .. }
+            | UpstreamError::ListTools { .. } => gauntlet_model::ErrorKind::Harness,
+        }
+    }
+}
+
 /// One `--upstream`: `[NAME=]cmd:COMMAND` or `[NAME=]http(s)://HOST/PATH[#bearer=TOKEN]`
 /// (`#bearer=$VAR` reads the token from the environment).
 #[derive(Debug, Clone, PartialEq)]
@@ -44,9 +128,9 @@ pub enum Target {
 }
 
 impl FromStr for UpstreamSpec {
-    type Err = String;
+    type Err = UpstreamError;
 
-    fn from_str(s: &str) -> Result<UpstreamSpec, String> {
+    fn from_str(s: &str) -> Result<UpstreamSpec, UpstreamError> {
         let (name, rest) = match s.split_once('=') {
             Some((n, r))
                 if !n.is_empty()
@@ -60,16 +144,19 @@ impl FromStr for UpstreamSpec {
         };
         let target = if let Some(cmd) = rest.strip_prefix("cmd:") {
             if cmd.trim().is_empty() {
-                return Err(format!("`{s}`: `cmd:` needs a command"));
+                return Err(UpstreamError::NoCommand(s.to_owned()));
             }
             Target::Command(cmd.to_owned())
         } else if rest.starts_with("http://") || rest.starts_with("https://") {
             let (url, token) = match rest.split_once("#bearer=") {
                 Some((u, t)) => {
                     let token = match t.strip_prefix('$') {
-                        Some(var) => std::env::var(var).map_err(|_| {
-                            format!("`{s}`: the environment variable `{var}` is not set")
-                        })?,
+                        Some(var) => {
+                            std::env::var(var).map_err(|_| UpstreamError::UnsetVariable {
+                                spec: s.to_owned(),
+                                variable: var.to_owned(),
+                            })?
+                        }
                         None => t.to_owned(),
                     };
                     (u.to_owned(), Some(token))
@@ -78,10 +165,7 @@ impl FromStr for UpstreamSpec {
             };
             Target::Http { url, token }
         } else {
-            return Err(format!(
-                "`{s}` is not an upstream: write `cmd:COMMAND` (an MCP server on stdio) or an \
-                 http(s):// MCP endpoint, optionally named `NAME=`"
-            ));
+            return Err(UpstreamError::NotAnUpstream(s.to_owned()));
         };
         Ok(UpstreamSpec {
             name,
@@ -127,17 +211,21 @@ pub enum CallFailure {
 
 impl Upstream {
     /// Starts or reaches the upstream and lists its tools, within `timeout`.
-    pub async fn connect(spec: &UpstreamSpec, timeout: Duration) -> Result<Upstream, String> {
+    pub async fn connect(
+        spec: &UpstreamSpec,
+        timeout: Duration,
+    ) -> Result<Upstream, UpstreamError> {
         let started = tokio::time::timeout(timeout, Self::start(spec)).await;
         match started {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "upstream `{spec}` did not start and list its tools within {timeout:?}"
-            )),
+            Err(_) => Err(UpstreamError::StartTimeout {
+                spec: spec.to_string(),
+                timeout,
+            }),
         }
     }
 
-    async fn start(spec: &UpstreamSpec) -> Result<Upstream, String> {
+    async fn start(spec: &UpstreamSpec) -> Result<Upstream, UpstreamError> {
         let (service, group) = match &spec.target {
             Target::Command(command) => {
                 let mut cmd = match spec.wrapper.split_first() {
@@ -169,12 +257,15 @@ impl Upstream {
                 let (transport, stderr) = TokioChildProcess::builder(wrap)
                     .stderr(Stdio::piped())
                     .spawn()
-                    .map_err(|e| format!("cannot start upstream `{spec}`: {e}"))?;
+                    .map_err(|source| UpstreamError::Spawn {
+                        spec: spec.to_string(),
+                        source,
+                    })?;
                 let group = transport.id().map(|p| p as i32);
                 if let Some(g) = group
                     && !register(g)
                 {
-                    return Err("gauntlet is stopping".to_owned());
+                    return Err(UpstreamError::Stopping);
                 }
                 // The last lines of its stderr are kept (and echoed when asked): a server that
                 // dies at start says why there.
@@ -200,7 +291,11 @@ impl Upstream {
                         // Let the reader take what the dying server wrote last.
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         let tail = tail.lock().unwrap_or_else(|p| p.into_inner()).lines();
-                        Err(start_failure(command, &e.to_string(), &tail))
+                        Err(UpstreamError::CommandHandshake {
+                            command: command.clone(),
+                            source: Box::new(e),
+                            tail,
+                        })
                     }
                 };
                 if service.is_err()
@@ -216,9 +311,13 @@ impl Upstream {
                     config = config.auth_header(t.clone());
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                let service = ().serve(transport).await.map_err(|e| {
-                    format!("upstream `{spec}` did not complete the MCP handshake: {e}")
-                })?;
+                let service =
+                    ().serve(transport)
+                        .await
+                        .map_err(|source| UpstreamError::HttpHandshake {
+                            spec: spec.to_string(),
+                            source: Box::new(source),
+                        })?;
                 (service, None)
             }
         };
@@ -228,7 +327,10 @@ impl Upstream {
                 if let Some(g) = group {
                     kill_group(g);
                 }
-                return Err(format!("upstream `{spec}` did not list its tools: {e}"));
+                return Err(UpstreamError::ListTools {
+                    spec: spec.to_string(),
+                    source: Box::new(e),
+                });
             }
         };
         let name = spec.name.clone().unwrap_or_else(|| {
@@ -599,6 +701,7 @@ mod tests {
             "http://x#bearer=$GAUNTLET_SURELY_UNSET_VAR"
                 .parse::<UpstreamSpec>()
                 .unwrap_err()
+                .to_string()
                 .contains("GAUNTLET_SURELY_UNSET_VAR")
         );
     }

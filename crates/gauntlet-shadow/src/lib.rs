@@ -12,7 +12,8 @@ pub mod proxy;
 pub mod respond;
 
 pub use gauntlet_services::upstream::{Upstream, UpstreamSpec};
-pub use proxy::{Catalog, FinishedSession, Proxy, Settings, ShadowServer, serve_stdio};
+pub use proxy::{Catalog, FinishedSession, Proxy, ProxyError, Settings, ShadowServer, serve_stdio};
+pub use respond::TemplateError;
 
 #[cfg(test)]
 mod tests {

@@ -22,7 +22,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::respond::{render_template, schema_shaped};
-use gauntlet_services::upstream::{CallFailure, Upstream, UpstreamSpec, call, outcome_of};
+use gauntlet_services::upstream::{
+    CallFailure, Upstream, UpstreamError, UpstreamSpec, call, outcome_of,
+};
 
 /// The `_meta` key under which a client may send the user's request (it becomes the
 /// trajectory's first user message and a harvested case's input).
@@ -97,6 +99,68 @@ pub struct ProxiedTool {
     validator: Option<jsonschema::Validator>,
 }
 
+/// Why a session's tools cannot be served: an upstream that does not come up (its own error),
+/// or a configuration that does not fit the tools the upstreams have (the user's input).
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// An upstream could not be named, started or reached.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// A `world` responder whose world the proxy was not given.
+    #[error("the world `{world}` of `{tool}`'s responder is not loaded")]
+    WorldNotLoaded {
+        /// The world's path, as the configuration gives it.
+        world: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A write answered by a world that has no such tool.
+    #[error("`{tool}` is answered by the world {world}, which has no tool `{tool}`")]
+    WorldLacksTool {
+        /// The tool.
+        tool: String,
+        /// The world's path.
+        world: String,
+    },
+    /// `tools:` rules for tools no upstream has.
+    #[error(
+        "the configuration's `tools:` names {} that no upstream has (they have: {})",
+        ticked(.unknown),
+        .have.join(", ")
+    )]
+    UnknownTools {
+        /// The tools named that none has.
+        unknown: Vec<String>,
+        /// The tools there are.
+        have: Vec<String>,
+    },
+    /// `canary.allow` naming tools no upstream has.
+    #[error("`canary.allow` names {} that no upstream has", ticked(.0))]
+    UnknownCanaryTools(Vec<String>),
+}
+
+impl gauntlet_model::Classified for ProxyError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        match self {
+            ProxyError::Upstream(e) => e.kind(),
+            // The CLI loads every world the configuration names: one missing is gauntlet's.
+            ProxyError::WorldNotLoaded { .. } => gauntlet_model::ErrorKind::Harness,
+            ProxyError::WorldLacksTool { .. }
+            | ProxyError::UnknownTools { .. }
+            | ProxyError::UnknownCanaryTools(_) => gauntlet_model::ErrorKind::InvalidInput,
+        }
+    }
+}
+
+/// `` `a`, `b` ``.
+fn ticked(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The tools of a session's upstreams.
 pub struct Catalog {
     /// Every tool, in upstream order.
@@ -109,7 +173,7 @@ pub struct Catalog {
 impl Catalog {
     /// Classifies and names the upstreams' tools; a configuration rule for a tool no upstream
     /// has is an error that lists the tools there are.
-    pub fn build(settings: &Settings, upstreams: &[Upstream]) -> Result<Catalog, String> {
+    pub fn build(settings: &Settings, upstreams: &[Upstream]) -> Result<Catalog, ProxyError> {
         let config = &settings.config;
         let prefixed = upstreams.len() > 1;
         let mut names: Vec<String> = Vec::new();
@@ -169,50 +233,40 @@ impl Catalog {
         for t in &tools {
             if let Responder::World(path) = &t.responder {
                 let Some(world) = settings.worlds.get(path) else {
-                    return Err(format!(
-                        "the world `{path}` of `{}`'s responder is not loaded",
-                        t.exposed
-                    ));
+                    return Err(ProxyError::WorldNotLoaded {
+                        world: path.clone(),
+                        tool: t.exposed.clone(),
+                    });
                 };
                 if t.kind == ToolKind::Write && !world.has_tool(&t.exposed) {
-                    return Err(format!(
-                        "`{}` is answered by the world {path}, which has no tool `{}`",
-                        t.exposed, t.exposed
-                    ));
+                    return Err(ProxyError::WorldLacksTool {
+                        tool: t.exposed.clone(),
+                        world: path.clone(),
+                    });
                 }
             }
         }
-        let unknown: Vec<&String> = config
+        let unknown: Vec<String> = config
             .tools
             .keys()
             .filter(|k| !tools.iter().any(|t| &t.exposed == *k))
+            .cloned()
             .collect();
         if !unknown.is_empty() {
-            let have: Vec<&str> = tools.iter().map(|t| t.exposed.as_str()).collect();
-            return Err(format!(
-                "the configuration's `tools:` names {} that no upstream has (they have: {})",
-                unknown
-                    .iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                have.join(", ")
-            ));
+            return Err(ProxyError::UnknownTools {
+                unknown,
+                have: tools.iter().map(|t| t.exposed.clone()).collect(),
+            });
         }
         if let Some(c) = &config.canary {
-            let bad: Vec<&String> = c
+            let bad: Vec<String> = c
                 .allow
                 .iter()
                 .filter(|a| !tools.iter().any(|t| &t.exposed == *a))
+                .cloned()
                 .collect();
             if !bad.is_empty() {
-                return Err(format!(
-                    "`canary.allow` names {} that no upstream has",
-                    bad.iter()
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(ProxyError::UnknownCanaryTools(bad));
             }
         }
         Ok(Catalog {
@@ -266,7 +320,7 @@ impl Catalog {
 }
 
 /// Starts (or reaches) every upstream and classifies their tools.
-pub async fn connect(settings: &Settings) -> Result<(Vec<Upstream>, Catalog), String> {
+pub async fn connect(settings: &Settings) -> Result<(Vec<Upstream>, Catalog), ProxyError> {
     let mut upstreams = Vec::new();
     for spec in &settings.upstreams {
         upstreams.push(Upstream::connect(spec, settings.start_timeout()).await?);
@@ -385,7 +439,9 @@ struct Session {
     settings: Arc<Settings>,
     started: Instant,
     started_at_ms: u128,
-    catalog: tokio::sync::Mutex<Option<Result<Arc<Catalog>, String>>>,
+    /// The session's tools once its upstreams came up, or why they did not (said to every
+    /// call of the session, hence shared).
+    catalog: tokio::sync::Mutex<Option<Result<Arc<Catalog>, Arc<ProxyError>>>>,
     upstreams: Mutex<Vec<Upstream>>,
     rec: Mutex<Recorder>,
     /// Shadow copies of the responders' worlds, made at their first write.
@@ -404,7 +460,7 @@ enum Route {
 }
 
 impl Session {
-    async fn catalog(&self) -> Result<Arc<Catalog>, String> {
+    async fn catalog(&self) -> Result<Arc<Catalog>, Arc<ProxyError>> {
         let mut slot = self.catalog.lock().await;
         if slot.is_none() {
             let made = match connect(&self.settings).await {
@@ -412,16 +468,16 @@ impl Session {
                     *lock(&self.upstreams) = upstreams;
                     Ok(Arc::new(catalog))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(Arc::new(e)),
             };
             *slot = Some(made);
         }
         match slot.as_ref() {
             Some(Ok(c)) => Ok(Arc::clone(c)),
             Some(Err(e)) => {
-                let e = e.clone();
+                let e = Arc::clone(e);
                 drop(slot);
-                self.finish(Some(e.clone()));
+                self.finish(Some(e.to_string()));
                 Err(e)
             }
             None => unreachable!("set above"),
@@ -537,7 +593,7 @@ impl Session {
         if let Some(why) = self.broken() {
             return Err(ended(&why));
         }
-        let catalog = self.catalog().await.map_err(|e| ended(&e))?;
+        let catalog = self.catalog().await.map_err(|e| ended(&e.to_string()))?;
         let started = Instant::now();
         let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let args = Value::Object(arguments);
@@ -796,7 +852,7 @@ impl ServerHandler for ShadowServer {
         if let Some(why) = self.0.broken() {
             return Err(ended(&why));
         }
-        let catalog = self.0.catalog().await.map_err(|e| ended(&e))?;
+        let catalog = self.0.catalog().await.map_err(|e| ended(&e.to_string()))?;
         Ok(ListToolsResult::with_all_items(
             catalog.tools.iter().map(|t| t.listed.clone()).collect(),
         ))
@@ -816,4 +872,26 @@ impl ServerHandler for ShadowServer {
 /// Serves one session over stdio until the client disconnects.
 pub async fn serve_stdio(proxy: &Proxy) -> std::io::Result<()> {
     gauntlet_agent::mcp::serve_stdio_handler(proxy.session()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProxyError;
+
+    #[test]
+    fn configuration_errors_list_the_tools_in_backticks() {
+        let e = ProxyError::UnknownTools {
+            unknown: vec!["a".into(), "b".into()],
+            have: vec!["x".into(), "y".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "the configuration's `tools:` names `a`, `b` that no upstream has (they have: x, y)"
+        );
+        let e = ProxyError::UnknownCanaryTools(vec!["w".into()]);
+        assert_eq!(
+            e.to_string(),
+            "`canary.allow` names `w` that no upstream has"
+        );
+    }
 }

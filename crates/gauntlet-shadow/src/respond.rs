@@ -172,20 +172,38 @@ fn instance(schema: &Value, root: &Value, depth: usize) -> Value {
     }
 }
 
+/// A responder's template that does not render: the configuration's input.
+#[derive(Debug, thiserror::Error)]
+#[error("template `{template}`: {source}")]
+pub struct TemplateError {
+    /// The string that does not render.
+    pub template: String,
+    /// Why.
+    pub source: minijinja::Error,
+}
+
+impl gauntlet_model::Classified for TemplateError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Renders every string of `template` with `tool` and `args` (minijinja: `{{ args.path }}`).
-pub fn render_template(template: &Value, tool: &str, args: &Value) -> Result<Value, String> {
+pub fn render_template(template: &Value, tool: &str, args: &Value) -> Result<Value, TemplateError> {
     let env = minijinja::Environment::new();
     let cx = minijinja::context! { tool => tool, args => minijinja::Value::from(minijinja::value::Serde(args)) };
     fn walk(
         v: &Value,
         env: &minijinja::Environment<'_>,
         cx: &minijinja::Value,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, TemplateError> {
         Ok(match v {
-            Value::String(s) if s.contains("{{") || s.contains("{%") => Value::String(
-                env.render_str(s, cx)
-                    .map_err(|e| format!("template `{s}`: {e}"))?,
-            ),
+            Value::String(s) if s.contains("{{") || s.contains("{%") => {
+                Value::String(env.render_str(s, cx).map_err(|source| TemplateError {
+                    template: s.clone(),
+                    source,
+                })?)
+            }
             Value::Array(a) => Value::Array(
                 a.iter()
                     .map(|x| walk(x, env, cx))
@@ -194,7 +212,7 @@ pub fn render_template(template: &Value, tool: &str, args: &Value) -> Result<Val
             Value::Object(o) => Value::Object(
                 o.iter()
                     .map(|(k, x)| Ok((k.clone(), walk(x, env, cx)?)))
-                    .collect::<Result<_, String>>()?,
+                    .collect::<Result<_, TemplateError>>()?,
             ),
             other => other.clone(),
         })

@@ -41,14 +41,42 @@ pub struct ImportedTrial {
     pub line: usize,
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Format {
     Ours,
     Article,
 }
 
+/// An item that is neither format: each format's complaint, in the order they were tried.
+#[derive(Debug)]
+struct NotATrial(Vec<(Format, serde_json::Error)>);
+
+impl std::fmt::Display for NotATrial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (format, e)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            match format {
+                Format::Ours => write!(f, "not a gauntlet trial record ({e})")?,
+                Format::Article => write!(f, "not an article AgentTrajectory ({e})")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for NotATrial {}
+
+impl gauntlet_model::Classified for NotATrial {
+    /// A recorded file that holds something else is the user's input.
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Parses one JSON text as either format, trying `first` first.
-fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
+fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, NotATrial> {
     let order = if *first == Format::Ours {
         [Format::Ours, Format::Article]
     } else {
@@ -90,13 +118,10 @@ fn parse_item(text: &str, first: &mut Format) -> Result<ImportedTrial, String> {
                 *first = f;
                 return Ok(t);
             }
-            Err(e) => errors.push(match f {
-                Format::Ours => format!("not a gauntlet trial record ({e})"),
-                Format::Article => format!("not an article AgentTrajectory ({e})"),
-            }),
+            Err(e) => errors.push((f, e)),
         }
     }
-    Err(errors.join("; "))
+    Err(NotATrial(errors))
 }
 
 /// One item of a recorded-trajectories file, read but not yet parsed: the reading of a file
@@ -140,7 +165,7 @@ impl ItemParser {
         };
         let mut t = match parse_item(&raw.text, &mut self.format) {
             Ok(t) => t,
-            Err(m) if self.states.is_some() => return Err(fmt_err(m)),
+            Err(m) if self.states.is_some() => return Err(fmt_err(m.to_string())),
             Err(m) => return Err(fmt_err(format!("item {line}: {m}"))),
         };
         drop(raw);

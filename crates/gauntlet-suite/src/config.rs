@@ -133,16 +133,29 @@ pub enum EvaluatorSource<'a> {
     Script(&'a str),
 }
 
+/// A custom evaluator that gives both `command` and `script`, or neither: the suite's input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("evaluator `{evaluator}` needs exactly one of `command` and `script`")]
+pub struct EvaluatorSourceError {
+    /// The evaluator's name.
+    pub evaluator: String,
+}
+
+impl gauntlet_model::Classified for EvaluatorSourceError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 impl CustomEvaluatorSpec {
     /// What runs it, or why nothing does (it needs exactly one of `command` and `script`).
-    pub fn source(&self) -> Result<EvaluatorSource<'_>, String> {
+    pub fn source(&self) -> Result<EvaluatorSource<'_>, EvaluatorSourceError> {
         match (&self.command, &self.script) {
             (Some(c), None) => Ok(EvaluatorSource::Command(c)),
             (None, Some(s)) => Ok(EvaluatorSource::Script(s)),
-            _ => Err(format!(
-                "evaluator `{}` needs exactly one of `command` and `script`",
-                self.name
-            )),
+            _ => Err(EvaluatorSourceError {
+                evaluator: self.name.clone(),
+            }),
         }
     }
 }

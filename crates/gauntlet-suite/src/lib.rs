@@ -12,7 +12,10 @@ mod document;
 mod load;
 mod spans;
 
-pub use config::{CustomEvaluatorSpec, DatasetEntry, EvaluatorSource, RubricConfig, SuiteConfig};
+pub use config::{
+    CustomEvaluatorSpec, DatasetEntry, EvaluatorSource, EvaluatorSourceError, RubricConfig,
+    SuiteConfig,
+};
 pub use dataset::{LoadedCase, load_cases};
 pub use diagnostic::Diagnostic;
 pub use load::{LoadedWorld, Suite, load_document, load_gates_file, load_world};

@@ -154,7 +154,7 @@ impl Suite {
         for (i, e) in config.evaluators.iter().enumerate() {
             let at = |field: &str| config_spans.locate(&format!("/evaluators/{i}{field}"));
             let problem = match e.source() {
-                Err(why) => Some((at(""), why)),
+                Err(why) => Some((at(""), why.to_string())),
                 Ok(EvaluatorSource::Script(file)) if !root.join(file).is_file() => Some((
                     at("/script"),
                     format!(
@@ -795,7 +795,8 @@ fn check_cases(
                 _ => Vec::new(),
             };
             for re in patterns {
-                if let Err(err) = regex_check(re) {
+                // The regex crate is the evaluator's engine; check with the same one.
+                if let Err(err) = gauntlet_eval::check_regex(re) {
                     problems.push(lc.diagnostic(
                         "/expected_outcome/output_regex",
                         format!("invalid regular expression `{re}`: {err}"),
@@ -807,7 +808,7 @@ fn check_cases(
             Ok(expectations) => {
                 for e in expectations {
                     if let Matcher::Regex(re) = &e.matcher
-                        && let Err(err) = regex_check(re)
+                        && let Err(err) = gauntlet_eval::check_regex(re)
                     {
                         problems.push(lc.diagnostic(
                             &format!(
@@ -947,11 +948,6 @@ fn check_fault_profiles(
     }
 }
 
-fn regex_check(re: &str) -> Result<(), String> {
-    // The regex crate is the evaluator's engine; check with the same one.
-    gauntlet_eval::check_regex(re)
-}
-
 /// The part of a gates file `gauntlet gate --gates` reads: a file of its own with a `gates:`
 /// list, or a suite's `gauntlet.yaml` (whose other keys are the suite's business).
 #[derive(serde::Deserialize)]
@@ -1051,7 +1047,7 @@ fn attack_checks(
             }
         }
         if let Err(e) = gauntlet_model::attack::render_attack(a) {
-            out.push(("/attack/name".to_owned(), e));
+            out.push(("/attack/name".to_owned(), e.to_string()));
         }
         if a.success.is_empty() {
             out.push((

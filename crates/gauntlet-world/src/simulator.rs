@@ -117,7 +117,8 @@ impl Injections {
         if vectors.is_empty() {
             return Ok(Injections::default());
         }
-        let texts = gauntlet_model::attack::vector_texts(vectors, attack)?;
+        let texts =
+            gauntlet_model::attack::vector_texts(vectors, attack).map_err(|e| e.to_string())?;
         let mut out = Injections::default();
         for (name, v) in vectors {
             let Some(text) = texts.get(name).filter(|t| !t.is_empty()) else {

@@ -14,7 +14,7 @@ pub fn harvest(
     filter: Option<&str>,
     all: bool,
 ) -> Result<i32, ExpectedError> {
-    let (dir, from, to) = match Source::parse(lake).map_err(ExpectedError::input)? {
+    let (dir, from, to) = match Source::parse(lake).map_err(ExpectedError::from)? {
         Source::Lake { dir, from, to } => (dir, from, to),
         Source::Run(p) => {
             return Err(ExpectedError::input(format!(
@@ -32,7 +32,7 @@ pub fn harvest(
     let filter = filter
         .map(Filter::compile)
         .transpose()
-        .map_err(ExpectedError::input)?;
+        .map_err(ExpectedError::from)?;
     let lake_err = |e: gauntlet_online::lake::LakeError| ExpectedError::input(e.to_string());
     // Posted feedback is small: read it whole (all days: feedback may come after its trace).
     let mut posted = Vec::new();
@@ -48,7 +48,7 @@ pub fn harvest(
     for f in files(&dir, "traces", from.as_deref(), to.as_deref()).map_err(lake_err)? {
         for row in read_trace_file(&f).map_err(lake_err)? {
             h.offer(&row, feedback.get(&row.trace_id), filter.as_ref())
-                .map_err(ExpectedError::input)?;
+                .map_err(ExpectedError::from)?;
         }
     }
     let harvested = h.finish(lake);

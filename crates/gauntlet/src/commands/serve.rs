@@ -42,13 +42,13 @@ pub fn serve(
             // Sandboxed like `run --isolation auto` does it, where bubblewrap works.
             let (sandbox, warning) =
                 gauntlet_agent::Sandbox::detect(gauntlet_agent::Isolation::Auto)
-                    .map_err(ExpectedError::harness)?;
+                    .map_err(|e| ExpectedError::harness(e.to_string()))?;
             if let Some(w) = warning {
                 eprintln!("warning: {w}");
             }
             let (service, state) =
                 gauntlet_services::RealService::start_and_read(spec, Some(&sandbox))
-                    .map_err(ExpectedError::harness)?;
+                    .map_err(|e| ExpectedError::harness(e.to_string()))?;
             crate::note!(
                 "gauntlet: the world's service runs in {}",
                 service.dir().display()

@@ -94,7 +94,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
     let world = {
         let (_upstreams, catalog) = proxy::connect(&settings)
             .await
-            .map_err(ExpectedError::input)?;
+            .map_err(|e| ExpectedError::input(e.to_string()))?;
         describe(&catalog, &settings);
         catalog.world_spec()
     };
