@@ -10,7 +10,7 @@ use gauntlet_eval::redact::Redactor;
 use gauntlet_model::online::Policy;
 use gauntlet_model::{Event, ToolKind, TrialRecord, WorldSpec};
 use gauntlet_otel::ImportedTrace;
-use gauntlet_runner::{CustomEvaluators, TrialEvidence, evaluate_trial};
+use gauntlet_scoring::{CustomEvaluators, TrialEvidence, evaluate_trial};
 use serde_json::Value;
 
 /// Declared schemas whose validators are kept.

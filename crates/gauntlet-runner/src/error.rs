@@ -1,8 +1,9 @@
-//! Why a run cannot be planned (or a judge prepared): the user's input, every time.
+//! Why a run cannot be planned (or its judges prepared): the user's input, but for a judge
+//! cache that cannot be opened.
 
 use gauntlet_model::{Classified, ErrorKind};
 
-/// Why a run cannot be planned. Every variant is the user's input.
+/// Why a run cannot be planned.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// `--epochs 0`.
@@ -58,12 +59,15 @@ pub enum PlanError {
     #[error("{0}")]
     Agent(String),
     /// A judge is declared wrongly, or a gate reads an uncalibrated judge.
-    #[error("{0}")]
-    Judge(String),
+    #[error(transparent)]
+    Judge(#[from] gauntlet_scoring::JudgeError),
 }
 
 impl Classified for PlanError {
     fn kind(&self) -> ErrorKind {
-        ErrorKind::InvalidInput
+        match self {
+            PlanError::Judge(e) => e.kind(),
+            _ => ErrorKind::InvalidInput,
+        }
     }
 }

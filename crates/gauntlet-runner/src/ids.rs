@@ -31,7 +31,7 @@ pub fn trace_id(run_id: &str, case_id: &str, epoch: u32) -> String {
 /// A run id that sorts by time: `20261130T071403Z-1a2b3c`; the one scheme every run folder's
 /// id follows (see [`new_run_id_for`]).
 pub fn new_run_id() -> String {
-    let now = crate::clock::instant();
+    let now = gauntlet_store::clock::instant();
     let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
     let noise = gauntlet_model::digest::sha256_hex(
         format!("{}{}", now.as_nanosecond(), std::process::id()).as_bytes(),

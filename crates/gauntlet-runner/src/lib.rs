@@ -6,12 +6,8 @@
 #![warn(missing_docs)]
 
 pub mod agents;
-mod clock;
-mod custom;
 mod error;
-mod evaluate;
 mod ids;
-pub mod judge;
 pub mod offline;
 mod ordered;
 pub mod plan;
@@ -19,12 +15,9 @@ mod recorder;
 mod run;
 mod session;
 
-pub use clock::{now, stamp};
-pub use custom::{CustomEvaluator, CustomKind, run_custom};
-pub use evaluate::{CustomEvaluators, Evaluation, TrialEvidence, evaluate_trial};
 pub use gauntlet_model::RunEvent;
+pub use gauntlet_store::clock::{now, stamp};
 pub use ids::{new_run_id, new_run_id_for, trace_id, trial_seed};
-pub use judge::{JudgePanel, PreparedJudge, prepare_judges};
 pub use ordered::{WorkerPanicked, ordered_map};
 pub use plan::{PlanError, RunOptions, Settings};
 pub use recorder::Recorder;

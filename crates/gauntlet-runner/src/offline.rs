@@ -17,9 +17,9 @@ use gauntlet_store::{
 };
 use gauntlet_suite::{LoadedCase, Suite};
 
-use crate::evaluate::{CustomEvaluators, TrialEvidence, evaluate_trial};
-use crate::judge::JudgePanel;
 use crate::ordered::ordered_map;
+use gauntlet_scoring::JudgePanel;
+use gauntlet_scoring::{CustomEvaluators, TrialEvidence, evaluate_trial};
 
 /// How many problems are reported before the file is no longer read.
 pub const MAX_PROBLEMS: usize = 50;
@@ -382,7 +382,7 @@ impl Scoring<'_> {
         &self,
         t: ImportedTrial,
         loaded: &LoadedCase,
-        evaluation: crate::Evaluation,
+        evaluation: gauntlet_scoring::Evaluation,
     ) -> (TrialRecord, Option<String>) {
         let case = &loaded.case;
         // Many trials of a large world are kept by what changed, not whole.

@@ -46,7 +46,7 @@ where
     let (send_work, take_work) = sync_channel::<(usize, Vec<T>)>(in_flight);
     // Held by the workers only: when the last one has gone, the reader's sends fail.
     let take_work = Arc::new(Mutex::new(take_work));
-    let (send_done, take_done) = sync_channel::<(usize, Result<Vec<R>, String>)>(in_flight);
+    let (send_done, take_done) = sync_channel::<(usize, Result<Vec<R>, WorkerPanicked>)>(in_flight);
     let stopped = AtomicBool::new(false);
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -67,7 +67,7 @@ where
                             .map(|item| work(&mut state, item))
                             .collect::<Vec<R>>()
                     }))
-                    .map_err(|panic| panic_message(&*panic));
+                    .map_err(|panic| WorkerPanicked(panic_message(&*panic)));
                     let panicked = out.is_err();
                     if send_done.send((index, out)).is_err() || panicked {
                         break;
@@ -88,7 +88,7 @@ where
                         next += 1;
                         let out = match out {
                             Ok(out) => out,
-                            Err(panic) => break 'hand Err(WorkerPanicked(panic)),
+                            Err(panic) => break 'hand Err(panic),
                         };
                         for r in out {
                             if sink(r).is_break() {

@@ -16,10 +16,10 @@ use serde_json::Value;
 
 pub use crate::error::PlanError;
 
-use crate::custom::{CustomEvaluator, CustomKind};
-use crate::evaluate::CustomEvaluators;
 use crate::ids::{trace_id, trial_seed};
 use crate::run::TrialPlan;
+use gauntlet_scoring::CustomEvaluators;
+use gauntlet_scoring::{CustomEvaluator, CustomKind};
 
 /// The most trials a run may plan: refused up front, before anything is allocated for them.
 pub const MAX_TRIALS: u64 = 10_000_000;

@@ -8,8 +8,8 @@ use std::path::Path;
 use gauntlet_model::{RunEvent, RunHeader, TrialRecord, TrialSummary};
 use gauntlet_store::RunWriter;
 
-use crate::clock::{now, stamp};
 use crate::session::RunError;
+use gauntlet_store::clock::{now, stamp};
 
 /// A run folder being written, trial by trial.
 pub struct Recorder {

@@ -1,6 +1,6 @@
 //! Scheduling trials and turning each into a [`TrialRecord`].
 
-use crate::clock::now;
+use gauntlet_store::clock::now;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,8 +12,8 @@ use gauntlet_world::{FaultPlan, Injections, Simulator, World};
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::evaluate::{CustomEvaluators, TrialEvidence, evaluate_trial};
-use crate::judge::JudgePanel;
+use gauntlet_scoring::JudgePanel;
+use gauntlet_scoring::{CustomEvaluators, TrialEvidence, evaluate_trial};
 
 /// One trial to run (cheap to clone: the case, world and state are shared).
 #[derive(Clone)]
@@ -204,7 +204,7 @@ async fn run_one(
     } = &*shared;
     let timeout = *timeout;
     let started = Instant::now();
-    let started_at = crate::clock::instant();
+    let started_at = gauntlet_store::clock::instant();
     let case = &trial.case;
     let user = match SimulatedUser::for_trial(
         case.user.clone(),

@@ -306,12 +306,13 @@ impl<'s> Run<'s> {
             }
         };
         let state = suite.root.join(".gauntlet");
-        let judges = crate::judge::judge_panel(
+        let judges = gauntlet_scoring::judge::judge_panel(
             suite,
             gateway.as_ref(),
             &state.join("judge-cache.sqlite"),
             recording,
-        )?;
+        )
+        .map_err(PlanError::from)?;
         if let Some(w) = judges.as_ref().and_then(|j| j.endpoint_warning()) {
             observer.notice(Notice::Warning(w));
         }
@@ -427,17 +428,18 @@ impl<'s> Run<'s> {
 }
 
 /// An [`Agent`] from an async closure: it gets the trial's input and environment (its tools and
-/// user, [`gauntlet_agent::Environment`]) and returns the final answer.
+/// user, [`gauntlet_agent::Environment`]) and returns the final answer, or an [`AgentError`] saying
+/// why it could not (the trial is then an `error`).
 pub fn agent_fn<F, Fut>(f: F) -> Arc<dyn Agent>
 where
     F: Fn(AgentInput, SharedEnv) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<String, AgentError>> + Send + 'static,
 {
     struct FnAgent<F>(F);
     impl<F, Fut> Agent for FnAgent<F>
     where
         F: Fn(AgentInput, SharedEnv) -> Fut + Send + Sync,
-        Fut: std::future::Future<Output = Result<String, String>> + Send + 'static,
+        Fut: std::future::Future<Output = Result<String, AgentError>> + Send + 'static,
     {
         fn run<'a>(
             &'a self,
@@ -446,7 +448,7 @@ where
         ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
             let fut = (self.0)(input.clone(), env);
             Box::pin(async move {
-                let answer = fut.await.map_err(AgentError)?;
+                let answer = fut.await?;
                 Ok(AgentOutput {
                     final_answer: Some(answer),
                     unfinished: None,

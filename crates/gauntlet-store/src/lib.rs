@@ -5,6 +5,7 @@
 //! `results.json` (the canonical result, written last and atomically).
 #![warn(missing_docs)]
 
+pub mod clock;
 mod error;
 mod index;
 mod judge_cache;

@@ -7,6 +7,7 @@ mod events;
 mod exit;
 mod progress;
 mod say;
+mod stop;
 
 use clap::Parser;
 

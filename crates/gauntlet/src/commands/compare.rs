@@ -9,7 +9,7 @@ use gauntlet_model::compare::{Direction, PairwiseReport};
 use gauntlet_model::judge::RunOn;
 use gauntlet_model::{Event, TrialRecord, TrialStatus};
 use gauntlet_report::{SummaryOptions, render_comparison};
-use gauntlet_runner::judge::{Pair, pairwise_report};
+use gauntlet_scoring::judge::{Pair, pairwise_report};
 use gauntlet_store::{read_results, read_trials_lean};
 
 use crate::cli::CompareArgs;
@@ -87,7 +87,7 @@ fn pairwise(
             suite.root.display()
         )));
     };
-    let run_on = panel.pick(judge).map_err(ExpectedError::input)?.spec.run_on;
+    let run_on = panel.pick(judge)?.spec.run_on;
     let goals: HashMap<&str, &str> = suite
         .cases
         .iter()
@@ -132,5 +132,5 @@ fn pairwise(
     }
     runtime
         .block_on(pairwise_report(&panel, judge, &pairs, skipped))
-        .map_err(ExpectedError::input)
+        .map_err(ExpectedError::from)
 }

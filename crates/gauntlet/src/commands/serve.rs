@@ -106,8 +106,8 @@ pub fn serve(
     })?;
     let (trajectory, final_state) = lock(&env).finish(None);
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
-    let evaluation = runtime.block_on(gauntlet_runner::evaluate_trial(
-        &gauntlet_runner::TrialEvidence {
+    let evaluation = runtime.block_on(gauntlet_scoring::evaluate_trial(
+        &gauntlet_scoring::TrialEvidence {
             case_id: &case.case_id,
             case: Some(case),
             epoch: 0,

@@ -139,7 +139,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
         run_id,
         world,
         sink,
-        custom: gauntlet_runner::CustomEvaluators {
+        custom: gauntlet_scoring::CustomEvaluators {
             evaluators: Vec::new(),
             dir: PathBuf::from("."),
         },
@@ -265,14 +265,14 @@ struct Sink {
     run_id: String,
     world: WorldSpec,
     sink: gauntlet_runner::Recorder,
-    custom: gauntlet_runner::CustomEvaluators,
+    custom: gauntlet_scoring::CustomEvaluators,
 }
 
 impl Sink {
     async fn take(&mut self, s: FinishedSession) -> Result<(), ExpectedError> {
         let world = s.world.as_ref().unwrap_or(&self.world);
-        let evaluation = gauntlet_runner::evaluate_trial(
-            &gauntlet_runner::TrialEvidence {
+        let evaluation = gauntlet_scoring::evaluate_trial(
+            &gauntlet_scoring::TrialEvidence {
                 case_id: &s.id,
                 case: None,
                 epoch: 0,

@@ -139,7 +139,7 @@ pub fn offline_judges(
 ) -> Result<
     Option<(
         tokio::runtime::Runtime,
-        std::sync::Arc<gauntlet_runner::judge::JudgePanel>,
+        std::sync::Arc<gauntlet_scoring::judge::JudgePanel>,
     )>,
     ExpectedError,
 > {
@@ -159,7 +159,7 @@ pub fn offline_judges(
     let gateway = runtime
         .block_on(gauntlet_runner::agents::start_gateway(options, suite))
         .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?;
-    let panel = gauntlet_runner::judge::judge_panel(
+    let panel = gauntlet_scoring::judge::judge_panel(
         suite,
         gateway.as_ref(),
         &state_dir(suite).join("judge-cache.sqlite"),

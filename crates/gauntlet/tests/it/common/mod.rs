@@ -121,11 +121,9 @@ pub fn failed_gates(results: &Value) -> Vec<String> {
 
 /// Breaks one file of a fresh copy; the run must exit 2 naming file:line:col, and write nothing.
 pub fn broken(file: &str, from: &str, to: &str) -> (Output, PathBuf, tempfile::TempDir) {
-    let (tmp, suite) = example();
-    let path = suite.join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(from), "{from} not in {file}");
-    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    let cx = TestContext::new();
+    cx.edit(file, from, to);
+    let TestContext { tmp, suite } = cx;
     let o = run(&["run", s(&suite)]);
     assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
     assert!(
@@ -448,4 +446,96 @@ pub fn spawn_server(mut cmd: std::process::Command, stderr: &Path) -> (std::proc
         )
     });
     (child, v)
+}
+
+/// One test's world, as uv's tests have one: a private copy of the example suite, the binary
+/// with a clean environment, and the filters that make what users read the same from run to
+/// run (paths, run ids, times, durations), for [`gauntlet_snapshot!`](crate::gauntlet_snapshot).
+pub struct TestContext {
+    /// The temporary folder everything lives in (removed when the context is dropped).
+    pub tmp: tempfile::TempDir,
+    /// The suite's private copy.
+    pub suite: PathBuf,
+}
+
+impl TestContext {
+    /// A fresh copy of `examples/incident-desk`.
+    pub fn new() -> TestContext {
+        let (tmp, suite) = example();
+        TestContext { tmp, suite }
+    }
+
+    /// A path inside the context's folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// Changes a file of the suite: `from` (which must be there) becomes `to`.
+    pub fn edit(&self, file: &str, from: &str, to: &str) {
+        let path = self.suite.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "`{from}` not in {file}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    }
+
+    /// Runs the binary; `[SUITE]` in an argument is the suite's path, `[TMP]` the folder's.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let (suite, tmp) = (s(&self.suite), s(self.tmp.path()));
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.replace("[SUITE]", suite).replace("[TMP]", tmp))
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args)
+    }
+
+    /// What users read, comparable from run to run: the suite's and the folder's paths, run
+    /// ids, RFC 3339 times and durations replaced by names.
+    pub fn filter(&self, text: &str) -> String {
+        let text = text
+            .replace(s(&self.suite), "[SUITE]")
+            .replace(s(self.tmp.path()), "[TMP]");
+        let rules: [(&str, &str); 4] = [
+            (r"\b\d{8}T\d{6}Z-[0-9a-f]{6}\b", "[RUN_ID]"),
+            (
+                r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
+                "[TIME]",
+            ),
+            (r"\b\d+(\.\d+)?\s?(ms|s)\b", "[DURATION]"),
+            (r"\b\d+(\.\d+)? trials/s\b", "[RATE]"),
+        ];
+        rules.iter().fold(text, |t, (pattern, name)| {
+            regex::Regex::new(pattern)
+                .unwrap()
+                .replace_all(&t, *name)
+                .into_owned()
+        })
+    }
+
+    /// A run's outcome as one text: the exit code, then stdout and stderr, filtered.
+    pub fn transcript(&self, o: &Output) -> String {
+        format!(
+            "exit code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+            o.code,
+            self.filter(&o.stdout),
+            self.filter(&o.stderr)
+        )
+    }
+}
+
+/// Runs gauntlet in a [`TestContext`] and snapshots what users read (exit code, stdout and
+/// stderr, filtered); the output, back. `gauntlet_snapshot!(cx, ["check", "[SUITE]"])`, or with
+/// a snapshot name first.
+#[macro_export]
+macro_rules! gauntlet_snapshot {
+    ($cx:expr, $args:expr) => {{
+        let o = $cx.run(&$args);
+        insta::assert_snapshot!($cx.transcript(&o));
+        o
+    }};
+    ($name:expr, $cx:expr, $args:expr) => {{
+        let o = $cx.run(&$args);
+        insta::assert_snapshot!($name, $cx.transcript(&o));
+        o
+    }};
 }

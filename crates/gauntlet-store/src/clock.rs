@@ -1,5 +1,5 @@
-//! The wall clock, read in one place: every timestamp a run writes (events, headers, results,
-//! trial starts) and every run id comes from here.
+//! The wall clock, read in one place: every timestamp gauntlet writes (events, run headers,
+//! results, trial starts, the judge cache) and every run id comes from here.
 
 /// The current instant.
 pub fn instant() -> jiff::Timestamp {

@@ -82,6 +82,52 @@ pub fn failure(name: &str, why: String) -> Score {
     }
 }
 
+/// Why a custom evaluator could not judge a trial: the harness's failure (the trial is an
+/// `error`), never a verdict on the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum CustomError {
+    /// The JavaScript function failed (its message names the file and line).
+    #[error("{0}")]
+    Script(String),
+    /// The command could not start.
+    #[error("cannot start `{command}`: {source}")]
+    Start {
+        /// The command.
+        command: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for the command failed.
+    #[error("failed to run: {0}")]
+    Run(#[source] std::io::Error),
+    /// The command ran past its time limit.
+    #[error("timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The command exited with a failure.
+    #[error("exited with {status}: {stderr}")]
+    Exited {
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// What it said on standard error.
+        stderr: String,
+    },
+    /// The command's output is not JSON.
+    #[error("wrote no JSON ({0}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}")]
+    NotJson(#[source] serde_json::Error),
+    /// The output is JSON but not scores.
+    #[error(
+        "gave no valid scores ({0}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
+    )]
+    NotScores(#[source] serde_json::Error),
+}
+
+impl gauntlet_model::Classified for CustomError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::Harness
+    }
+}
+
 /// Runs one custom evaluator on one trial's input.
 ///
 /// An evaluator that cannot judge the trial (it fails to start, breaks, times out or writes no
@@ -91,7 +137,7 @@ pub async fn run_custom(
     ev: &CustomEvaluator,
     dir: &std::path::Path,
     input: &Value,
-) -> Result<Vec<Score>, String> {
+) -> Result<Vec<Score>, CustomError> {
     let timeout = Duration::from_secs_f64(ev.timeout_s.unwrap_or(10.0).max(0.1));
     let command = match &ev.runs {
         CustomKind::Command(c) => c,
@@ -113,7 +159,7 @@ pub async fn run_custom(
             .unwrap_or_else(|_| Err("the script panicked".to_owned()));
             return match returned {
                 Ok(v) => scores_of(v),
-                Err(why) => Err(why),
+                Err(why) => Err(CustomError::Script(why.to_string())),
             };
         }
     };
@@ -128,8 +174,11 @@ pub async fn run_custom(
         .spawn();
     let mut child = match child {
         Ok(c) => c,
-        Err(e) => {
-            return Err(format!("cannot start `{command}`: {e}"));
+        Err(source) => {
+            return Err(CustomError::Start {
+                command: command.clone(),
+                source,
+            });
         }
     };
     let body = input.to_string();
@@ -139,23 +188,23 @@ pub async fn run_custom(
     }
     let out = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(o)) => o,
-        Ok(Err(e)) => return Err(format!("failed to run: {e}")),
-        Err(_) => return Err(format!("timed out after {timeout:?}")),
+        Ok(Err(e)) => return Err(CustomError::Run(e)),
+        Err(_) => return Err(CustomError::TimedOut(timeout)),
     };
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("exited with {}: {}", out.status, err.trim()));
+        return Err(CustomError::Exited {
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
     match serde_json::from_slice::<Value>(&out.stdout) {
         Ok(v) => scores_of(v),
-        Err(e) => Err(format!(
-            "wrote no JSON ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
-        )),
+        Err(e) => Err(CustomError::NotJson(e)),
     }
 }
 
 /// The scores an evaluator gave, or why they are not scores.
-fn scores_of(v: Value) -> Result<Vec<Score>, String> {
+fn scores_of(v: Value) -> Result<Vec<Score>, CustomError> {
     match serde_json::from_value::<Output>(v) {
         Ok(o) => Ok(o
             .scores
@@ -171,8 +220,6 @@ fn scores_of(v: Value) -> Result<Vec<Score>, String> {
                 events: Vec::new(),
             })
             .collect()),
-        Err(e) => Err(format!(
-            "gave no valid scores ({e}); expected {{\"scores\": [{{\"name\", \"score\", \"passed\"}}]}}"
-        )),
+        Err(e) => Err(CustomError::NotScores(e)),
     }
 }

@@ -85,7 +85,7 @@ pub async fn evaluate_trial(
                     harness_error.get_or_insert_with(|| {
                         format!("evaluator `{}` could not judge the trial: {why}", ev.name)
                     });
-                    scores.push(failure(&ev.name, why));
+                    scores.push(failure(&ev.name, why.to_string()));
                 }
             }
         }

@@ -30,7 +30,101 @@ use gauntlet_model::{
 use gauntlet_store::{CachedReply, JudgeCache};
 use tokio::sync::Semaphore;
 
-use crate::error::PlanError;
+use gauntlet_model::{Classified, ErrorKind};
+
+/// Why a suite's judges cannot be used as declared. Every variant is the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// The judges' declarations have problems (each with where it is).
+    #[error("{0}")]
+    Declared(String),
+    /// The judge cache cannot be opened.
+    #[error("{0}")]
+    Cache(#[source] gauntlet_store::StoreError),
+    /// A gate or rubric dimension reads a judge that may not gate.
+    #[error("{what} reads judge `{judge}`, which may not gate: its {calibration}")]
+    AdvisoryGate {
+        /// The gate or dimension.
+        what: String,
+        /// The judge.
+        judge: String,
+        /// Why it may not gate.
+        calibration: String,
+    },
+    /// `--evaluator NAME` names no judge of the suite.
+    #[error("the suite has no judge `{name}`; its judges: {known}")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The suite's judges.
+        known: String,
+    },
+    /// The suite has several judges and none was named.
+    #[error("the suite has several judges ({known}): pick one with --evaluator NAME")]
+    Ambiguous {
+        /// The suite's judges.
+        known: String,
+    },
+}
+
+impl Classified for JudgeError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            JudgeError::Cache(e) => e.kind(),
+            _ => ErrorKind::InvalidInput,
+        }
+    }
+}
+
+/// Why a calibration file does not let a judge gate (the judge stays advisory and says so).
+#[derive(Debug, thiserror::Error)]
+enum NotCalibrated {
+    #[error("{0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("not a calibration file: {0}")]
+    NotAFile(#[source] serde_json::Error),
+    #[error("it names no judge (calibrate against a run folder's verdicts)")]
+    NoJudge,
+    #[error("it is for judge `{name}` on {model}, not `{want_name}` on {want_model}")]
+    OtherJudge {
+        name: String,
+        model: String,
+        want_name: String,
+        want_model: String,
+    },
+    #[error("it is for another rubric or template (the rubric changed since: calibrate again)")]
+    OtherRubric,
+    #[error(
+        "not trusted: kappa {kappa:.3} on {n} items, below the thresholds (kappa {min_kappa}, {min_items} items)"
+    )]
+    Untrusted {
+        kappa: f64,
+        n: usize,
+        min_kappa: f64,
+        min_items: usize,
+    },
+}
+
+/// Why a judge's model gave no reply (the sample records it; the trial is not failed by it).
+#[derive(Debug, thiserror::Error)]
+enum NoReply {
+    #[error(
+        "no model endpoint and no cached reply: give --gateway-upstream URL (or the suite's gateway.upstream) or --replay-cassette CASSETTE"
+    )]
+    NoEndpoint,
+    #[error("{0}")]
+    Closed(#[source] tokio::sync::AcquireError),
+    #[error("{0}")]
+    Upstream(String),
+    #[error(
+        "{first}; asked again with the json_object response format: {second}; and without one: {third}"
+    )]
+    EveryFormat {
+        first: String,
+        second: String,
+        third: String,
+    },
+}
 
 /// A judge ready to run: its spec, its rubric, its hash and whether it may gate.
 #[derive(Debug, Clone)]
@@ -75,7 +169,7 @@ impl PreparedJudge {
 pub fn prepare_judges(
     suite_dir: &Path,
     specs: &[JudgeSpec],
-) -> Result<Vec<PreparedJudge>, PlanError> {
+) -> Result<Vec<PreparedJudge>, JudgeError> {
     let mut out: Vec<PreparedJudge> = Vec::new();
     for spec in specs {
         let rubric = spec.rubric.clone().unwrap_or_else(default_rubric);
@@ -113,30 +207,35 @@ pub fn prepare_judges(
 }
 
 /// Whether a calibration file lets this judge gate; why not otherwise.
-fn calibration_verdict(path: &Path, name: &str, model: &str, hash: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let file: CalibrationFile =
-        serde_json::from_str(&text).map_err(|e| format!("not a calibration file: {e}"))?;
+fn calibration_verdict(
+    path: &Path,
+    name: &str,
+    model: &str,
+    hash: &str,
+) -> Result<(), NotCalibrated> {
+    let text = std::fs::read_to_string(path).map_err(NotCalibrated::Unreadable)?;
+    let file: CalibrationFile = serde_json::from_str(&text).map_err(NotCalibrated::NotAFile)?;
     let Some(judge) = &file.judge else {
-        return Err("it names no judge (calibrate against a run folder's verdicts)".to_owned());
+        return Err(NotCalibrated::NoJudge);
     };
     if judge.name != name || judge.model != model {
-        return Err(format!(
-            "it is for judge `{}` on {}, not `{name}` on {model}",
-            judge.name, judge.model
-        ));
+        return Err(NotCalibrated::OtherJudge {
+            name: judge.name.clone(),
+            model: judge.model.clone(),
+            want_name: name.to_owned(),
+            want_model: model.to_owned(),
+        });
     }
     if judge.rubric_hash != hash {
-        return Err(
-            "it is for another rubric or template (the rubric changed since: calibrate again)"
-                .to_owned(),
-        );
+        return Err(NotCalibrated::OtherRubric);
     }
     if !file.trusted {
-        return Err(format!(
-            "not trusted: kappa {:.3} on {} items, below the thresholds (kappa {}, {} items)",
-            file.cohen_kappa, file.n, file.thresholds.min_kappa, file.thresholds.min_items
-        ));
+        return Err(NotCalibrated::Untrusted {
+            kappa: file.cohen_kappa,
+            n: file.n,
+            min_kappa: file.thresholds.min_kappa,
+            min_items: file.thresholds.min_items,
+        });
     }
     Ok(())
 }
@@ -378,7 +477,7 @@ impl JudgePanel {
         body: &serde_json::Value,
         case_id: &str,
         epoch: u32,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, NoReply> {
         let key = JudgeCache::key(body, index);
         let cached = if self.bypass_cache {
             None
@@ -408,7 +507,7 @@ impl JudgePanel {
                     prompt_tokens: call.prompt_tokens,
                     completion_tokens: call.completion_tokens,
                 },
-                &crate::clock::now(),
+                &gauntlet_store::clock::now(),
             );
         }
         Ok(Reply {
@@ -420,7 +519,7 @@ impl JudgePanel {
     }
 
     /// The judge named `name` (or the only one), for pairwise judging.
-    pub fn pick(&self, name: Option<&str>) -> Result<&PreparedJudge, String> {
+    pub fn pick(&self, name: Option<&str>) -> Result<&PreparedJudge, JudgeError> {
         let names = || {
             self.judges
                 .iter()
@@ -433,13 +532,13 @@ impl JudgePanel {
                 .judges
                 .iter()
                 .find(|j| j.spec.name == n)
-                .ok_or_else(|| format!("the suite has no judge `{n}`; its judges: {}", names())),
+                .ok_or_else(|| JudgeError::Unknown {
+                    name: n.to_owned(),
+                    known: names(),
+                }),
             None => match self.judges.as_slice() {
                 [only] => Ok(only),
-                _ => Err(format!(
-                    "the suite has several judges ({}): pick one with --evaluator NAME",
-                    names()
-                )),
+                _ => Err(JudgeError::Ambiguous { known: names() }),
             },
         }
     }
@@ -495,11 +594,11 @@ impl JudgePanel {
         body: &serde_json::Value,
         case_id: &str,
         epoch: u32,
-    ) -> Result<(String, CallRecord, bool), String> {
+    ) -> Result<(String, CallRecord, bool), NoReply> {
         let Some(gateway) = &self.gateway else {
-            return Err("no model endpoint and no cached reply: give --gateway-upstream URL (or the suite's gateway.upstream) or --replay-cassette CASSETTE".to_owned());
+            return Err(NoReply::NoEndpoint);
         };
-        let _permit = self.limit.acquire().await.map_err(|e| e.to_string())?;
+        let _permit = self.limit.acquire().await.map_err(NoReply::Closed)?;
         let e = match Self::attempts(gateway, body, case_id, epoch).await {
             Ok((content, call)) => return Ok((content, call, false)),
             Err(e) => e,
@@ -508,10 +607,10 @@ impl JudgePanel {
             gauntlet_eval::judge::with_json_object_format(body),
             without_response_format(body),
         ) else {
-            return Err(e.message);
+            return Err(NoReply::Upstream(e.message));
         };
         if !gauntlet_eval::judge::refuses_format(e.status, &e.message) {
-            return Err(e.message);
+            return Err(NoReply::Upstream(e.message));
         }
         // What the server accepts: a JSON object, else no format (the prompt asks for JSON).
         match Self::attempts(gateway, &object, case_id, epoch).await {
@@ -519,11 +618,10 @@ impl JudgePanel {
             Err(second) => {
                 let (content, call) = Self::attempts(gateway, &plain, case_id, epoch)
                     .await
-                    .map_err(|again| {
-                        format!(
-                            "{}; asked again with the json_object response format: {}; and without one: {}",
-                            e.message, second.message, again.message
-                        )
+                    .map_err(|again| NoReply::EveryFormat {
+                        first: e.message,
+                        second: second.message,
+                        third: again.message,
                     })?;
                 Ok((content, call, true))
             }
@@ -605,7 +703,7 @@ pub async fn pairwise_report(
     name: Option<&str>,
     pairs: &[Pair],
     skipped: usize,
-) -> Result<PairwiseReport, String> {
+) -> Result<PairwiseReport, JudgeError> {
     let judge = panel.pick(name)?;
     // With a budget, pairs go in batches of the judge's concurrency, the budget checked before
     // each batch; without one, all at once under the panel's limit.
@@ -703,7 +801,7 @@ pub fn judge_panel(
     gateway: Option<&Arc<Gateway>>,
     cache: &Path,
     recording: bool,
-) -> Result<Option<Arc<JudgePanel>>, PlanError> {
+) -> Result<Option<Arc<JudgePanel>>, JudgeError> {
     if suite.config.judges.is_empty() {
         return Ok(None);
     }
@@ -711,7 +809,7 @@ pub fn judge_panel(
     let priced = |model: &str| suite.config.priced(model);
     let problems = gauntlet_model::judge::judge_problems(&suite.config.judges, &priced);
     if !problems.is_empty() {
-        return Err(PlanError::Judge(
+        return Err(JudgeError::Declared(
             problems
                 .into_iter()
                 .map(|(at, message)| format!("{message} (at {at})"))
@@ -721,7 +819,7 @@ pub fn judge_panel(
     }
     let judges = prepare_judges(&suite.root, &suite.config.judges)?;
     check_judge_gates(suite, &judges)?;
-    let cache = JudgeCache::open(cache).map_err(|e| PlanError::Judge(e.to_string()))?;
+    let cache = JudgeCache::open(cache).map_err(JudgeError::Cache)?;
     Ok(Some(Arc::new(JudgePanel::new(
         judges,
         gateway.cloned(),
@@ -744,7 +842,7 @@ fn reads_judge(expr: &str, name: &str) -> bool {
 pub fn check_judge_gates(
     suite: &gauntlet_suite::Suite,
     judges: &[PreparedJudge],
-) -> Result<(), PlanError> {
+) -> Result<(), JudgeError> {
     let mut reads: Vec<(String, String)> = suite
         .config
         .gates
@@ -761,10 +859,11 @@ pub fn check_judge_gates(
     }
     for judge in judges.iter().filter(|j| j.header.advisory) {
         if let Some((what, _)) = reads.iter().find(|(_, e)| reads_judge(e, &judge.spec.name)) {
-            return Err(PlanError::Judge(format!(
-                "{what} reads judge `{}`, which may not gate: its {}",
-                judge.spec.name, judge.header.calibration
-            )));
+            return Err(JudgeError::AdvisoryGate {
+                what: what.clone(),
+                judge: judge.spec.name.clone(),
+                calibration: judge.header.calibration.clone(),
+            });
         }
     }
     Ok(())
