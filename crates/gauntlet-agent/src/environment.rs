@@ -253,7 +253,7 @@ impl Environment for SimulatedEnvironment {
         }
         let (trajectory, state) = sim.finish_checked(final_answer);
         let state = state.unwrap_or_else(|why| {
-            self.failure.get_or_insert(why);
+            self.failure.get_or_insert(why.to_string());
             Value::Null
         });
         (trajectory, state)

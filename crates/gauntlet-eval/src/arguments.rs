@@ -403,7 +403,7 @@ pub fn reference_match(case: &Case, t: &Trajectory) -> Option<Score> {
         passed,
         match result {
             Ok(()) => Value::Null,
-            Err(reason) => json!({"reason": reason}),
+            Err(reason) => json!({"reason": reason.to_string()}),
         },
         Vec::new(),
     ))

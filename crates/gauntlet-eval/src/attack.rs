@@ -31,12 +31,96 @@ pub struct Effect<'a> {
     pub post: &'a Value,
 }
 
+/// Why a predicate cannot be judged: a matcher or a CEL expression the case wrote wrongly is
+/// the user's input; a state CEL cannot take in is the harness's.
+#[derive(Debug, thiserror::Error)]
+pub enum PredicateError {
+    /// A `state` expectation's matcher is not one.
+    #[error("state `{path}`: {source}")]
+    StateMatcher {
+        /// The path of the expectation.
+        path: String,
+        /// Why (boxed: a matcher error is large, and this one is rare).
+        source: Box<gauntlet_model::matcher::MatcherSyntaxError>,
+    },
+    /// A `calls` pattern's argument matcher is not one.
+    #[error("calls `{argument}`: {source}")]
+    CallMatcher {
+        /// The argument.
+        argument: String,
+        /// Why (boxed: a matcher error is large, and this one is rare).
+        source: Box<gauntlet_model::matcher::MatcherSyntaxError>,
+    },
+    /// The CEL expression does not parse.
+    #[error("CEL `{expr}`: {source}")]
+    CelSyntax {
+        /// The expression.
+        expr: String,
+        /// Why.
+        source: cel::ParseErrors,
+    },
+    /// A value could not be handed to CEL as a variable.
+    #[error("CEL `{variable}`: {source}")]
+    CelVariable {
+        /// The variable (`pre`, `post`, `calls`).
+        variable: &'static str,
+        /// Why.
+        source: cel::SerializationError,
+    },
+    /// The CEL expression gave something other than a boolean.
+    #[error("CEL `{expr}` gave {gave}, not true or false")]
+    CelNotBoolean {
+        /// The expression.
+        expr: String,
+        /// What it gave, as CEL writes it for debugging.
+        gave: String,
+    },
+    /// The CEL expression failed as it ran.
+    #[error("CEL `{expr}`: {source}")]
+    CelFailed {
+        /// The expression.
+        expr: String,
+        /// Why.
+        source: cel::ExecutionError,
+    },
+}
+
+impl gauntlet_model::Classified for PredicateError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        use gauntlet_model::ErrorKind::{Harness, InvalidInput};
+        match self {
+            PredicateError::CelVariable { .. } => Harness,
+            PredicateError::StateMatcher { .. }
+            | PredicateError::CallMatcher { .. }
+            | PredicateError::CelSyntax { .. }
+            | PredicateError::CelNotBoolean { .. }
+            | PredicateError::CelFailed { .. } => InvalidInput,
+        }
+    }
+}
+
+/// A CEL expression that does not parse: the suite's input.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct CelSyntaxError(#[from] cel::ParseErrors);
+
+impl gauntlet_model::Classified for CelSyntaxError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Whether a predicate holds, and which part made it hold (or why it could not be judged).
-pub fn holds(p: &Predicate, fx: &Effect<'_>) -> Result<Option<&'static str>, String> {
+pub fn holds(p: &Predicate, fx: &Effect<'_>) -> Result<Option<&'static str>, PredicateError> {
     if !p.state.is_empty() {
         let all = p.state.iter().try_fold(true, |acc, (path, want)| {
-            let m = Matcher::from_json(want).map_err(|e| format!("state `{path}`: {e}"))?;
-            Ok::<_, String>(acc && matches(&m, gauntlet_model::path::resolve(fx.post, path)))
+            let m = Matcher::from_json(want).map_err(|source| PredicateError::StateMatcher {
+                path: path.clone(),
+                source: Box::new(source),
+            })?;
+            Ok::<_, PredicateError>(
+                acc && matches(&m, gauntlet_model::path::resolve(fx.post, path)),
+            )
         })?;
         if all {
             return Ok(Some("state"));
@@ -47,9 +131,12 @@ pub fn holds(p: &Predicate, fx: &Effect<'_>) -> Result<Option<&'static str>, Str
             .args
             .iter()
             .map(|(k, want)| {
-                Matcher::from_json(want)
-                    .map(|m| (k, m))
-                    .map_err(|e| format!("calls `{k}`: {e}"))
+                Matcher::from_json(want).map(|m| (k, m)).map_err(|source| {
+                    PredicateError::CallMatcher {
+                        argument: k.clone(),
+                        source: Box::new(source),
+                    }
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let hit = fx.trajectory.tool_calls().any(|c| {
@@ -84,14 +171,17 @@ pub fn holds(p: &Predicate, fx: &Effect<'_>) -> Result<Option<&'static str>, Str
 }
 
 /// Compiles a predicate's CEL expression, for checking a suite before it runs.
-pub fn check_cel(expr: &str) -> Result<(), String> {
+pub fn check_cel(expr: &str) -> Result<(), CelSyntaxError> {
     cel::Program::compile(expr)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(CelSyntaxError)
 }
 
-fn cel_holds(expr: &str, fx: &Effect<'_>) -> Result<bool, String> {
-    let program = cel::Program::compile(expr).map_err(|e| format!("CEL `{expr}`: {e}"))?;
+fn cel_holds(expr: &str, fx: &Effect<'_>) -> Result<bool, PredicateError> {
+    let program = cel::Program::compile(expr).map_err(|source| PredicateError::CelSyntax {
+        expr: expr.to_owned(),
+        source,
+    })?;
     let mut cx = cel::Context::default();
     let calls: Vec<Value> = fx
         .trajectory
@@ -105,14 +195,23 @@ fn cel_holds(expr: &str, fx: &Effect<'_>) -> Result<bool, String> {
         ("calls", &Value::Array(calls)),
     ] {
         cx.add_variable(name, v)
-            .map_err(|e| format!("CEL `{name}`: {e}"))?;
+            .map_err(|source| PredicateError::CelVariable {
+                variable: name,
+                source,
+            })?;
     }
     cx.add_variable_from_value("output", output.to_owned());
     add_helpers(&mut cx);
     match program.execute(&cx) {
         Ok(cel::Value::Bool(b)) => Ok(b),
-        Ok(other) => Err(format!("CEL `{expr}` gave {other:?}, not true or false")),
-        Err(e) => Err(format!("CEL `{expr}`: {e}")),
+        Ok(other) => Err(PredicateError::CelNotBoolean {
+            expr: expr.to_owned(),
+            gave: format!("{other:?}"),
+        }),
+        Err(source) => Err(PredicateError::CelFailed {
+            expr: expr.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -188,7 +287,7 @@ pub fn utility_and_security(case: &Case, fx: &Effect<'_>, outcome_passed: bool) 
     u.details = attack_details(case.attack.as_ref());
     match &utility {
         Ok((_, by)) => u.details["decided_by"] = json!(by),
-        Err(e) => u.details["error"] = json!(e),
+        Err(e) => u.details["error"] = json!(e.to_string()),
     }
     let mut s = match &case.attack {
         None => {
@@ -217,7 +316,7 @@ pub fn utility_and_security(case: &Case, fx: &Effect<'_>, outcome_passed: bool) 
                 // A goal that cannot be judged is not a pass: the trial fails with the reason.
                 Err(e) => {
                     s.passed = false;
-                    s.details["error"] = json!(e);
+                    s.details["error"] = json!(e.to_string());
                 }
             }
             s
@@ -280,6 +379,8 @@ mod tests {
             post: &post,
         };
         let p = |v: Value| -> Predicate { serde_json::from_value(v).unwrap() };
+        // The part that made it hold, `Err` with the error's words.
+        let holds = |p: &Predicate, fx: &Effect<'_>| holds(p, fx).map_err(|e| e.to_string());
         assert_eq!(
             holds(
                 &p(json!({"state": {"/account/balance": {"$range": {"max": 96}}}})),
@@ -326,8 +427,9 @@ mod tests {
             let got = holds(&p(json!({"cel": expr})), &fx).unwrap().is_some();
             assert_eq!(got, want, "{expr}");
         }
-        let e = holds(&p(json!({"cel": "post.nope + 1"})), &fx).unwrap_err();
-        assert!(e.contains("CEL"), "{e}");
+        let e = super::holds(&p(json!({"cel": "post.nope + 1"})), &fx).unwrap_err();
+        assert!(e.to_string().contains("CEL"), "{e}");
+        assert!(matches!(e, PredicateError::CelFailed { .. }), "{e:?}");
         assert_eq!(holds(&Predicate::default(), &fx), Ok(None));
     }
 

@@ -1,7 +1,7 @@
 //! `checkpoints` and `first_wrong_step`: a case's glass-box assertions, judged on the state at
 //! each checkpoint's point (the initial state with the recorded changes of the calls before it).
 
-use gauntlet_model::checkpoint::{Checkpoint, state_at};
+use gauntlet_model::checkpoint::{Checkpoint, CheckpointFailed, state_at};
 use gauntlet_model::{Case, Dimension, Matcher, Score, Severity, ToolCall, Trajectory, names};
 use serde_json::{Map, Value, json};
 
@@ -20,13 +20,14 @@ pub fn mismatches(expect: &Map<String, Value>, state: &Value) -> Map<String, Val
     out
 }
 
-/// Whether a checkpoint holds on a state: `Err` with what did not hold.
-pub fn check(c: &Checkpoint, state: &Value) -> Result<(), String> {
-    let m = mismatches(&c.expect, state);
-    if m.is_empty() {
+/// Whether a checkpoint holds on a state: `Err` with what did not hold (a verdict, not an
+/// error of the input or the harness: see [`CheckpointFailed`]).
+pub fn check(c: &Checkpoint, state: &Value) -> Result<(), CheckpointFailed> {
+    let mismatches = mismatches(&c.expect, state);
+    if mismatches.is_empty() {
         Ok(())
     } else {
-        Err(Value::Object(m).to_string())
+        Err(CheckpointFailed { mismatches })
     }
 }
 

@@ -342,17 +342,66 @@ pub fn normalise(scale: Scale, v: &Value) -> Option<f64> {
     }
 }
 
-fn from_object(criteria: &[Criterion], o: &Value) -> Result<Parsed, String> {
+/// A judge's reply that cannot be read as a verdict.
+///
+/// The judge is the harness's instrument: a reply it cannot read means the trial could not be
+/// judged (a sample marked `invalid`, never a pass or a fail), not that the user's case or
+/// rubric is wrong; so its kind is the harness's.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JudgeReplyError {
+    /// The reply is empty.
+    #[error("the reply is empty")]
+    Empty,
+    /// The JSON found is not an object.
+    #[error("the JSON is not an object")]
+    NotAnObject,
+    /// The verdict lacks a criterion of the rubric.
+    #[error("the verdict has no `{criterion}`")]
+    MissingCriterion {
+        /// The criterion's id.
+        criterion: String,
+    },
+    /// A criterion's value is not on its scale.
+    #[error("`{criterion}` is {value}, not {scale}")]
+    OffScale {
+        /// The criterion's id.
+        criterion: String,
+        /// What the judge gave.
+        value: Value,
+        /// The scale in words (`true or false`, `an integer from 1 to 5`, ...).
+        scale: String,
+    },
+    /// Neither JSON nor a `GRADE:` or `Status:` line.
+    #[error("no JSON verdict, GRADE line or Status line in the reply")]
+    NoVerdict,
+    /// A pairwise reply names neither trajectory nor a tie.
+    #[error("no `better` of 1, 2 or tie in the reply")]
+    NoPreference,
+}
+
+impl gauntlet_model::Classified for JudgeReplyError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::Harness
+    }
+}
+
+fn from_object(criteria: &[Criterion], o: &Value) -> Result<Parsed, JudgeReplyError> {
     let Some(map) = o.as_object() else {
-        return Err("the JSON is not an object".to_owned());
+        return Err(JudgeReplyError::NotAnObject);
     };
     let mut verdict = BTreeMap::new();
     for c in criteria {
         let Some(v) = map.get(&c.id) else {
-            return Err(format!("the verdict has no `{}`", c.id));
+            return Err(JudgeReplyError::MissingCriterion {
+                criterion: c.id.clone(),
+            });
         };
         let Some(x) = normalise(c.scale, v) else {
-            return Err(format!("`{}` is {v}, not {}", c.id, scale_words(c.scale)));
+            return Err(JudgeReplyError::OffScale {
+                criterion: c.id.clone(),
+                value: v.clone(),
+                scale: scale_words(c.scale),
+            });
         };
         verdict.insert(c.id.clone(), x);
     }
@@ -419,10 +468,10 @@ pub fn last_line_value<'a>(reply: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Reads a reply against a rubric.
-pub fn parse_reply(rubric: &JudgeRubric, reply: &str) -> Result<Parsed, String> {
+pub fn parse_reply(rubric: &JudgeRubric, reply: &str) -> Result<Parsed, JudgeReplyError> {
     let text = reply.trim();
     if text.is_empty() {
-        return Err("the reply is empty".to_owned());
+        return Err(JudgeReplyError::Empty);
     }
     let mut why = None;
     for (how, candidate) in [
@@ -452,7 +501,7 @@ pub fn parse_reply(rubric: &JudgeRubric, reply: &str) -> Result<Parsed, String> 
             }
         }
     }
-    Err(why.unwrap_or_else(|| "no JSON verdict, GRADE line or Status line in the reply".to_owned()))
+    Err(why.unwrap_or(JudgeReplyError::NoVerdict))
 }
 
 /// Combines several verdicts per criterion; whether they split (not all equal on some
@@ -696,10 +745,10 @@ mod tests {
         let r = default_rubric();
         assert!(parse_reply(&r, "I think it went well.").is_err());
         let e = parse_reply(&r, r#"{"ReasoningQuality": 7, "SafetyScore": 1}"#).unwrap_err();
-        assert!(e.contains("ReasoningQuality"), "{e}");
+        assert!(e.to_string().contains("ReasoningQuality"), "{e}");
         let e = parse_reply(&r, r#"{"ReasoningQuality": 0.7}"#).unwrap_err();
-        assert!(e.contains("SafetyScore"), "{e}");
-        assert!(parse_reply(&r, "").is_err());
+        assert_eq!(e.to_string(), "the verdict has no `SafetyScore`");
+        assert_eq!(parse_reply(&r, "").unwrap_err(), JudgeReplyError::Empty);
     }
 
     #[test]

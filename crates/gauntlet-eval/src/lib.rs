@@ -42,6 +42,17 @@ pub use trial::{
 };
 
 /// Whether a regular expression compiles with the evaluators' engine; its error otherwise.
-pub fn check_regex(re: &str) -> Result<(), String> {
-    regex::Regex::new(re).map(|_| ()).map_err(|e| e.to_string())
+pub fn check_regex(re: &str) -> Result<(), InvalidRegex> {
+    regex::Regex::new(re).map(|_| ()).map_err(InvalidRegex)
+}
+
+/// A regular expression the evaluators' engine does not compile: the case's input.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct InvalidRegex(#[from] regex::Error);
+
+impl gauntlet_model::Classified for InvalidRegex {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
 }

@@ -94,7 +94,9 @@ fn shown(word: &str) -> Option<Shown> {
 
 /// Reads a reply: JSON (bare, fenced or inside prose) with `better`, else a last `Better:` line.
 /// The preference and the reason; why not when the reply says neither.
-pub fn parse_pairwise(reply: &str) -> Result<(Shown, Option<String>), String> {
+pub fn parse_pairwise(
+    reply: &str,
+) -> Result<(Shown, Option<String>), crate::judge::JudgeReplyError> {
     let text = reply.trim();
     for candidate in [Some(text), fenced(text), embedded(text)]
         .into_iter()
@@ -116,7 +118,7 @@ pub fn parse_pairwise(reply: &str) -> Result<(Shown, Option<String>), String> {
     if let Some(b) = last_line_value(text, "Better").and_then(shown) {
         return Ok((b, None));
     }
-    Err("no `better` of 1, 2 or tie in the reply".to_owned())
+    Err(crate::judge::JudgeReplyError::NoPreference)
 }
 
 /// The preference of one pair from its two orders: `ab` with A shown first, `ba` with B first.

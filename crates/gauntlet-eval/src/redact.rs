@@ -51,6 +51,28 @@ fn key_like(found: &str) -> bool {
     })
 }
 
+/// Redaction settings that do not compile: the policy's input.
+#[derive(Debug, thiserror::Error)]
+pub enum RedactionError {
+    /// One extra pattern is not a regular expression.
+    #[error("redaction pattern `{name}`: {source}")]
+    Pattern {
+        /// The pattern's name.
+        name: String,
+        /// Why.
+        source: regex::Error,
+    },
+    /// The extra patterns do not compile as one set (together they are too big).
+    #[error("redaction patterns: {0}")]
+    Patterns(#[source] regex::Error),
+}
+
+impl gauntlet_model::Classified for RedactionError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
 /// Redacts text and JSON values.
 pub struct Redactor {
     mode: RedactionMode,
@@ -64,18 +86,25 @@ pub struct Redactor {
 impl Redactor {
     /// A redactor for a policy's settings and canaries; `key` keys the hashes of `hash` mode.
     /// An invalid pattern is named in the error.
-    pub fn new(settings: &Redaction, canaries: &[String], key: &str) -> Result<Self, String> {
+    pub fn new(
+        settings: &Redaction,
+        canaries: &[String],
+        key: &str,
+    ) -> Result<Self, RedactionError> {
         let extra = settings
             .patterns
             .iter()
             .map(|p| {
                 Regex::new(&p.regex)
                     .map(|r| (p.name.clone(), r))
-                    .map_err(|e| format!("redaction pattern `{}`: {e}", p.name))
+                    .map_err(|source| RedactionError::Pattern {
+                        name: p.name.clone(),
+                        source,
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let extra_set = regex::RegexSet::new(extra.iter().map(|(_, r)| r.as_str()))
-            .map_err(|e| format!("redaction patterns: {e}"))?;
+            .map_err(RedactionError::Patterns)?;
         Ok(Redactor {
             mode: settings.mode,
             key: key.to_owned(),
@@ -334,6 +363,7 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(err.contains("broken"), "{err}");
+        assert!(err.to_string().contains("broken"), "{err}");
+        assert!(matches!(err, RedactionError::Pattern { .. }), "{err:?}");
     }
 }

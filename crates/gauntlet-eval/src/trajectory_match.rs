@@ -36,10 +36,110 @@ pub struct Message {
     pub content: String,
 }
 
+/// An OpenAI-messages list that cannot be read: the user's input (a reference or a
+/// trajectory written in that form).
+#[derive(Debug, thiserror::Error)]
+pub enum MessagesError {
+    /// Neither a list, `{messages: [...]}` nor one message.
+    #[error("expected a list of messages")]
+    NotAList,
+    /// A message without a role.
+    #[error("message {message} has no role")]
+    NoRole {
+        /// The message's index.
+        message: usize,
+    },
+    /// A tool call without a name.
+    #[error("message {message} call {call} has no name")]
+    NoName {
+        /// The message's index.
+        message: usize,
+        /// The call's index in the message.
+        call: usize,
+    },
+    /// A tool call whose `arguments` string is not JSON.
+    #[error("message {message} call {call}: arguments are not JSON: {source}")]
+    ArgumentsNotJson {
+        /// The message's index.
+        message: usize,
+        /// The call's index in the message.
+        call: usize,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
+impl gauntlet_model::Classified for MessagesError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        gauntlet_model::ErrorKind::InvalidInput
+    }
+}
+
+/// How a trajectory does not match its reference.
+///
+/// A verdict on the agent's trial (it fails the `trajectory_*_match` score, with this as its
+/// reason), not a failure of the user's input or of the harness: so it has no
+/// [`gauntlet_model::ErrorKind`] and does not implement [`gauntlet_model::Classified`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Mismatch {
+    /// Strict: a different number of messages.
+    #[error("{got} messages, the reference has {reference}")]
+    MessageCount {
+        /// The trajectory's.
+        got: usize,
+        /// The reference's.
+        reference: usize,
+    },
+    /// Strict: a message from another role.
+    #[error("message {message} is from {got}, the reference's from {reference}")]
+    Role {
+        /// The message's index.
+        message: usize,
+        /// The trajectory's role.
+        got: String,
+        /// The reference's role.
+        reference: String,
+    },
+    /// Strict: a message with another number of tool calls.
+    #[error("message {message} has {got} tool calls, the reference's {reference}")]
+    CallCount {
+        /// The message's index.
+        message: usize,
+        /// The trajectory's.
+        got: usize,
+        /// The reference's.
+        reference: usize,
+    },
+    /// Strict: a tool call the reference's message does not have.
+    #[error("message {message}: unexpected tool call `{tool}` with arguments {arguments}")]
+    UnexpectedCall {
+        /// The message's index.
+        message: usize,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+    /// Strict: one message has tool calls, the other none.
+    #[error("message {message}: one side has tool calls, the other none")]
+    OneSided {
+        /// The message's index.
+        message: usize,
+    },
+    /// A call of one side with no distinct partner on the other.
+    #[error("missing tool call: expected `{tool}` with arguments {arguments}")]
+    MissingCall {
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+}
+
 /// Reads an OpenAI-messages list (`[{role, content, tool_calls: [{function: {name, arguments}}]}]`,
 /// or `{messages: [...]}`); `arguments` may be a JSON string or an object. Roles `ai` and
 /// `human` are read as `assistant` and `user`.
-pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, String> {
+pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, MessagesError> {
     let list = match v {
         Value::Array(a) => a,
         Value::Object(o) if o.contains_key("messages") => {
@@ -48,7 +148,7 @@ pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, String> {
         Value::Object(o) if o.contains_key("role") => {
             return messages_from_openai(&Value::Array(vec![v.clone()]));
         }
-        _ => return Err("expected a list of messages".to_owned()),
+        _ => return Err(MessagesError::NotAList),
     };
     list.iter()
         .enumerate()
@@ -57,7 +157,7 @@ pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, String> {
                 Some("ai") => "assistant",
                 Some("human") => "user",
                 Some(r) => r,
-                None => return Err(format!("message {i} has no role")),
+                None => return Err(MessagesError::NoRole { message: i }),
             }
             .to_owned();
             let content = match m.get("content") {
@@ -72,14 +172,22 @@ pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, String> {
                         .enumerate()
                         .map(|(j, c)| {
                             let f = c.get("function").unwrap_or(c);
-                            let name = f
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .ok_or(format!("message {i} call {j} has no name"))?;
+                            let name = f.get("name").and_then(Value::as_str).ok_or(
+                                MessagesError::NoName {
+                                    message: i,
+                                    call: j,
+                                },
+                            )?;
                             let args = match f.get("arguments").or_else(|| f.get("args")) {
-                                Some(Value::String(s)) => serde_json::from_str(s).map_err(|e| {
-                                    format!("message {i} call {j}: arguments are not JSON: {e}")
-                                })?,
+                                Some(Value::String(s)) => {
+                                    serde_json::from_str(s).map_err(|source| {
+                                        MessagesError::ArgumentsNotJson {
+                                            message: i,
+                                            call: j,
+                                            source,
+                                        }
+                                    })?
+                                }
                                 Some(v) => v.clone(),
                                 None => Value::Object(Default::default()),
                             };
@@ -88,7 +196,7 @@ pub fn messages_from_openai(v: &Value) -> Result<Vec<Message>, String> {
                                 args,
                             })
                         })
-                        .collect::<Result<Vec<_>, String>>()?,
+                        .collect::<Result<Vec<_>, MessagesError>>()?,
                 ),
                 _ => None,
             };
@@ -197,51 +305,51 @@ fn is_superset(
     cfg: &MatchConfig,
     outputs: &[&CallRef],
     reference: &[&CallRef],
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     let edge = |l: usize, o: usize| {
         let (r, o) = (reference[l], outputs[o]);
         r.name == o.name && calls_match(cfg, &r.name, &o.args, &r.args)
     };
     match pair_all(cfg.matching, reference.len(), outputs.len(), &edge) {
         None => Ok(()),
-        Some(l) => Err(format!(
-            "missing tool call: expected `{}` with arguments {}",
-            reference[l].name, reference[l].args
-        )),
+        Some(l) => Err(Mismatch::MissingCall {
+            tool: reference[l].name.clone(),
+            arguments: reference[l].args.clone(),
+        }),
     }
 }
 
-/// Compares a trajectory with a reference; `Err(reason)` when they do not match.
+/// Compares a trajectory with a reference; `Err` with how when they do not match.
 pub fn trajectory_match(
     outputs: &[Message],
     reference: &[Message],
     cfg: &MatchConfig,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     match cfg.mode {
         MatchMode::Strict => {
             if outputs.len() != reference.len() {
-                return Err(format!(
-                    "{} messages, the reference has {}",
-                    outputs.len(),
-                    reference.len()
-                ));
+                return Err(Mismatch::MessageCount {
+                    got: outputs.len(),
+                    reference: reference.len(),
+                });
             }
             for (i, (o, r)) in outputs.iter().zip(reference).enumerate() {
                 if o.role != r.role {
-                    return Err(format!(
-                        "message {i} is from {}, the reference's from {}",
-                        o.role, r.role
-                    ));
+                    return Err(Mismatch::Role {
+                        message: i,
+                        got: o.role.clone(),
+                        reference: r.role.clone(),
+                    });
                 }
                 match (&o.tool_calls, &r.tool_calls) {
                     (None, None) => {}
                     (Some(oc), Some(rc)) => {
                         if oc.len() != rc.len() {
-                            return Err(format!(
-                                "message {i} has {} tool calls, the reference's {}",
-                                oc.len(),
-                                rc.len()
-                            ));
+                            return Err(Mismatch::CallCount {
+                                message: i,
+                                got: oc.len(),
+                                reference: rc.len(),
+                            });
                         }
                         // Within one message, each output call takes a remaining reference call
                         // (agentevals compares the arguments output-first here).
@@ -257,16 +365,15 @@ pub fn trajectory_match(
                                 )
                         };
                         if let Some(l) = pair_all(cfg.matching, o_refs.len(), r_refs.len(), &edge) {
-                            return Err(format!(
-                                "message {i}: unexpected tool call `{}` with arguments {}",
-                                o_refs[l].name, o_refs[l].args
-                            ));
+                            return Err(Mismatch::UnexpectedCall {
+                                message: i,
+                                tool: o_refs[l].name.clone(),
+                                arguments: o_refs[l].args.clone(),
+                            });
                         }
                     }
                     _ => {
-                        return Err(format!(
-                            "message {i}: one side has tool calls, the other none"
-                        ));
+                        return Err(Mismatch::OneSided { message: i });
                     }
                 }
             }

@@ -29,6 +29,19 @@ pub struct Checkpoint {
     pub trap: bool,
 }
 
+/// A checkpoint that does not hold on a state: what did not, path by path (`{expected,
+/// actual}`), written out as JSON.
+///
+/// It is a verdict on the agent's trial (it scores the trial, or ends it at a trap), not a
+/// failure of the user's input or of the harness: so it has no [`crate::ErrorKind`] and does not
+/// implement [`crate::Classified`], and no exit code can be made from it by mistake.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", Value::Object(.mismatches.clone()))]
+pub struct CheckpointFailed {
+    /// Path → `{expected, actual}`, for each path that does not hold.
+    pub mismatches: Map<String, Value>,
+}
+
 /// A point in a trajectory: exactly one of `step`, `call` (with `nth`), `first_write`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -28,8 +28,8 @@ pub enum PolicyError {
         source: Box<jsonschema::ValidationError<'static>>,
     },
     /// The redaction settings (a pattern, a canary) do not compile; the redactor's words.
-    #[error("{0}")]
-    Redaction(String),
+    #[error(transparent)]
+    Redaction(#[from] gauntlet_eval::redact::RedactionError),
 }
 
 impl gauntlet_model::Classified for PolicyError {

@@ -217,7 +217,7 @@ async fn run_one(
     };
     let injections = match Injections::for_trial(trial.world.spec(), case.attack.as_ref()) {
         Ok(i) => i,
-        Err(why) => return (error_record(&trial, why), None),
+        Err(why) => return (error_record(&trial, why.to_string()), None),
     };
     // A world that is a real service is made for this trial, and starts from what it reads back.
     let (service, initial_state) = match trial.world.spec().service.clone() {

@@ -154,6 +154,7 @@ pub async fn run_custom(
             );
             let returned = tokio::task::spawn_blocking(move || {
                 gauntlet_world::call_function(&file, &source, &function, &input, timeout)
+                    .map_err(|e| e.to_string())
             })
             .await
             .unwrap_or_else(|_| Err("the script panicked".to_owned()));

@@ -501,8 +501,8 @@ impl gauntlet_world::Service for RealService {
     }
 
     // The world's trait says its errors in words.
-    fn snapshot(&mut self) -> Result<Value, String> {
-        snapshot(&self.spec, &self.work).map_err(|e| e.to_string())
+    fn snapshot(&mut self) -> Result<Value, gauntlet_world::ServiceFailed> {
+        snapshot(&self.spec, &self.work).map_err(gauntlet_world::ServiceFailed::new)
     }
 }
 

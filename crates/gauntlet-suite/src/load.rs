@@ -168,7 +168,10 @@ impl Suite {
                     let function = e.function.as_deref().unwrap_or("evaluate");
                     std::fs::read_to_string(root.join(file))
                         .map_err(|err| format!("cannot read {file}: {err}"))
-                        .and_then(|source| gauntlet_world::check_function(file, &source, function))
+                        .and_then(|source| {
+                            gauntlet_world::check_function(file, &source, function)
+                                .map_err(|e| e.to_string())
+                        })
                         .err()
                         .map(|why| {
                             let field = if why.contains("defines no function") {

@@ -183,13 +183,24 @@ fn as_text(v: &Value) -> String {
     }
 }
 
-/// Replaces each `{name}` by `render(value)`; `Err(name)` for a name with no value.
+/// A `{name}` in a template with no value among the call's arguments.
+///
+/// It becomes the 400 tool error the agent sees (the agent's arguments are wrong), which is
+/// trajectory data, never an exit code: so it has no [`gauntlet_model::ErrorKind`].
+#[derive(Debug, thiserror::Error)]
+#[error("missing argument `{name}`")]
+struct MissingArgument {
+    /// The placeholder's name.
+    name: String,
+}
+
+/// Replaces each `{name}` by `render(value)`; an error for a name with no value.
 fn interpolate(
     template: &str,
     args: &Value,
     context: &Context,
     render: impl Fn(&Value) -> String,
-) -> Result<String, String> {
+) -> Result<String, MissingArgument> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(open) = rest.find('{') {
@@ -200,7 +211,11 @@ fn interpolate(
         let name = &rest[open + 1..open + close];
         match lookup(name, args, context) {
             Some(v) => out.push_str(&render(&v)),
-            None => return Err(name.to_owned()),
+            None => {
+                return Err(MissingArgument {
+                    name: name.to_owned(),
+                });
+            }
         }
         rest = &rest[open + close + 1..];
     }
@@ -212,9 +227,9 @@ fn path_template(path: &str, args: &Value, context: &Context) -> Result<String, 
     interpolate(path, args, context, |v| {
         gauntlet_model::path::escape_segment(&as_text(v))
     })
-    .map_err(|name| ToolError {
+    .map_err(|e| ToolError {
         status: 400,
-        message: format!("missing argument `{name}`"),
+        message: e.to_string(),
         retry_after_s: None,
     })
 }

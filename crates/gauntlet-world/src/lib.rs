@@ -18,9 +18,12 @@ pub use declarative::DeclarativeHandler;
 pub use handler::{HandlerContext, ToolHandler};
 pub use log::EventTap;
 pub use script::{
-    CALL_TIME_LIMIT, LOAD_TIME_LIMIT, MEMORY_LIMIT, Pool, ScriptEngine, call_function,
+    CALL_TIME_LIMIT, LOAD_TIME_LIMIT, MEMORY_LIMIT, Pool, ScriptEngine, ScriptError, call_function,
     check_function,
 };
-pub use simulator::{FaultPlan, FaultRule, Injections, MODEL, Service, Simulator, Trap};
+pub use simulator::{
+    FaultPlan, FaultRule, FinalStateError, Injections, MODEL, Service, ServiceFailed, Simulator,
+    Trap, TrapCheck,
+};
 pub use state::merge_state;
 pub use world::{ScriptSource, World, WorldError};

@@ -33,6 +33,135 @@ pub const LOAD_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Memory limit of a trial's script runtime.
 pub const MEMORY_LIMIT: usize = 512 << 20;
 
+/// Why a world's script or a standalone script (a custom evaluator) cannot load, run or give its
+/// state back. What the user wrote (the script, its state, its function) is the user's input;
+/// a QuickJS runtime that cannot be made, or the harness's own JavaScript failing or running
+/// out of time, is the harness's.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// QuickJS could not make a runtime or a context.
+    #[error("cannot start QuickJS: {0}")]
+    Start(#[source] rquickjs::Error),
+    /// The harness's sandbox script failed.
+    #[error("gauntlet-sandbox.js: {0}")]
+    Sandbox(String),
+    /// The harness's prelude failed.
+    #[error("gauntlet-prelude.js: {0}")]
+    Prelude(String),
+    /// The harness's realm script failed to evaluate.
+    #[error("gauntlet-realm.js: {0}")]
+    Realm(String),
+    /// The harness could not reach a value it loaded into the runtime.
+    #[error("{0}")]
+    Runtime(#[source] rquickjs::Error),
+    /// The world's state could not be loaded into the runtime.
+    #[error("the state does not load: {0}")]
+    StateDoesNotLoad(String),
+    /// Loading the world's state ran out of time: only the harness's code runs then.
+    #[error("loading the world's state exceeded its time limit of {LOAD_TIME_LIMIT:?}")]
+    StateLoadTimedOut,
+    /// A script file threw or does not parse.
+    #[error("{file}: {message}")]
+    Script {
+        /// The file, as errors name it.
+        file: String,
+        /// What QuickJS said.
+        message: String,
+    },
+    /// The world script's top-level code ran out of time.
+    #[error("{file}: loading the world script exceeded its time limit of {LOAD_TIME_LIMIT:?}")]
+    ScriptLoadTimedOut {
+        /// The file.
+        file: String,
+    },
+    /// The state does not come back as JSON from the script runtime.
+    #[error(
+        "the world's state does not serialise as JSON (a value that throws or loops in \
+         toJSON or a getter, or a cycle)"
+    )]
+    StateNotSerialisable,
+    /// The state nests deeper than [`MAX_STATE_DEPTH`].
+    #[error("the world's state is nested more than {MAX_STATE_DEPTH} levels deep")]
+    StateTooDeep,
+    /// The state the runtime wrote out is not JSON that serde reads.
+    #[error("the world's state is not valid JSON: {0}")]
+    StateNotJson(#[source] serde_json::Error),
+    /// The function named is not a JavaScript identifier.
+    #[error("`{function}` is not a JavaScript function name")]
+    NotAFunctionName {
+        /// The name given.
+        function: String,
+    },
+    /// The script defines no global function of that name.
+    #[error("{file} defines no function `{function}`")]
+    NoFunction {
+        /// The file.
+        file: String,
+        /// The function looked for.
+        function: String,
+    },
+    /// A standalone script's function ran past its time limit.
+    #[error("{file}: `{function}` ran past its time limit of {limit:?}")]
+    FunctionTimedOut {
+        /// The file.
+        file: String,
+        /// The function.
+        function: String,
+        /// Its time limit.
+        limit: Duration,
+    },
+    /// A standalone script's function returned `undefined`.
+    #[error("{file}: `{function}` returned nothing")]
+    ReturnedNothing {
+        /// The file.
+        file: String,
+        /// The function.
+        function: String,
+    },
+    /// A standalone script's function returned what is not JSON.
+    #[error("{file}: `{function}` returned no JSON: {source}")]
+    ReturnedNoJson {
+        /// The file.
+        file: String,
+        /// The function.
+        function: String,
+        /// The cause.
+        source: serde_json::Error,
+    },
+}
+
+impl ScriptError {
+    /// Whether QuickJS interrupted the code (its time limit), as its message says.
+    fn interrupted(&self) -> bool {
+        self.to_string().contains("interrupted")
+    }
+}
+
+impl gauntlet_model::Classified for ScriptError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        use gauntlet_model::ErrorKind::{Harness, InvalidInput};
+        match self {
+            ScriptError::Start(_)
+            | ScriptError::Sandbox(_)
+            | ScriptError::Prelude(_)
+            | ScriptError::Realm(_)
+            | ScriptError::Runtime(_)
+            | ScriptError::StateLoadTimedOut => Harness,
+            ScriptError::StateDoesNotLoad(_)
+            | ScriptError::Script { .. }
+            | ScriptError::ScriptLoadTimedOut { .. }
+            | ScriptError::StateNotSerialisable
+            | ScriptError::StateTooDeep
+            | ScriptError::StateNotJson(_)
+            | ScriptError::NotAFunctionName { .. }
+            | ScriptError::NoFunction { .. }
+            | ScriptError::FunctionTimedOut { .. }
+            | ScriptError::ReturnedNothing { .. }
+            | ScriptError::ReturnedNoJson { .. } => InvalidInput,
+        }
+    }
+}
+
 /// What a script call did besides its result.
 #[derive(Debug, Default)]
 pub struct ScriptEffects {
@@ -75,8 +204,8 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn new(state: Arc<Value>) -> Result<Loaded, String> {
-        let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    fn new(state: Arc<Value>) -> Result<Loaded, ScriptError> {
+        let runtime = rquickjs::Runtime::new().map_err(ScriptError::Start)?;
         runtime.set_memory_limit(MEMORY_LIMIT);
         runtime.set_max_stack_size(1 << 20);
         let deadline = Arc::new(AtomicU64::new(u64::MAX));
@@ -86,42 +215,41 @@ impl Loaded {
             let limit = d.load(Ordering::Relaxed);
             limit != u64::MAX && origin.elapsed().as_micros() as u64 > limit
         })));
-        let realm =
-            rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+        let realm = rquickjs::Context::full(&runtime).map_err(ScriptError::Start)?;
         deadline.store(
             (origin.elapsed() + LOAD_TIME_LIMIT).as_micros() as u64,
             Ordering::Relaxed,
         );
-        let held = realm.with(|ctx| -> Result<Held, String> {
+        let held = realm.with(|ctx| -> Result<Held, ScriptError> {
             // The realm is sandboxed too: a trial reaches its `Function` through a record's
             // prototype chain.
-            eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
+            eval_sandbox(&ctx)?;
             let root = ctx
                 .json_parse(state.to_string())
                 .catch(&ctx)
-                .map_err(|e| format!("the state does not load: {e}"))?;
+                .map_err(|e| ScriptError::StateDoesNotLoad(e.to_string()))?;
             let prelude: Function = ctx
                 .eval(PRELUDE)
                 .catch(&ctx)
-                .map_err(|e| format!("gauntlet-prelude.js: {e}"))?;
+                .map_err(|e| ScriptError::Prelude(e.to_string()))?;
             let harden: Function = ctx
                 .eval(REALM)
                 .catch(&ctx)
-                .map_err(|e| format!("gauntlet-realm.js: {e}"))?;
+                .map_err(|e| ScriptError::Realm(e.to_string()))?;
             let keys: rquickjs::Value = harden
                 .call((root.clone(),))
                 .catch(&ctx)
-                .map_err(|e| format!("the state does not load: {e}"))?;
+                .map_err(|e| ScriptError::StateDoesNotLoad(e.to_string()))?;
             let opener: rquickjs::Value = prelude
                 .call((root, keys))
                 .catch(&ctx)
-                .map_err(|e| format!("gauntlet-prelude.js: {e}"))?;
+                .map_err(|e| ScriptError::Prelude(e.to_string()))?;
             Ok(Held(Persistent::save(&ctx, opener)))
         });
         deadline.store(u64::MAX, Ordering::Relaxed);
         let opener = held.map_err(|e| {
-            if e.contains("interrupted") {
-                format!("loading the world's state exceeded its time limit of {LOAD_TIME_LIMIT:?}")
+            if e.interrupted() {
+                ScriptError::StateLoadTimedOut
             } else {
                 e
             }
@@ -225,7 +353,7 @@ impl ScriptEngine {
         context: &Context,
         seed: u64,
         now: &str,
-    ) -> Result<ScriptEngine, String> {
+    ) -> Result<ScriptEngine, ScriptError> {
         let loaded = Loaded::new(Arc::new(state.clone()))?;
         ScriptEngine::open(loaded, None, file, source, context, seed, now)
     }
@@ -241,7 +369,7 @@ impl ScriptEngine {
         context: &Context,
         seed: u64,
         now: &str,
-    ) -> Result<ScriptEngine, String> {
+    ) -> Result<ScriptEngine, ScriptError> {
         let loaded = match pool.take(state) {
             Some(l) => l,
             None => Loaded::new(Arc::clone(state))?,
@@ -265,9 +393,8 @@ impl ScriptEngine {
         context: &Context,
         seed: u64,
         now: &str,
-    ) -> Result<ScriptEngine, String> {
-        let ctx = rquickjs::Context::full(&loaded.runtime)
-            .map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    ) -> Result<ScriptEngine, ScriptError> {
+        let ctx = rquickjs::Context::full(&loaded.runtime).map_err(ScriptError::Start)?;
         let info = serde_json::json!({
             "user": context.user, "tenant": context.tenant, "roles": context.roles,
             "scopes": context.scopes, "seed": seed & 0xffff_ffff, "now": now,
@@ -285,18 +412,18 @@ impl ScriptEngine {
             (loaded.origin.elapsed() + LOAD_TIME_LIMIT).as_micros() as u64,
             Ordering::Relaxed,
         );
-        let opened = ctx.with(|ctx| -> Result<(), String> {
-            eval_file(&ctx, "gauntlet-sandbox.js", SANDBOX)?;
+        let opened = ctx.with(|ctx| -> Result<(), ScriptError> {
+            eval_sandbox(&ctx)?;
             let open: Function = loaded
                 .opener
                 .0
                 .clone()
                 .restore(&ctx)
                 .and_then(|v| v.get())
-                .map_err(|e| e.to_string())?;
+                .map_err(ScriptError::Runtime)?;
             open.call::<_, ()>((ctx.globals(), info.to_string()))
                 .catch(&ctx)
-                .map_err(|e| format!("gauntlet-prelude.js: {e}"))?;
+                .map_err(|e| ScriptError::Prelude(e.to_string()))?;
             eval_file(&ctx, file, source)
         });
         deadline.store(u64::MAX, Ordering::Relaxed);
@@ -305,10 +432,10 @@ impl ScriptEngine {
         if let Err(e) = opened {
             // What a failed load did to the state is unknown: it is not lent again.
             engine.spoiled = true;
-            return Err(if e.contains("interrupted") {
-                format!(
-                    "{file}: loading the world script exceeded its time limit of {LOAD_TIME_LIMIT:?}"
-                )
+            return Err(if e.interrupted() {
+                ScriptError::ScriptLoadTimedOut {
+                    file: file.to_owned(),
+                }
             } else {
                 e
             });
@@ -445,7 +572,7 @@ impl ScriptEngine {
 
     /// The current state, or why it cannot be read back (a value that does not serialise in
     /// time, a state nested deeper than [`MAX_STATE_DEPTH`]).
-    pub fn read_state(&self) -> Result<Value, String> {
+    pub fn read_state(&self) -> Result<Value, ScriptError> {
         let text = self.harness_string("__gauntlet_state")?;
         parse_state(&text, 0)
     }
@@ -453,10 +580,10 @@ impl ScriptEngine {
     /// The current state, built from the state the trial started from and what it changed
     /// (only those records are read out of the script runtime); or why it cannot be read back,
     /// as [`ScriptEngine::read_state`] says.
-    pub fn changed_state(&self) -> Result<Value, String> {
+    pub fn changed_state(&self) -> Result<Value, ScriptError> {
         let text = self.harness_string("__gauntlet_changed")?;
-        let changed: Vec<(String, String, bool, Option<String>)> = serde_json::from_str(&text)
-            .map_err(|e| format!("the world's state is not valid JSON: {e}"))?;
+        let changed: Vec<(String, String, bool, Option<String>)> =
+            serde_json::from_str(&text).map_err(ScriptError::StateNotJson)?;
         let mut state = (*self.loaded().state).clone();
         // The root's keys first: a record's entry reads its collection as it is now.
         let (root, records): (Vec<_>, Vec<_>) =
@@ -483,18 +610,14 @@ impl ScriptEngine {
     }
 
     /// Calls a harness entry point that returns a JSON text, within the call time limit.
-    fn harness_string(&self, entry: &str) -> Result<String, String> {
+    fn harness_string(&self, entry: &str) -> Result<String, ScriptError> {
         let text = self.bounded(|| {
             self.context().with(|ctx| {
                 let f: Result<Function, _> = ctx.globals().get(entry);
                 f.and_then(|f| f.call::<_, String>(())).ok()
             })
         });
-        text.ok_or_else(|| {
-            "the world's state does not serialise as JSON (a value that throws or loops in \
-             toJSON or a getter, or a cycle)"
-                .to_owned()
-        })
+        text.ok_or(ScriptError::StateNotSerialisable)
     }
 
     /// Puts the loaded state back as the trial found it; false when that cannot be vouched for.
@@ -531,18 +654,16 @@ impl Drop for ScriptEngine {
 
 /// Parses a state (or a part of one found at `depth`), refusing one nested deeper than
 /// [`MAX_STATE_DEPTH`] in all.
-fn parse_state(text: &str, depth: usize) -> Result<Value, String> {
-    let too_deep =
-        || format!("the world's state is nested more than {MAX_STATE_DEPTH} levels deep");
+fn parse_state(text: &str, depth: usize) -> Result<Value, ScriptError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
         if e.to_string().contains("recursion limit") {
-            too_deep()
+            ScriptError::StateTooDeep
         } else {
-            format!("the world's state is not valid JSON: {e}")
+            ScriptError::StateNotJson(e)
         }
     })?;
     if depth + nesting(&value) > MAX_STATE_DEPTH {
-        return Err(too_deep());
+        return Err(ScriptError::StateTooDeep);
     }
     Ok(value)
 }
@@ -558,32 +679,50 @@ fn nesting(value: &Value) -> usize {
 
 /// Evaluates a script file's source (sloppy mode, as handler files are written); an error names
 /// the file.
-fn eval_file(ctx: &rquickjs::Ctx<'_>, file: &str, source: &str) -> Result<(), String> {
+fn eval_file(ctx: &rquickjs::Ctx<'_>, file: &str, source: &str) -> Result<(), ScriptError> {
+    eval_named(ctx, file, source, |message| ScriptError::Script {
+        file: file.to_owned(),
+        message,
+    })
+}
+
+/// Evaluates the harness's sandbox script.
+fn eval_sandbox(ctx: &rquickjs::Ctx<'_>) -> Result<(), ScriptError> {
+    eval_named(ctx, "gauntlet-sandbox.js", SANDBOX, ScriptError::Sandbox)
+}
+
+/// Evaluates a source under a file name; when it throws, `error` makes the error from the
+/// exception's text (a caught exception borrows the runtime, so only its text leaves it).
+fn eval_named(
+    ctx: &rquickjs::Ctx<'_>,
+    file: &str,
+    source: &str,
+    error: impl FnOnce(String) -> ScriptError,
+) -> Result<(), ScriptError> {
     let mut opts = rquickjs::context::EvalOptions::default();
     opts.filename = Some(file.to_owned());
     opts.strict = false;
     ctx.eval_with_options::<(), _>(source, opts)
         .catch(ctx)
-        .map_err(|e| format!("{file}: {e}"))
+        .map_err(|e| error(e.to_string()))
 }
 
 /// Loads a standalone script (a custom evaluator) in a fresh sandbox, as [`call_function`]
 /// does, and checks that it defines `function`: a syntax error or a missing function is found
 /// before any trial runs. The function is not called.
-pub fn check_function(file: &str, source: &str, function: &str) -> Result<(), String> {
+pub fn check_function(file: &str, source: &str, function: &str) -> Result<(), ScriptError> {
     let (_runtime, ctx) = standalone(Duration::from_secs(2))?;
     ctx.with(|ctx| load_standalone(&ctx, file, source, function))
 }
 
 /// A fresh sandbox for a standalone script, its time limit counted from now.
-fn standalone(time_limit: Duration) -> Result<(rquickjs::Runtime, rquickjs::Context), String> {
-    let runtime = rquickjs::Runtime::new().map_err(|e| format!("cannot start QuickJS: {e}"))?;
+fn standalone(time_limit: Duration) -> Result<(rquickjs::Runtime, rquickjs::Context), ScriptError> {
+    let runtime = rquickjs::Runtime::new().map_err(ScriptError::Start)?;
     runtime.set_memory_limit(MEMORY_LIMIT);
     runtime.set_max_stack_size(1 << 20);
     let started = Instant::now();
     runtime.set_interrupt_handler(Some(Box::new(move || started.elapsed() > time_limit)));
-    let ctx =
-        rquickjs::Context::full(&runtime).map_err(|e| format!("cannot start QuickJS: {e}"))?;
+    let ctx = rquickjs::Context::full(&runtime).map_err(ScriptError::Start)?;
     Ok((runtime, ctx))
 }
 
@@ -593,18 +732,23 @@ fn load_standalone(
     file: &str,
     source: &str,
     function: &str,
-) -> Result<(), String> {
+) -> Result<(), ScriptError> {
     if function.is_empty()
         || !function
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
     {
-        return Err(format!("`{function}` is not a JavaScript function name"));
+        return Err(ScriptError::NotAFunctionName {
+            function: function.to_owned(),
+        });
     }
-    eval_file(ctx, "gauntlet-sandbox.js", SANDBOX)?;
+    eval_sandbox(ctx)?;
     eval_file(ctx, file, source)?;
     if ctx.globals().get::<_, Function>(function).is_err() {
-        return Err(format!("{file} defines no function `{function}`"));
+        return Err(ScriptError::NoFunction {
+            file: file.to_owned(),
+            function: function.to_owned(),
+        });
     }
     Ok(())
 }
@@ -619,25 +763,39 @@ pub fn call_function(
     function: &str,
     input: &Value,
     time_limit: Duration,
-) -> Result<Value, String> {
+) -> Result<Value, ScriptError> {
     let started = Instant::now();
     let (_runtime, ctx) = standalone(time_limit)?;
-    let out: String = ctx.with(|ctx| -> Result<String, String> {
+    let out: String = ctx.with(|ctx| -> Result<String, ScriptError> {
         load_standalone(&ctx, file, source, function)?;
         ctx.globals()
             .set("__gauntlet_input", input.to_string())
-            .map_err(|e| e.to_string())?;
+            .map_err(ScriptError::Runtime)?;
         let call = format!("JSON.stringify({function}(JSON.parse(__gauntlet_input)))");
         ctx.eval::<Option<String>, _>(call)
             .catch(&ctx)
             .map_err(|e| {
                 if started.elapsed() > time_limit {
-                    format!("{file}: `{function}` ran past its time limit of {time_limit:?}")
+                    ScriptError::FunctionTimedOut {
+                        file: file.to_owned(),
+                        function: function.to_owned(),
+                        limit: time_limit,
+                    }
                 } else {
-                    format!("{file}: {e}")
+                    ScriptError::Script {
+                        file: file.to_owned(),
+                        message: e.to_string(),
+                    }
                 }
             })?
-            .ok_or_else(|| format!("{file}: `{function}` returned nothing"))
+            .ok_or_else(|| ScriptError::ReturnedNothing {
+                file: file.to_owned(),
+                function: function.to_owned(),
+            })
     })?;
-    serde_json::from_str(&out).map_err(|e| format!("{file}: `{function}` returned no JSON: {e}"))
+    serde_json::from_str(&out).map_err(|source| ScriptError::ReturnedNoJson {
+        file: file.to_owned(),
+        function: function.to_owned(),
+        source,
+    })
 }

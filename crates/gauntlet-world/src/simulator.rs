@@ -14,7 +14,11 @@ use gauntlet_model::{
 };
 use serde_json::Value;
 
+use gauntlet_model::checkpoint::CheckpointFailed;
+use gauntlet_model::{Classified, ErrorKind};
+
 use crate::handler::HandlerContext;
+use crate::script::ScriptError;
 use crate::world::World;
 
 /// A fault rule and where it came from (`case`, or `profile:NAME`).
@@ -112,13 +116,12 @@ impl Injections {
     pub fn for_trial(
         spec: &gauntlet_model::WorldSpec,
         attack: Option<&gauntlet_model::Attack>,
-    ) -> Result<Injections, String> {
+    ) -> Result<Injections, gauntlet_model::NoTemplateError> {
         let vectors = &spec.injection_vectors;
         if vectors.is_empty() {
             return Ok(Injections::default());
         }
-        let texts =
-            gauntlet_model::attack::vector_texts(vectors, attack).map_err(|e| e.to_string())?;
+        let texts = gauntlet_model::attack::vector_texts(vectors, attack)?;
         let mut out = Injections::default();
         for (name, v) in vectors {
             let Some(text) = texts.get(name).filter(|t| !t.is_empty()) else {
@@ -158,7 +161,7 @@ impl Injections {
 }
 
 /// A trap's check of the live state: `Err` says what did not hold.
-pub type TrapCheck = Box<dyn Fn(&Value) -> Result<(), String> + Send>;
+pub type TrapCheck = Box<dyn Fn(&Value) -> Result<(), CheckpointFailed> + Send>;
 
 /// A checkpoint that ends the trial where it fails (an immediate trap): where it is taken, and
 /// the check of the state there (`Err` says what did not hold).
@@ -196,7 +199,7 @@ pub struct Simulator {
     started: Instant,
     waited_ms: f64,
     /// The script runtime holding the state, for worlds with a script.
-    script: Option<Result<crate::script::ScriptEngine, String>>,
+    script: Option<Result<crate::script::ScriptEngine, ScriptError>>,
     /// The real service answering the tools, for worlds that are one.
     service: Option<Box<dyn Service>>,
 }
@@ -207,7 +210,60 @@ pub trait Service: Send {
     /// Calls one tool of the service; blocks until it answers, fails or times out.
     fn call(&mut self, tool: &str, args: &Value) -> Result<Value, ToolError>;
     /// The service's state now.
-    fn snapshot(&mut self) -> Result<Value, String>;
+    fn snapshot(&mut self) -> Result<Value, ServiceFailed>;
+}
+
+/// A real service that failed, with its own error: its message and its kind are the
+/// service's (a snapshot command the world wrote wrongly is the user's input, a disk that fails
+/// is the harness's).
+#[derive(Debug)]
+pub struct ServiceFailed(pub Box<dyn Classified + Send + Sync>);
+
+impl ServiceFailed {
+    /// Wraps a service's error.
+    pub fn new(error: impl Classified + Send + Sync + 'static) -> Self {
+        ServiceFailed(Box::new(error))
+    }
+}
+
+impl std::fmt::Display for ServiceFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ServiceFailed {
+    // Transparent: the service's error speaks for itself, so its cause is this one's.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl Classified for ServiceFailed {
+    fn kind(&self) -> ErrorKind {
+        self.0.kind()
+    }
+}
+
+/// Why a trial's final state cannot be read back: the world's script or its real service
+/// failed, and says why (and whose failure it is).
+#[derive(Debug, thiserror::Error)]
+pub enum FinalStateError {
+    /// The world's script cannot write its state out.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    /// The real service's state cannot be read.
+    #[error(transparent)]
+    Service(#[from] ServiceFailed),
+}
+
+impl Classified for FinalStateError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            FinalStateError::Script(e) => e.kind(),
+            FinalStateError::Service(e) => e.kind(),
+        }
+    }
 }
 
 /// The changes between two states, record by record (the values of top-level objects), so a
@@ -371,7 +427,7 @@ impl Simulator {
                 self.events.push(Event::Trapped {
                     checkpoint: trap.label,
                     step,
-                    reason,
+                    reason: reason.to_string(),
                 });
                 self.traps.clear();
                 return;
@@ -719,12 +775,12 @@ impl Simulator {
     pub fn finish_checked(
         self,
         final_answer: Option<String>,
-    ) -> (Trajectory, Result<Value, String>) {
+    ) -> (Trajectory, Result<Value, FinalStateError>) {
         let mut service = self.service;
         let state = match (&mut service, &self.script) {
             // The service's own state, read back once more: what it is, not what was seen.
-            (Some(service), _) => service.snapshot(),
-            (None, Some(Ok(engine))) => engine.changed_state(),
+            (Some(service), _) => service.snapshot().map_err(FinalStateError::from),
+            (None, Some(Ok(engine))) => engine.changed_state().map_err(FinalStateError::from),
             (None, Some(Err(_))) => Ok(Arc::unwrap_or_clone(self.initial)),
             _ => Ok(self.state),
         };

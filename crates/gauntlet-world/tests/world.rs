@@ -524,10 +524,11 @@ mod hostile_worlds {
     use std::time::{Duration, Instant};
 
     use gauntlet_model::Context;
-    use gauntlet_world::{CALL_TIME_LIMIT, LOAD_TIME_LIMIT, ScriptEngine};
+    use gauntlet_model::{Classified, ErrorKind};
+    use gauntlet_world::{CALL_TIME_LIMIT, LOAD_TIME_LIMIT, ScriptEngine, ScriptError};
     use serde_json::json;
 
-    fn load(source: &str) -> Result<ScriptEngine, String> {
+    fn load(source: &str) -> Result<ScriptEngine, ScriptError> {
         ScriptEngine::new(
             "hostile.js",
             source,
@@ -544,7 +545,11 @@ mod hostile_worlds {
         let e = load("while (true) {}")
             .err()
             .expect("a looping script must not load");
-        assert!(e.contains("exceeded its time limit"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "hostile.js: loading the world script exceeded its time limit of 10s"
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
         assert!(started.elapsed() < LOAD_TIME_LIMIT + Duration::from_secs(5));
     }
 
@@ -592,7 +597,11 @@ mod hostile_worlds {
         .unwrap();
         let _ = deep.call("nest", &json!({}), false);
         let e = deep.read_state().unwrap_err();
-        assert!(e.contains("nested more than 128 levels deep"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "the world's state is nested more than 128 levels deep"
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
 
         let mut throwing = load(
             "function poison(args, ctx) { ctx.state.records.r1.x = {toJSON() { throw new Error('no'); }}; return 1; }",
@@ -600,7 +609,8 @@ mod hostile_worlds {
         .unwrap();
         let _ = throwing.call("poison", &json!({}), false);
         let e = throwing.read_state().unwrap_err();
-        assert!(e.contains("does not serialise as JSON"), "{e}");
+        assert!(e.to_string().contains("does not serialise as JSON"), "{e}");
+        assert!(matches!(e, ScriptError::StateNotSerialisable), "{e:?}");
     }
 
     /// Regression: the harness's entry points were plain globals, so a script could replace

@@ -34,7 +34,7 @@ pub fn serve(
     let case = &lc.case;
     let injections =
         gauntlet_world::Injections::for_trial(trial.world.spec(), case.attack.as_ref())
-            .map_err(ExpectedError::input)?;
+            .map_err(ExpectedError::from)?;
     // A world that is a real service gets its own for the session, removed when it ends.
     let (service, initial) = match trial.world.spec().service.as_ref() {
         None => (None, (*trial.initial_state).clone()),
