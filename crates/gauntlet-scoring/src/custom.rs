@@ -88,7 +88,10 @@ pub fn failure(name: &str, why: String) -> Score {
 pub enum CustomError {
     /// The JavaScript function failed (its message names the file and line).
     #[error("{0}")]
-    Script(String),
+    Script(#[source] gauntlet_world::ScriptError),
+    /// The JavaScript function's thread panicked.
+    #[error("the script panicked")]
+    Panicked,
     /// The command could not start.
     #[error("cannot start `{command}`: {source}")]
     Start {
@@ -154,13 +157,12 @@ pub async fn run_custom(
             );
             let returned = tokio::task::spawn_blocking(move || {
                 gauntlet_world::call_function(&file, &source, &function, &input, timeout)
-                    .map_err(|e| e.to_string())
             })
-            .await
-            .unwrap_or_else(|_| Err("the script panicked".to_owned()));
+            .await;
             return match returned {
-                Ok(v) => scores_of(v),
-                Err(why) => Err(CustomError::Script(why.to_string())),
+                Ok(Ok(v)) => scores_of(v),
+                Ok(Err(e)) => Err(CustomError::Script(e)),
+                Err(_) => Err(CustomError::Panicked),
             };
         }
     };
