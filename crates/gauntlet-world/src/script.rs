@@ -753,6 +753,18 @@ fn load_standalone(
     Ok(())
 }
 
+/// A script error as its author wrote the script: the stack frames of the harness's own call
+/// (`at <eval> (eval_script:…)`) and trailing blank lines left out.
+fn without_harness_frames(message: &str) -> String {
+    message
+        .lines()
+        .filter(|l| !(l.trim_start().starts_with("at ") && l.contains("(eval_script:")))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_end()
+        .to_owned()
+}
+
 /// Calls `function(input)` of a standalone script (a custom evaluator) in a fresh sandbox: no
 /// filesystem, network, clock or randomness, [`MEMORY_LIMIT`] of memory and `time_limit` for
 /// loading the script and the call together. The JSON value the function returns; an error
@@ -784,7 +796,7 @@ pub fn call_function(
                 } else {
                     ScriptError::Script {
                         file: file.to_owned(),
-                        message: e.to_string(),
+                        message: without_harness_frames(&e.to_string()),
                     }
                 }
             })?
@@ -798,4 +810,28 @@ pub fn call_function(
         function: function.to_owned(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a custom evaluator that threw showed QuickJS's frame for the harness's own
+    /// call (`at <eval> (eval_script:1:36)`) and a blank line under its message.
+    #[test]
+    fn a_throwing_function_says_where_in_its_own_file() {
+        let source = "function evaluate(t) {\n  throw new Error('boom')\n}\n";
+        let e = call_function(
+            "ev/bad.js",
+            source,
+            "evaluate",
+            &serde_json::json!({}),
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ev/bad.js: Error: boom\n    at evaluate (ev/bad.js:2:13)"
+        );
+    }
 }

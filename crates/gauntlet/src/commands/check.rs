@@ -12,11 +12,12 @@ pub fn check(path: &Path, json: bool) -> Result<i32, ExpectedError> {
     }
     let suite = crate::commands::shared::load_suite(path)?;
     crate::say!(
-        "ok: suite `{}`: {} cases, {} worlds, {} gates",
+        "ok: suite `{}`: {} cases, {} worlds, {} gates and the built-in `{}`",
         suite.config.name,
         suite.cases.len(),
         suite.worlds.len(),
-        suite.gates.len()
+        suite.config.gates.len(),
+        gauntlet_eval::HARNESS_GATE,
     );
     Ok(GATES_PASSED)
 }
