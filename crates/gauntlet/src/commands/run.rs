@@ -13,43 +13,12 @@ use crate::exit::ExpectedError;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.suite)?;
-    if !(args.trial_timeout > 0.0 && args.trial_timeout.is_finite()) {
-        return Err(ExpectedError::input(
-            "--trial-timeout must be a positive number of seconds",
-        ));
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
-    let events = args
-        .events
-        .as_deref()
-        .map(crate::events::EventLines::open)
-        .transpose()?;
-    // With `--events -`, stdout holds the event lines and nothing else.
-    let events_on_stdout = args.events.as_deref() == Some(std::path::Path::new("-"));
-    let talk = !args.quiet && !args.json && !events_on_stdout;
-    let mut run = Run::new(&suite)
-        .options(args.run_options())
-        .gateway(args.gateway_options()?)
-        .concurrency(args.concurrency)
-        .trial_timeout(Duration::from_secs_f64(args.trial_timeout))
-        .isolation(args.isolation.into())
-        .user_model(args.user_model.clone());
-    if let Some(out) = &args.out {
-        run = run.out(out);
-    }
-    if let Some(dir) = &args.resume {
-        run = run.resume(dir, args.set_aside_corrupt);
-    }
-    let mut terminal = Terminal {
-        talk,
-        progress: crate::progress::Progress::new(talk),
-        events,
-        runtime: &runtime,
-        args: &args,
-    };
+    let run = library_run(&args, &suite)?;
+    let mut terminal = Terminal::new(&args, &runtime)?;
     let Finished {
         results,
         gate_errors,
@@ -63,39 +32,87 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     }
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
     if let Some(lines) = terminal.events.as_mut() {
-        lines.line(&gauntlet_model::events::run_finished_wire(
-            &results,
-            &gauntlet_runner::now(),
-        ));
+        let at = gauntlet_runner::now();
+        lines.line(&gauntlet_model::events::run_finished_wire(&results, &at));
     }
-    let results = report_finished(results, args.json, args.quiet || events_on_stdout);
-    if talk {
+    let results = report_finished(results, args.json, args.quiet || terminal.events_on_stdout);
+    if terminal.talk {
         println!("results: {}", out.join("results.json").display());
         for r in reports {
             println!("report: {}", r.display());
         }
-    }
-    if let Some(s) = shard {
-        if talk {
+        if let Some(s) = shard {
             println!(
                 "shard {s}: its gates saw this part only; `gauntlet merge` decides the run's verdict"
             );
         }
-        // A gate that cannot be decided is still an error; a failed one waits for the merge.
-        verdict_code(&results, gate_errors)?;
-        return Ok(crate::exit::GATES_PASSED);
     }
-    verdict_code(&results, gate_errors)
+    // A gate that cannot be decided is still an error; in a part, a failed one waits for the
+    // merge.
+    let code = verdict_code(&results, gate_errors)?;
+    Ok(if shard.is_some() {
+        crate::exit::GATES_PASSED
+    } else {
+        code
+    })
+}
+
+/// The library's run as the arguments describe it.
+fn library_run<'s>(
+    args: &RunArgs,
+    suite: &'s gauntlet_suite::Suite,
+) -> Result<Run<'s>, ExpectedError> {
+    if !(args.trial_timeout > 0.0 && args.trial_timeout.is_finite()) {
+        return Err(ExpectedError::input(
+            "--trial-timeout must be a positive number of seconds",
+        ));
+    }
+    let mut run = Run::new(suite)
+        .options(args.run_options())
+        .gateway(args.gateway_options()?)
+        .concurrency(args.concurrency)
+        .trial_timeout(Duration::from_secs_f64(args.trial_timeout))
+        .isolation(args.isolation.into())
+        .user_model(args.user_model.clone());
+    if let Some(out) = &args.out {
+        run = run.out(out);
+    }
+    if let Some(dir) = &args.resume {
+        run = run.resume(dir, args.set_aside_corrupt);
+    }
+    Ok(run)
 }
 
 /// The run as the terminal follows it: notes and warnings on stderr, the progress bar,
 /// `--events`, and the stop on a signal once the run folder exists.
 struct Terminal<'a> {
     talk: bool,
+    /// `--events -`: stdout holds the event lines and nothing else.
+    events_on_stdout: bool,
     progress: crate::progress::Progress,
     events: Option<crate::events::EventLines>,
     runtime: &'a tokio::runtime::Runtime,
     args: &'a RunArgs,
+}
+
+impl<'a> Terminal<'a> {
+    fn new(args: &'a RunArgs, runtime: &'a tokio::runtime::Runtime) -> Result<Self, ExpectedError> {
+        let events = args
+            .events
+            .as_deref()
+            .map(crate::events::EventLines::open)
+            .transpose()?;
+        let events_on_stdout = args.events.as_deref() == Some(std::path::Path::new("-"));
+        let talk = !args.quiet && !args.json && !events_on_stdout;
+        Ok(Terminal {
+            talk,
+            events_on_stdout,
+            progress: crate::progress::Progress::new(talk),
+            events,
+            runtime,
+            args,
+        })
+    }
 }
 
 impl Observer for Terminal<'_> {
