@@ -516,8 +516,15 @@ pub struct RunArgs {
     /// Run one part of the run, I of N (such as 2/4): the trials whose position in the plan
     /// leaves I-1 when divided by N. The parts of one run (same suite, agent, seed, epochs)
     /// make the whole with `gauntlet merge`; a part exits 0 and leaves the verdict to it.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<gauntlet_model::Shard>,
+    /// `auto` takes the part from the environment: GAUNTLET_SHARD=I/N (any CI matrix), else a
+    /// Kubernetes Indexed Job's JOB_COMPLETION_INDEX (from 0: index 0 is part 1) with
+    /// --shard-count N.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<ShardArg>,
+    /// With `--shard auto` in an Indexed Job: how many parts there are (the Job's
+    /// completions).
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shard_count: Option<u32>,
     /// The run's id (letters, digits, `.`, `_`, `-`), so that parts run apart share one (trace
     /// ids derive from it); a fresh one when absent.
     #[arg(long)]
@@ -619,19 +626,105 @@ pub struct ScoreArgs {
     pub gateway_upstream: Option<String>,
 }
 
+/// `--shard`: a part given, or `auto` (from the environment).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ShardArg {
+    /// `--shard auto`.
+    Auto,
+    /// `--shard I/N`.
+    Part(gauntlet_model::Shard),
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = gauntlet_model::ShardSyntaxError;
+
+    fn from_str(s: &str) -> Result<ShardArg, Self::Err> {
+        if s == "auto" {
+            return Ok(ShardArg::Auto);
+        }
+        s.parse().map(ShardArg::Part)
+    }
+}
+
+/// The part `--shard auto` runs, from the environment `var` reads: GAUNTLET_SHARD=I/N, else
+/// JOB_COMPLETION_INDEX (from 0) of `count` parts.
+pub fn shard_from_env(
+    count: Option<u32>,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<gauntlet_model::Shard, crate::exit::ExpectedError> {
+    use crate::exit::ExpectedError;
+    if let Some(text) = var("GAUNTLET_SHARD") {
+        return text
+            .trim()
+            .parse()
+            .map_err(|e| ExpectedError::input(format!("GAUNTLET_SHARD=`{text}`: {e}")));
+    }
+    let Some(index) = var("JOB_COMPLETION_INDEX") else {
+        return Err(ExpectedError::input(
+            "--shard auto found no part: set GAUNTLET_SHARD=I/N, or run in a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) with --shard-count N",
+        ));
+    };
+    let index: u32 = index.trim().parse().map_err(|_| {
+        ExpectedError::input(format!(
+            "JOB_COMPLETION_INDEX=`{index}` is not a number from 0"
+        ))
+    })?;
+    let Some(count) = count else {
+        return Err(ExpectedError::input(format!(
+            "JOB_COMPLETION_INDEX={index} with --shard auto needs --shard-count N (the Job's completions)"
+        )));
+    };
+    if count == 0 || index >= count {
+        return Err(ExpectedError::input(format!(
+            "JOB_COMPLETION_INDEX={index} is not one of --shard-count {count} parts (0 to {})",
+            count.saturating_sub(1)
+        )));
+    }
+    Ok(gauntlet_model::Shard {
+        index: index + 1,
+        count,
+    })
+}
+
 impl RunArgs {
+    /// The part of the run to run, `--shard auto` read from the environment.
+    pub fn shard(&self) -> Result<Option<gauntlet_model::Shard>, crate::exit::ExpectedError> {
+        match self.shard {
+            None => {
+                if self.shard_count.is_some() {
+                    return Err(crate::exit::ExpectedError::input(
+                        "--shard-count goes with --shard auto",
+                    ));
+                }
+                Ok(None)
+            }
+            Some(ShardArg::Part(s)) => {
+                if self.shard_count.is_some_and(|n| n != s.count) {
+                    return Err(crate::exit::ExpectedError::input(format!(
+                        "--shard {s} and --shard-count {} disagree",
+                        self.shard_count.unwrap_or_default()
+                    )));
+                }
+                Ok(Some(s))
+            }
+            Some(ShardArg::Auto) => {
+                shard_from_env(self.shard_count, |k| std::env::var(k).ok()).map(Some)
+            }
+        }
+    }
+
     /// What the user asked of the run's plan.
-    pub fn run_options(&self) -> gauntlet_runner::RunOptions {
-        gauntlet_runner::RunOptions {
+    pub fn run_options(&self) -> Result<gauntlet_runner::RunOptions, crate::exit::ExpectedError> {
+        Ok(gauntlet_runner::RunOptions {
             agent: self.agent.clone(),
             seed: self.seed,
             epochs: self.epochs,
             filter: self.filter.clone(),
             faults: self.faults.clone(),
             attack: self.attack.clone(),
-            shard: self.shard,
+            shard: self.shard()?,
             run_id: self.run_id.clone(),
-        }
+        })
     }
 
     /// What the user asked of the LLM gateway; the upstream key comes from

@@ -68,7 +68,7 @@ fn library_run<'s>(
         ));
     }
     let mut run = Run::new(suite)
-        .options(args.run_options())
+        .options(args.run_options()?)
         .gateway(args.gateway_options()?)
         .concurrency(args.concurrency)
         .trial_timeout(Duration::from_secs_f64(args.trial_timeout))

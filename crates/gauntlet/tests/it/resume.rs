@@ -339,3 +339,89 @@ fn a_corrupt_middle_line_is_set_aside_and_its_trial_runs_again() {
     assert_eq!(keys.len(), total, "every trial once");
     assert!(keys.contains(&(lost["case_id"].as_str().unwrap().to_owned(), 0)));
 }
+
+/// `--shard auto` takes the part from a CI matrix (GAUNTLET_SHARD=I/N) or a Kubernetes Indexed
+/// Job (JOB_COMPLETION_INDEX from 0, with --shard-count), and runs the trials `--shard I/N`
+/// runs; with neither it says what to set.
+#[test]
+fn shard_auto_takes_the_part_from_the_environment() {
+    let cx = TestContext::new();
+    let trials = |out: &str| -> Vec<(String, u64)> {
+        read_trials(&cx.path(out))
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].as_str().unwrap().to_owned(),
+                    t["epoch"].as_u64().unwrap(),
+                )
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let part = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = gauntlet();
+        c.env_remove("GAUNTLET_SHARD")
+            .env_remove("JOB_COMPLETION_INDEX");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c
+            .args(["run", s(&cx.suite), "--epochs", "2", "--run-id", "ci-7"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let out = |name: &str| s(&cx.path(name)).to_owned();
+    for (name, shard) in [("given-1", "1/3"), ("given-2", "2/3")] {
+        let (code, err) = part(&["--shard", shard, "--out", &out(name)], &[]);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let (code, err) = part(
+        &["--shard", "auto", "--out", &out("matrix")],
+        &[("GAUNTLET_SHARD", "1/3")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(trials("matrix"), trials("given-1"));
+    let (code, err) = part(
+        &[
+            "--shard",
+            "auto",
+            "--shard-count",
+            "3",
+            "--out",
+            &out("job"),
+        ],
+        &[("JOB_COMPLETION_INDEX", "1")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(trials("job"), trials("given-2"));
+    assert!(!trials("job").is_empty());
+    // Without a part to take, or with one that does not fit, it says what to set (exit 2).
+    for (env, says) in [
+        (vec![], "set GAUNTLET_SHARD=I/N"),
+        (vec![("GAUNTLET_SHARD", "4/3")], "GAUNTLET_SHARD=`4/3`"),
+        (vec![("JOB_COMPLETION_INDEX", "0")], "needs --shard-count N"),
+    ] {
+        let (code, err) = part(&["--shard", "auto", "--out", &out("refused")], &env);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    let (code, err) = part(
+        &[
+            "--shard",
+            "auto",
+            "--shard-count",
+            "3",
+            "--out",
+            &out("refused"),
+        ],
+        &[("JOB_COMPLETION_INDEX", "3")],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not one of --shard-count 3 parts"), "{err}");
+}
