@@ -425,3 +425,197 @@ fn shard_auto_takes_the_part_from_the_environment() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("not one of --shard-count 3 parts"), "{err}");
 }
+
+/// The documented Kubernetes recipe (`deploy/kubernetes/indexed-job.yaml`) works as written: each
+/// pod's command, run with the JOB_COMPLETION_INDEX the Job gives it, then the merge Job's
+/// command, leave the run an unsharded `gauntlet run` with the same seed and run id leaves.
+#[test]
+fn the_kubernetes_indexed_job_recipe_merges_into_the_unsharded_run() {
+    let cx = TestContext::new();
+    let text = std::fs::read_to_string(repo().join("deploy/kubernetes/indexed-job.yaml")).unwrap();
+    let jobs: Vec<Value> = text
+        .split("\n---\n")
+        .map(|doc| serde_saphyr::from_str(doc).unwrap())
+        .collect();
+    let container = |job: &Value| job["spec"]["template"]["spec"]["containers"][0].clone();
+    let argv = |job: &Value| -> Vec<String> {
+        let c = container(job);
+        c["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(c["args"].as_array().unwrap())
+            .map(|a| a.as_str().unwrap().replace("/suite", s(&cx.suite)))
+            .collect()
+    };
+    let (parts, merge) = (&jobs[0], &jobs[1]);
+    assert_eq!(parts["spec"]["completionMode"], "Indexed");
+    let completions = parts["spec"]["completions"].as_u64().unwrap();
+    for index in 0..completions {
+        let argv = argv(parts);
+        let o = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("PATH", path_with_gauntlet())
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env_remove("GAUNTLET_SHARD")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let argv = argv(merge);
+    let merged = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("PATH", path_with_gauntlet())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let merged_code = merged.status.code();
+    assert!(
+        matches!(merged_code, Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    // The same run, unsharded, with the manifest's own settings.
+    let whole = cx.path("whole");
+    let o = run(&[
+        "run",
+        s(&cx.suite),
+        "--run-id",
+        "nightly-1",
+        "--seed",
+        "7",
+        "--epochs",
+        "2",
+        "--out",
+        s(&whole),
+        "--json",
+    ]);
+    assert_eq!(o.code, merged_code.unwrap(), "{}", o.stderr);
+    let read = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    };
+    let merged = read(&cx.suite.join(".gauntlet/runs/nightly-1"));
+    let whole = read(&whole);
+    assert_eq!(merged["verdict"], whole["verdict"]);
+    assert_eq!(merged["gates"], whole["gates"]);
+    let statuses = |r: &Value| -> Vec<(Value, Value, Value, Value)> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["case_id"].clone(),
+                    t["epoch"].clone(),
+                    t["status"].clone(),
+                    t["trace_id"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(statuses(&merged), statuses(&whole));
+    assert!(cx.suite.join(".gauntlet/runs/nightly-1/junit.xml").exists());
+}
+
+/// The documented GitHub Actions matrix (`deploy/github-actions/sharded-run.yml`) works as
+/// written: each matrix job's run step with its GAUNTLET_SHARD, then the merge job's, in one
+/// checkout (the artifacts' round trip put aside), give the unsharded run's verdict and trials.
+#[test]
+fn the_github_actions_matrix_recipe_merges_into_the_unsharded_run() {
+    let cx = TestContext::new();
+    let text =
+        std::fs::read_to_string(repo().join("deploy/github-actions/sharded-run.yml")).unwrap();
+    let workflow: Value = serde_saphyr::from_str(&text).unwrap();
+    // The checkout: the suite at examples/incident-desk.
+    let checkout = cx.path("checkout");
+    std::fs::create_dir_all(checkout.join("examples")).unwrap();
+    std::os::unix::fs::symlink(&cx.suite, checkout.join("examples/incident-desk")).unwrap();
+    let gauntlet_steps = |job: &Value| -> Vec<String> {
+        job["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .filter(|r| r.starts_with("gauntlet "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let sh = |script: &str, env: &[(&str, String)]| {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c")
+            .arg(script)
+            .current_dir(&checkout)
+            .env("PATH", path_with_gauntlet())
+            .env("GITHUB_RUN_ID", "4242")
+            .env("NO_COLOR", "1")
+            .env_remove("JOB_COMPLETION_INDEX");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let parts = &workflow["jobs"]["parts"];
+    for shard in parts["strategy"]["matrix"]["shard"].as_array().unwrap() {
+        let shard = shard.to_string();
+        let env = parts["env"]["GAUNTLET_SHARD"]
+            .as_str()
+            .unwrap()
+            .replace("${{ matrix.shard }}", &shard);
+        for step in gauntlet_steps(parts) {
+            let o = sh(
+                &step.replace("${{ matrix.shard }}", &shard),
+                &[("GAUNTLET_SHARD", env.clone())],
+            );
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+    let merge = gauntlet_steps(&workflow["jobs"]["merge"]);
+    assert_eq!(merge.len(), 1, "{merge:?}");
+    let merged = sh(&merge[0], &[]);
+    let code = merged.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    let o = run(&[
+        "run",
+        s(&cx.suite),
+        "--run-id",
+        "4242",
+        "--seed",
+        "7",
+        "--epochs",
+        "2",
+        "--out",
+        s(&cx.path("whole")),
+    ]);
+    assert_eq!(Some(o.code), code, "{}", o.stderr);
+    let read = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    };
+    let (merged, whole) = (read(&checkout.join("merged")), read(&cx.path("whole")));
+    assert_eq!(merged["verdict"], whole["verdict"]);
+    assert_eq!(merged["metrics"]["trials"], whole["metrics"]["trials"]);
+    let ids = |r: &Value| -> Vec<Value> {
+        r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| json!([t["case_id"], t["epoch"], t["status"], t["trace_id"]]))
+            .collect()
+    };
+    assert_eq!(ids(&merged), ids(&whole));
+    assert!(checkout.join("merged/summary.md").exists());
+}
