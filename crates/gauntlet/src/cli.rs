@@ -690,14 +690,8 @@ impl RunArgs {
     /// The part of the run to run, `--shard auto` read from the environment.
     pub fn shard(&self) -> Result<Option<gauntlet_model::Shard>, crate::exit::ExpectedError> {
         match self.shard {
-            None => {
-                if self.shard_count.is_some() {
-                    return Err(crate::exit::ExpectedError::input(
-                        "--shard-count goes with --shard auto",
-                    ));
-                }
-                Ok(None)
-            }
+            // `--shard-count` requires `--shard` (clap refuses it alone).
+            None => Ok(None),
             Some(ShardArg::Part(s)) => {
                 if self.shard_count.is_some_and(|n| n != s.count) {
                     return Err(crate::exit::ExpectedError::input(format!(
