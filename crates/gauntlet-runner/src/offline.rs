@@ -499,3 +499,74 @@ impl Sink<'_> {
         Ok(summary)
     }
 }
+
+/// The suite's LLM judges outside a live run (`score`, `compare --pairwise`): a runtime that
+/// serves their gateway while the caller works, and the panel with the suite's judge cache in
+/// front (calls go to `upstream`, or the suite's `gateway.upstream`). `None` when the suite has
+/// no judges.
+pub struct OfflineJudges {
+    /// The runtime the gateway is served on; keep it while judging.
+    pub runtime: tokio::runtime::Runtime,
+    /// The judges.
+    pub panel: std::sync::Arc<JudgePanel>,
+    /// Something the user must know about the judges' endpoint, if anything.
+    pub warning: Option<String>,
+}
+
+/// Why the suite's judges cannot judge outside a run.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgesError {
+    /// No async runtime for the gateway.
+    #[error("failed to start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The gateway did not start.
+    #[error("cannot start the LLM gateway: {0}")]
+    Gateway(#[source] gauntlet_agent::gateway::GatewayError),
+    /// The judges are not configured as they can be used.
+    #[error(transparent)]
+    Judge(#[from] gauntlet_scoring::JudgeError),
+}
+
+impl Classified for JudgesError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            JudgesError::Runtime(_) => ErrorKind::Harness,
+            JudgesError::Gateway(e) => e.kind(),
+            JudgesError::Judge(e) => e.kind(),
+        }
+    }
+}
+
+/// The suite's judges outside a live run (see [`OfflineJudges`]).
+pub fn offline_judges(
+    suite: &Suite,
+    upstream: Option<String>,
+) -> Result<Option<OfflineJudges>, JudgesError> {
+    if suite.config.judges.is_empty() {
+        return Ok(None);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(JudgesError::Runtime)?;
+    let options = crate::agents::GatewayOptions {
+        upstream,
+        api_key: crate::agents::upstream_key(),
+        ..Default::default()
+    };
+    let gateway = runtime
+        .block_on(crate::agents::start_gateway(options, suite))
+        .map_err(JudgesError::Gateway)?;
+    let panel = gauntlet_scoring::judge::judge_panel(
+        suite,
+        gateway.as_ref(),
+        &suite.root.join(".gauntlet").join("judge-cache.sqlite"),
+        false,
+    )?;
+    Ok(panel.map(|panel| OfflineJudges {
+        warning: panel.endpoint_warning(),
+        runtime,
+        panel,
+    }))
+}

@@ -442,7 +442,7 @@ pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
 /// Streams the trial records of a run directory (or a `trials.jsonl` file), one at a time.
 pub fn read_trials(
     path: &Path,
-) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
+) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>> + use<>, StoreError> {
     read_trials_with(path, false)
 }
 
@@ -450,14 +450,14 @@ pub fn read_trials(
 /// not copied whole): for views that hold many trials, such as reports.
 pub fn read_trials_lean(
     path: &Path,
-) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
+) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>> + use<>, StoreError> {
     read_trials_with(path, true)
 }
 
 fn read_trials_with(
     path: &Path,
     lean: bool,
-) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>>, StoreError> {
+) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>> + use<>, StoreError> {
     let file = if path.is_dir() {
         path.join("trials.jsonl")
     } else {

@@ -64,15 +64,6 @@ impl ExpectedError {
         }
     }
 
-    /// A library error with what the command was doing (`failed to write results`), of the
-    /// error's own kind.
-    pub fn doing(what: &str, e: &impl Classified) -> Self {
-        ExpectedError {
-            kind: e.kind(),
-            lines: vec![format!("{what}: {e}")],
-        }
-    }
-
     /// The exit code.
     pub fn code(&self) -> i32 {
         code_of(self.kind)

@@ -129,10 +129,8 @@ pub fn index_run(state: &Path, results: &RunResults, out: &Path) {
     }
 }
 
-/// The suite's LLM judges outside a live run (`score`, `compare --pairwise`): a runtime that
-/// serves their gateway while the caller works, the gateway (calls go to `upstream`, or the
-/// suite's `gateway.upstream`), and the panel with the suite's judge cache in front. Neither
-/// runtime nor panel when the suite has no judges.
+/// The suite's LLM judges outside a live run ([`gauntlet_runner::offline::offline_judges`]),
+/// with their endpoint's warning printed.
 pub fn offline_judges(
     suite: &Suite,
     upstream: Option<String>,
@@ -143,32 +141,13 @@ pub fn offline_judges(
     )>,
     ExpectedError,
 > {
-    if suite.config.judges.is_empty() {
+    let Some(judges) = gauntlet_runner::offline::offline_judges(suite, upstream)? else {
         return Ok(None);
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
-    let options = gauntlet_runner::agents::GatewayOptions {
-        upstream,
-        api_key: gauntlet_runner::agents::upstream_key(),
-        ..Default::default()
     };
-    let gateway = runtime
-        .block_on(gauntlet_runner::agents::start_gateway(options, suite))
-        .map_err(|e| ExpectedError::doing("cannot start the LLM gateway", &e))?;
-    let panel = gauntlet_scoring::judge::judge_panel(
-        suite,
-        gateway.as_ref(),
-        &state_dir(suite).join("judge-cache.sqlite"),
-        false,
-    )?;
-    if let Some(w) = panel.as_ref().and_then(|p| p.endpoint_warning()) {
+    if let Some(w) = &judges.warning {
         eprintln!("warning: {w}");
     }
-    Ok(panel.map(|p| (runtime, p)))
+    Ok(Some((judges.runtime, judges.panel)))
 }
 
 /// Writes files under `out` (paths relative to it), creating folders as needed.

@@ -11,6 +11,10 @@ use crate::common::*;
 const NOT_RUN: &[(&str, &str)] = &[
     ("cargo test --workspace", "it is this test suite"),
     (
+        "pip install ./python",
+        "run by gauntlet-python's package test, into a fresh environment",
+    ),
+    (
         "server-filesystem /srv/docs",
         "serves a folder of the reader's until Ctrl-C",
     ),

@@ -1,0 +1,283 @@
+//! A Python callable as an agent: `agent(case, tools, user) -> str`. Each trial calls it on a
+//! thread of the runtime's blocking pool, with the trial's tools and user in process: a tool
+//! call goes straight to the trial's environment (the same path an MCP call takes), with the
+//! GIL released while the world works, so Python agents run side by side.
+
+use std::ffi::c_long;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use gauntlet_agent::{
+    Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv, conversation, lock,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tokio::runtime::Handle;
+
+use crate::errors::tool_error;
+
+/// A Python callable, wrapped by `gauntlet.run` so that it is synchronous and returns a string
+/// or `None`.
+pub struct PyAgent {
+    callable: Arc<Py<PyAny>>,
+}
+
+impl PyAgent {
+    pub fn new(callable: Py<PyAny>) -> Self {
+        PyAgent {
+            callable: Arc::new(callable),
+        }
+    }
+}
+
+impl Agent for PyAgent {
+    fn run<'a>(
+        &'a self,
+        input: &'a AgentInput,
+        env: SharedEnv,
+    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
+        let callable = Arc::clone(&self.callable);
+        let input = input.clone();
+        let handle = Handle::current();
+        let thread = Arc::new(AtomicU64::new(0));
+        let watch = Interrupt(Arc::clone(&thread));
+        Box::pin(async move {
+            let task =
+                tokio::task::spawn_blocking(move || play(&callable, input, env, handle, &thread));
+            let played = task.await;
+            // The trial ended on its own: nothing to interrupt.
+            watch.0.store(0, Ordering::SeqCst);
+            played.map_err(|e| AgentError(format!("the Python agent's thread failed: {e}")))?
+        })
+    }
+}
+
+/// Interrupts the agent's Python code with `TimeoutError` when the trial is dropped before the
+/// agent returned (its time ran out, or the run was stopped); the thread's Python identity, or
+/// 0 once the agent returned.
+struct Interrupt(Arc<AtomicU64>);
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        if self.0.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        Python::attach(|_py| {
+            // Read again under the GIL: the agent's thread clears it under the GIL too, so the
+            // exception never reaches a thread that has moved on to another trial.
+            let ident = self.0.load(Ordering::SeqCst);
+            if ident != 0 {
+                // SAFETY: the GIL is held; the exception type is a static Python object.
+                unsafe {
+                    pyo3::ffi::PyThreadState_SetAsyncExc(
+                        ident as c_long,
+                        pyo3::ffi::PyExc_TimeoutError,
+                    );
+                }
+            }
+        });
+    }
+}
+
+/// One trial of the Python agent on this (blocking) thread.
+fn play(
+    callable: &Py<PyAny>,
+    input: AgentInput,
+    env: SharedEnv,
+    handle: Handle,
+    thread: &AtomicU64,
+) -> Result<AgentOutput, AgentError> {
+    Python::attach(|py| {
+        let ident = py
+            .import("threading")
+            .and_then(|t| t.call_method0("get_ident"))
+            .and_then(|i| i.extract::<u64>())
+            .unwrap_or(0);
+        thread.store(ident, Ordering::SeqCst);
+        let steps = Arc::new(AtomicU32::new(0));
+        let called = (|| {
+            let case = Py::new(py, Case::from(input))?;
+            let tools = Py::new(
+                py,
+                Tools {
+                    env: Arc::clone(&env),
+                    steps: Arc::clone(&steps),
+                },
+            )?;
+            let user = Py::new(py, User { env, steps, handle })?;
+            callable
+                .call1(py, (case, tools, user))?
+                .extract::<Option<String>>(py)
+        })();
+        // Done with Python for this trial: no interrupt may reach this thread any more, and one
+        // that arrived too late is dropped.
+        thread.store(0, Ordering::SeqCst);
+        if ident != 0 {
+            // SAFETY: the GIL is held; NULL clears the thread's pending asynchronous exception.
+            unsafe {
+                pyo3::ffi::PyThreadState_SetAsyncExc(ident as c_long, std::ptr::null_mut());
+            }
+        }
+        match called {
+            Ok(final_answer) => Ok(AgentOutput {
+                final_answer,
+                unfinished: None,
+            }),
+            Err(e) => Err(AgentError(crate::errors::describe(py, &e))),
+        }
+    })
+}
+
+/// The trial as the agent sees it: the user's request and which repetition it is. It never
+/// holds the expected outcome.
+#[pyclass(module = "gauntlet._native", frozen, get_all)]
+pub struct Case {
+    /// The case's id.
+    case_id: String,
+    /// The user's request.
+    user_input: String,
+    /// The repetition, from 0.
+    epoch: u32,
+    /// The trial's seed.
+    seed: u64,
+}
+
+impl From<AgentInput> for Case {
+    fn from(input: AgentInput) -> Self {
+        Case {
+            case_id: input.case_id,
+            user_input: input.user_input,
+            epoch: input.epoch,
+            seed: input.seed,
+        }
+    }
+}
+
+#[pymethods]
+impl Case {
+    fn __repr__(&self) -> String {
+        format!(
+            "Case(case_id={:?}, epoch={}, user_input={:?})",
+            self.case_id, self.epoch, self.user_input
+        )
+    }
+}
+
+/// The world's tools of one trial, in process.
+#[pyclass(module = "gauntlet._native", frozen)]
+pub struct Tools {
+    env: SharedEnv,
+    steps: Arc<AtomicU32>,
+}
+
+#[pymethods]
+impl Tools {
+    /// The tools the agent may call: `name`, `description`, `parameters` (a JSON Schema) and
+    /// `read_only`.
+    fn list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let tools = py.detach(|| lock(&self.env).tools());
+        let listed: Vec<serde_json::Value> = tools
+            .into_iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "read_only": t.kind == gauntlet_model::ToolKind::Read,
+                })
+            })
+            .collect();
+        Ok(pythonize::pythonize(py, &listed)?)
+    }
+
+    /// Calls a tool with keyword arguments; its result, or `gauntlet.ToolError`.
+    #[pyo3(signature = (name, /, **arguments))]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        arguments: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let args = match arguments {
+            Some(a) => pythonize::depythonize(a.as_any())?,
+            None => serde_json::Value::Object(Default::default()),
+        };
+        self.call_tool(py, name, args, None)
+    }
+
+    /// Calls a tool with its arguments as a dict and, optionally, an idempotency key.
+    #[pyo3(signature = (name, arguments=None, idempotency_key=None))]
+    fn call_with<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        arguments: Option<&Bound<'py, PyAny>>,
+        idempotency_key: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let args = match arguments {
+            Some(a) if !a.is_none() => pythonize::depythonize(a)?,
+            _ => serde_json::Value::Object(Default::default()),
+        };
+        self.call_tool(py, name, args, idempotency_key)
+    }
+
+    /// Waits before the next action, as a backoff does: the trial clock advances by `seconds`
+    /// (every time-based verdict counts it) without the thread sleeping.
+    fn sleep(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        if !(seconds >= 0.0 && seconds.is_finite()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "seconds must be a finite number, 0 or more",
+            ));
+        }
+        let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
+        py.detach(|| lock(&self.env).wait(step, seconds * 1000.0));
+        Ok(())
+    }
+}
+
+impl Tools {
+    fn call_tool<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        args: serde_json::Value,
+        key: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
+        let outcome = py.detach(|| lock(&self.env).call_tool(step, name, args, key));
+        match outcome {
+            Ok(value) => Ok(pythonize::pythonize(py, &value)?),
+            Err(e) => Err(tool_error(py, &e)),
+        }
+    }
+}
+
+/// The simulated user of one trial.
+#[pyclass(module = "gauntlet._native", frozen)]
+pub struct User {
+    env: SharedEnv,
+    steps: Arc<AtomicU32>,
+    handle: Handle,
+}
+
+#[pymethods]
+impl User {
+    /// Asks the user to confirm an action; whether they approved.
+    fn confirm(&self, py: Python<'_>, action: &str) -> bool {
+        let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
+        py.detach(|| {
+            self.handle
+                .block_on(conversation::confirm(&self.env, step, action))
+                .0
+        })
+    }
+
+    /// Asks the user a question; the answer.
+    fn ask(&self, py: Python<'_>, question: &str) -> String {
+        let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
+        py.detach(|| {
+            self.handle
+                .block_on(conversation::ask(&self.env, step, question))
+        })
+    }
+}

@@ -1,0 +1,419 @@
+//! `gauntlet._native`: the Rust half of the Python package (`python/`). It calls the library,
+//! not the command line: a run ([`gauntlet_runner::Run`]) with a Python callable as its agent
+//! and a Python callback on its event stream, a score of recorded trajectories, a suite's
+//! check, a stored run's results, and the command line itself for the `gauntlet` command. The
+//! GIL is released whenever the harness works. The Python half (`gauntlet/__init__.py`) wraps
+//! these in typed objects.
+
+mod agent;
+mod errors;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gauntlet_model::{ErrorKind, RunEvent};
+use gauntlet_runner::{Finished, Notice, Observer, Run, RunOptions};
+use gauntlet_suite::Suite;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// Runs the command line (`args` without the program's name) in this process; its exit code.
+#[pyfunction]
+fn cli(py: Python<'_>, args: Vec<String>) -> i32 {
+    let argv = std::iter::once("gauntlet".to_owned()).chain(args);
+    py.detach(|| gauntlet::main_with(argv))
+}
+
+/// Loads a suite; every problem (`file:line:col: message`) in one `InvalidInputError`.
+fn load_suite(py: Python<'_>, path: &Path) -> PyResult<Suite> {
+    py.detach(|| Suite::load(path)).map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        errors::of_kind(py, ErrorKind::InvalidInput, &lines)
+    })
+}
+
+/// A suite's problems, each `{file, line, col, message}`; empty when it loads.
+#[pyfunction]
+fn check<'py>(py: Python<'py>, suite: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+    let problems = match py.detach(|| Suite::load(&suite)) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems,
+    };
+    Ok(pythonize::pythonize(py, &problems)?)
+}
+
+/// A suite's cases, in order: `{case_id, tags}` (an `InvalidInputError` if it does not load).
+#[pyfunction]
+fn cases<'py>(py: Python<'py>, suite: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+    let suite = load_suite(py, &suite)?;
+    let cases: Vec<serde_json::Value> = suite
+        .cases
+        .iter()
+        .map(|c| serde_json::json!({"case_id": c.case.case_id, "tags": c.case.tags}))
+        .collect();
+    Ok(pythonize::pythonize(py, &cases)?)
+}
+
+/// A stored run's `results.json`, checked as `gauntlet report` reads it.
+#[pyfunction]
+fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+    if !run_dir.join("results.json").is_file() {
+        let message = format!(
+            "{} is not a finished run folder (it has no results.json)",
+            run_dir.display()
+        );
+        return Err(errors::of_kind(py, ErrorKind::InvalidInput, &[message]));
+    }
+    let results = py
+        .detach(|| gauntlet_store::read_results(&run_dir.join("results.json")))
+        .map_err(|e| errors::classified(py, &e))?;
+    Ok(pythonize::pythonize(py, &results)?)
+}
+
+/// A stored run's trial records, one at a time (large states restored from `states/`), as
+/// dicts in the form `trials.jsonl` holds them.
+#[pyclass(module = "gauntlet._native", unsendable)]
+struct TrialRecords {
+    records:
+        Box<dyn Iterator<Item = Result<gauntlet_model::TrialRecord, gauntlet_store::StoreError>>>,
+}
+
+#[pymethods]
+impl TrialRecords {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.records.next() {
+            None => Ok(None),
+            Some(Ok(record)) => Ok(Some(pythonize::pythonize(py, &record)?)),
+            Some(Err(e)) => Err(errors::classified(py, &e)),
+        }
+    }
+}
+
+/// Streams a stored run's trial records (see [`TrialRecords`]).
+#[pyfunction]
+fn read_trials(py: Python<'_>, run_dir: PathBuf) -> PyResult<TrialRecords> {
+    let records = gauntlet_store::read_trials(&run_dir).map_err(|e| errors::classified(py, &e))?;
+    Ok(TrialRecords {
+        records: Box::new(records),
+    })
+}
+
+/// Follows a run for Python: each event, in the wire form `--events` writes, to a callback;
+/// warnings as Python warnings. The callback's first exception is kept and raised once the
+/// run is over.
+struct PyObserver {
+    on_event: Option<Py<PyAny>>,
+    trial_events: bool,
+    failed: Option<PyErr>,
+}
+
+impl PyObserver {
+    fn send(&mut self, wire: &serde_json::Value) {
+        let (Some(callback), None) = (&self.on_event, &self.failed) else {
+            return;
+        };
+        let sent = Python::attach(|py| {
+            let event = pythonize::pythonize(py, wire)?;
+            callback.call1(py, (event,)).map(drop)
+        });
+        if let Err(e) = sent {
+            self.failed = Some(e);
+        }
+    }
+}
+
+impl Observer for PyObserver {
+    fn follows_trials(&self) -> bool {
+        self.on_event.is_some() && self.trial_events
+    }
+
+    fn notice(&mut self, notice: Notice) {
+        if let Notice::Warning(w) = notice {
+            Python::attach(|py| {
+                let warned = py.import("warnings").and_then(|m| {
+                    m.call_method1(
+                        "warn",
+                        (w, py.get_type::<pyo3::exceptions::PyUserWarning>()),
+                    )
+                });
+                if let Err(e) = warned {
+                    self.failed.get_or_insert(e);
+                }
+            });
+        }
+    }
+
+    fn event(&mut self, event: &RunEvent) {
+        if self.on_event.is_some() {
+            self.send(&event.wire());
+        }
+    }
+}
+
+/// Runs a future on the runtime with the GIL released, checking every 100 ms for a signal
+/// Python must see (Ctrl-C's `KeyboardInterrupt`); on one, the run is dropped (its folder
+/// keeps every trial finished, to resume) and the signal's exception is raised.
+fn block_on_interruptible<T: Send, F: std::future::Future<Output = T>>(
+    py: Python<'_>,
+    runtime: &tokio::runtime::Runtime,
+    work: impl FnOnce() -> F + Send,
+) -> PyResult<T> {
+    py.detach(|| {
+        runtime.block_on(async {
+            let work = work();
+            let signals = async {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        return e;
+                    }
+                }
+            };
+            tokio::select! {
+                done = work => Ok(done),
+                interrupted = signals => Err(interrupted),
+            }
+        })
+    })
+}
+
+fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            errors::of_kind(
+                py,
+                ErrorKind::Harness,
+                &[format!("failed to start the async runtime: {e}")],
+            )
+        })
+}
+
+/// Runs a suite through the library's run. `agent` is a spec string (`script:reference`,
+/// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
+/// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, gate_errors}`.
+#[pyfunction]
+#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, out=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
+    suite: PathBuf,
+    agent: Option<Bound<'py, PyAny>>,
+    agent_label: Option<String>,
+    epochs: Option<u32>,
+    seed: Option<u64>,
+    concurrency: Option<usize>,
+    faults: Option<String>,
+    filter: Option<String>,
+    attack: Option<String>,
+    out: Option<PathBuf>,
+    run_id: Option<String>,
+    trial_timeout: Option<f64>,
+    isolation: Option<String>,
+    on_event: Option<Py<PyAny>>,
+    trial_events: bool,
+    replay_cassette: Option<PathBuf>,
+    record_cassette: Option<PathBuf>,
+    gateway_upstream: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let invalid = |m: String| errors::of_kind(py, ErrorKind::InvalidInput, &[m]);
+    let suite = load_suite(py, &suite)?;
+    let (spec, callable) = match agent {
+        None => (None, None),
+        Some(a) => match a.extract::<String>() {
+            Ok(spec) => (Some(spec), None),
+            Err(_) if a.is_callable() => (None, Some(a.unbind())),
+            Err(_) => {
+                return Err(invalid(
+                    "agent must be a callable agent(case, tools, user) or a string such as \"script:reference\"".into(),
+                ));
+            }
+        },
+    };
+    let mut run = Run::new(&suite).options(RunOptions {
+        agent: spec,
+        seed,
+        epochs,
+        filter,
+        faults,
+        attack,
+        shard: None,
+        run_id,
+    });
+    if let Some(callable) = callable {
+        let label = agent_label.unwrap_or_else(|| "python".to_owned());
+        run = run.agent(label, Arc::new(agent::PyAgent::new(callable)));
+    }
+    if let Some(n) = concurrency {
+        run = run.concurrency(n);
+    }
+    if let Some(s) = trial_timeout {
+        if !(s > 0.0 && s.is_finite()) {
+            return Err(invalid(
+                "trial_timeout must be a positive number of seconds".into(),
+            ));
+        }
+        run = run.trial_timeout(Duration::from_secs_f64(s));
+    }
+    if let Some(isolation) = isolation {
+        run = run.isolation(match isolation.as_str() {
+            "auto" => gauntlet_agent::Isolation::Auto,
+            "bubblewrap" => gauntlet_agent::Isolation::Bubblewrap,
+            "none" => gauntlet_agent::Isolation::None,
+            other => {
+                return Err(invalid(format!(
+                    "isolation must be \"auto\", \"bubblewrap\" or \"none\", not {other:?}"
+                )));
+            }
+        });
+    }
+    if record_cassette.is_some() && replay_cassette.is_some() {
+        return Err(invalid(
+            "record_cassette and replay_cassette exclude each other".into(),
+        ));
+    }
+    run = run.gateway(gauntlet_runner::agents::GatewayOptions {
+        upstream: gateway_upstream,
+        record: record_cassette,
+        replay: replay_cassette,
+        api_key: gauntlet_runner::agents::upstream_key(),
+    });
+    if let Some(out) = out {
+        run = run.out(out);
+    }
+    let mut observer = PyObserver {
+        on_event,
+        trial_events,
+        failed: None,
+    };
+    let runtime = new_runtime(py)?;
+    let executed = block_on_interruptible(py, &runtime, || run.execute(&mut observer));
+    // An agent that will not return (blocked outside Python) must not hold the caller.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    let Finished {
+        results,
+        gate_errors,
+        dir,
+        shard: _,
+    } = executed?.map_err(|e| errors::classified(py, &e))?;
+    observer.send(&gauntlet_model::events::run_finished_wire(
+        &results,
+        &gauntlet_runner::now(),
+    ));
+    if let Some(e) = observer.failed.take() {
+        return Err(e);
+    }
+    let index = suite.root.join(".gauntlet").join("index.sqlite");
+    if let Err(e) = gauntlet_store::Index::open(&index).and_then(|mut i| i.record(&results, &dir)) {
+        let message = format!(
+            "the run is stored in {} but the run index could not be updated: {e}",
+            dir.display()
+        );
+        py.import("warnings")?.call_method1("warn", (message,))?;
+    }
+    finished(py, &results, &dir, &gate_errors)
+}
+
+/// `{results, run_dir, gate_errors}` for the Python half.
+fn finished<'py>(
+    py: Python<'py>,
+    results: &gauntlet_model::RunResults,
+    dir: &Path,
+    gate_errors: &[String],
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("results", pythonize::pythonize(py, results)?)?;
+    out.set_item("run_dir", dir.display().to_string())?;
+    out.set_item("gate_errors", gate_errors.to_vec())?;
+    Ok(out)
+}
+
+/// Scores a file (or run folder) of recorded trajectories against a suite's cases, writing a
+/// run folder (`out`, else one in the suite's `.gauntlet/runs`). Returns `{results, run_dir,
+/// gate_errors, problems}`.
+#[pyfunction]
+#[pyo3(signature = (trajectories, cases, *, out=None, gateway_upstream=None))]
+fn score<'py>(
+    py: Python<'py>,
+    trajectories: PathBuf,
+    cases: PathBuf,
+    out: Option<PathBuf>,
+    gateway_upstream: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use gauntlet_runner::offline::{OfflineScore, OfflineScoring, offline_judges, score_file};
+    let suite = load_suite(py, &cases)?;
+    let custom =
+        gauntlet_runner::plan::custom_evaluators(&suite).map_err(|e| errors::classified(py, &e))?;
+    let judges = py
+        .detach(|| offline_judges(&suite, gateway_upstream))
+        .map_err(|e| errors::classified(py, &e))?;
+    let run_id = gauntlet_runner::new_run_id_for("score");
+    let dir = out.unwrap_or_else(|| suite.root.join(".gauntlet").join("runs").join(&run_id));
+    let mut header = gauntlet_model::RunHeader::new(
+        run_id,
+        &suite.config.name,
+        format!("offline:{}", trajectories.display()),
+        gauntlet_runner::stamp(),
+    );
+    header.versions = gauntlet_runner::plan::versions(&suite, String::new());
+    header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
+    header.judges = judges
+        .as_ref()
+        .map(|j| j.panel.headers())
+        .unwrap_or_default();
+    let mut warnings = Vec::new();
+    let scored = py.detach(|| {
+        score_file(
+            OfflineScoring {
+                suite: &suite,
+                trajectories: &trajectories,
+                custom: &custom,
+                judges: judges.as_ref().map(|j| &*j.panel),
+                header,
+                out: Some(&dir),
+                summaries_needed: false,
+                keep: 10_000,
+                workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+                clock: gauntlet_runner::stamp,
+            },
+            |w| warnings.push(w.to_string()),
+            |_| {},
+        )
+    });
+    let warn = py.import("warnings")?;
+    for w in warnings {
+        warn.call_method1("warn", (w,))?;
+    }
+    let OfflineScore {
+        results,
+        gate_errors,
+        problems,
+        ..
+    } = scored.map_err(|e| errors::classified(py, &e))?;
+    let out = finished(py, &results, &dir, &gate_errors)?;
+    out.set_item("problems", problems)?;
+    Ok(out)
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(score, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(read_results, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trials, m)?)?;
+    m.add_function(wrap_pyfunction!(cases, m)?)?;
+    m.add_class::<agent::Case>()?;
+    m.add_class::<agent::Tools>()?;
+    m.add_class::<agent::User>()?;
+    Ok(())
+}

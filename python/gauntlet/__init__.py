@@ -1,0 +1,259 @@
+"""gauntlet: evaluate AI agents in simulated tool worlds, from Python.
+
+A run plays every case of a suite against an agent, injects the suite's faults, records each
+trajectory and judges it; the result says whether the suite's gates held::
+
+    import gauntlet
+
+    def agent(case, tools, user):
+        incident = tools.call("get_incident", incident_id="INC-004217")
+        return f"INC-004217 is {incident['status']}."
+
+    results = gauntlet.run("examples/incident-desk", agent=agent)
+    assert results.verdict == "passed", results.failed_gates
+
+The engine is Rust (the same library as the ``gauntlet`` command); an agent written in Python
+reaches the trial's world and user in process, with no server between them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Union
+
+from gauntlet import _native
+from gauntlet._native import Case, Tools, User
+from gauntlet.errors import GauntletError, HarnessError, InvalidInputError, ToolError
+from gauntlet.results import Diagnostic, Gate, Results, Trial
+
+__version__: str = _native.__version__
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: An agent: ``agent(case, tools, user) -> str`` (the final answer), a coroutine function of the
+#: same shape, or a string the command accepts (``"script:reference"``, ``"cmd:python agent.py"``,
+#: ``"openai:MODEL"``).
+Agent = Union[Callable[[Case, Tools, User], Any], str]
+
+
+def run(
+    suite: PathLike,
+    agent: Optional[Agent] = None,
+    *,
+    epochs: Optional[int] = None,
+    seed: Optional[int] = None,
+    concurrency: Optional[int] = None,
+    faults: Optional[str] = None,
+    filter: Optional[str] = None,
+    attack: Optional[str] = None,
+    out: Optional[PathLike] = None,
+    run_id: Optional[str] = None,
+    trial_timeout: Optional[float] = None,
+    isolation: Optional[str] = None,
+    on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+    trial_events: bool = True,
+    replay_cassette: Optional[PathLike] = None,
+    record_cassette: Optional[PathLike] = None,
+    gateway_upstream: Optional[str] = None,
+) -> Results:
+    """Runs a suite against an agent and returns its :class:`Results`.
+
+    ``agent`` is a callable ``agent(case, tools, user) -> str`` or a coroutine function of that
+    shape: ``case.user_input`` is the user's request; ``tools.call(name, **arguments)`` calls a
+    tool of the world and returns its result or raises :class:`ToolError` (with the HTTP-like
+    ``status``); ``user.confirm(action) -> bool`` and ``user.ask(question) -> str`` reach the
+    simulated user. Every call lands in the trajectory as an MCP call would. Trials run
+    ``concurrency`` at a time (4 by default), each on a thread of its own; a coroutine agent
+    gets an event loop per trial. ``agent`` may also be any string ``gauntlet run --agent``
+    takes; ``None`` plays the suite's own agent (else ``script:reference``).
+
+    ``epochs`` and ``seed`` default to the suite's; ``faults`` names a fault profile of the suite
+    (or ``"none"``); ``filter`` keeps cases whose id contains it; ``attack`` places one of the
+    suite's attacks in every case; ``out`` is the run folder (default: a new one under the
+    suite's ``.gauntlet/runs``); ``trial_timeout`` is in seconds (300 by default: an agent still
+    running then is interrupted with ``TimeoutError`` and its trial is an error); ``isolation``
+    is how ``cmd:`` agents are sandboxed (``"auto"``: bubblewrap where it works; ``"bubblewrap"``;
+    ``"none"``). A Python agent runs in this process, unsandboxed: it is your code.
+
+    ``on_event`` is called with each event of the run's stream as ``gauntlet run --events``
+    writes it (``run_started``, ``trial_started``, the trial's own events when ``trial_events``,
+    ``verdict``, ``trial_finished``, ``run_finished``), from the run's thread. :func:`stream`
+    iterates them instead.
+
+    Raises :class:`InvalidInputError` for a suite or option that is wrong and
+    :class:`HarnessError` when the harness cannot run; a failed gate is not an exception
+    (``results.verdict == "failed"``). Ctrl-C stops the run; its folder keeps every finished
+    trial (``gauntlet run SUITE --resume RUN_DIR`` goes on).
+    """
+    native_agent: Any = agent
+    label = None
+    if agent is not None and not isinstance(agent, str):
+        if not callable(agent):
+            raise InvalidInputError(
+                "agent must be a callable agent(case, tools, user) or a string such as "
+                '"script:reference"'
+            )
+        native_agent = _synchronous(agent)
+        label = "python:" + _name_of(agent)
+    done = _native.run(
+        os.fspath(suite),
+        agent=native_agent,
+        agent_label=label,
+        epochs=epochs,
+        seed=seed,
+        concurrency=concurrency,
+        faults=faults,
+        filter=filter,
+        attack=attack,
+        out=_path(out),
+        run_id=run_id,
+        trial_timeout=trial_timeout,
+        isolation=isolation,
+        on_event=on_event,
+        trial_events=trial_events,
+        replay_cassette=_path(replay_cassette),
+        record_cassette=_path(record_cassette),
+        gateway_upstream=gateway_upstream,
+    )
+    return Results(done["results"], done["run_dir"], done["gate_errors"])
+
+
+class Stream:
+    """A run followed live: iterate it for the events (dicts, as ``gauntlet run --events``
+    writes them); once the iteration ends, ``results`` holds the run's :class:`Results`. An
+    error of the run is raised from the iteration."""
+
+    def __init__(self, suite: PathLike, agent: Optional[Agent], options: Dict[str, Any]):
+        self._events: "queue.Queue[Any]" = queue.Queue()
+        self.results: Optional[Results] = None
+        self._error: Optional[BaseException] = None
+        self._done = object()
+
+        def work() -> None:
+            try:
+                self.results = run(suite, agent, on_event=self._events.put, **options)
+            except BaseException as e:  # handed to the iterating thread
+                self._error = e
+            finally:
+                self._events.put(self._done)
+
+        self._thread = threading.Thread(target=work, name="gauntlet-run", daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        while True:
+            event = self._events.get()
+            if event is self._done:
+                break
+            yield event
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def stream(suite: PathLike, agent: Optional[Agent] = None, **options: Any) -> Stream:
+    """Starts a run (the options of :func:`run`) and returns a :class:`Stream` to iterate its
+    events as they happen::
+
+        s = gauntlet.stream("examples/incident-desk", agent=agent)
+        for event in s:
+            if event["type"] == "trial_finished":
+                print(event["case_id"], event["status"])
+        print(s.results.verdict)
+    """
+    return Stream(suite, agent, options)
+
+
+def score(
+    trajectories: PathLike,
+    cases: PathLike,
+    *,
+    out: Optional[PathLike] = None,
+    gateway_upstream: Optional[str] = None,
+) -> Results:
+    """Scores recorded trajectories against a suite's cases without running anything, as
+    ``gauntlet score`` does. ``trajectories`` is a JSONL file of trajectories (or a run folder);
+    ``cases`` the suite. The scored run is written to ``out`` (default: a new folder under the
+    suite's ``.gauntlet/runs``). Items that cannot be scored raise :class:`InvalidInputError`
+    naming file and line."""
+    done = _native.score(
+        os.fspath(trajectories),
+        os.fspath(cases),
+        out=_path(out),
+        gateway_upstream=gateway_upstream,
+    )
+    if done["problems"]:
+        raise InvalidInputError("\n".join(done["problems"]))
+    return Results(done["results"], done["run_dir"], done["gate_errors"])
+
+
+def check(suite: PathLike) -> List[Diagnostic]:
+    """Checks a suite as ``gauntlet check`` does (configuration, worlds, cases, gates, custom
+    evaluators); its problems, each with file, line and column; empty when it is sound."""
+    return [
+        Diagnostic(str(d["file"]), d["line"], d["col"], d["message"])
+        for d in _native.check(os.fspath(suite))
+    ]
+
+
+def load_run(path: PathLike) -> Results:
+    """A stored run (a run folder, as ``gauntlet run`` writes it) as :class:`Results`."""
+    path = Path(path)
+    return Results(_native.read_results(os.fspath(path)), os.fspath(path))
+
+
+def _path(path: Optional[PathLike]) -> Optional[str]:
+    return None if path is None else os.fspath(path)
+
+
+def _synchronous(agent: Callable[..., Any]) -> Callable[[Case, Tools, User], Optional[str]]:
+    """The agent as the harness calls it on a trial's thread: a coroutine is run to its end on
+    an event loop of its own; the answer must be a string (or None)."""
+
+    def call(case: Case, tools: Tools, user: User) -> Optional[str]:
+        answer = agent(case, tools, user)
+        if inspect.isawaitable(answer):
+            answer = asyncio.run(_awaited(answer))
+        if answer is not None and not isinstance(answer, str):
+            raise TypeError(
+                f"the agent returned {type(answer).__name__}, not the final answer as a str"
+            )
+        return answer
+
+    return call
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _name_of(agent: Callable[..., Any]) -> str:
+    module = getattr(agent, "__module__", None) or ""
+    name = getattr(agent, "__qualname__", None) or type(agent).__name__
+    return f"{module}.{name}" if module and module != "__main__" else name
+
+
+__all__ = [
+    "run",
+    "stream",
+    "Stream",
+    "score",
+    "check",
+    "load_run",
+    "Results",
+    "Trial",
+    "Gate",
+    "Diagnostic",
+    "Case",
+    "Tools",
+    "User",
+    "Agent",
+    "GauntletError",
+    "InvalidInputError",
+    "HarnessError",
+    "ToolError",
+]

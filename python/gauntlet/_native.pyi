@@ -1,0 +1,89 @@
+"""Types of the Rust extension; use the functions of ``gauntlet`` rather than these."""
+
+from typing import Any, Callable, Dict, Iterator, List, Optional, TypedDict
+
+__version__: str
+
+class ToolInfo(TypedDict):
+    name: str
+    description: str
+    #: The arguments' JSON Schema.
+    parameters: Dict[str, Any]
+    read_only: bool
+
+class Case:
+    """The trial as the agent sees it; never its expected outcome."""
+
+    #: The case's id.
+    case_id: str
+    #: The user's request.
+    user_input: str
+    #: The repetition, from 0.
+    epoch: int
+    #: The trial's seed.
+    seed: int
+
+class Tools:
+    """The world's tools of one trial, in process."""
+
+    def list(self) -> List[ToolInfo]:
+        """The tools the agent may call."""
+    def call(self, name: str, /, **arguments: Any) -> Any:
+        """Calls a tool; its result (JSON as Python values). Raises ``gauntlet.ToolError`` with
+        the HTTP-like status when the world answers with an error (an injected fault too)."""
+    def call_with(
+        self,
+        name: str,
+        arguments: Optional[Dict[str, Any]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Any:
+        """Calls a tool with its arguments as a dict and, optionally, an idempotency key (a
+        retried write with the same key is applied once, as MCP's ``_meta.idempotency_key``)."""
+    def sleep(self, seconds: float) -> None:
+        """Waits before the next action, as a backoff does: the trial clock advances (every
+        time-based verdict counts it) without the thread sleeping."""
+
+class User:
+    """The simulated user of one trial."""
+
+    def confirm(self, action: str) -> bool:
+        """Asks the user to confirm an action before doing it; whether they approved."""
+    def ask(self, question: str) -> str:
+        """Asks the user a question; the answer."""
+
+class TrialRecords(Iterator[Dict[str, Any]]):
+    def __next__(self) -> Dict[str, Any]: ...
+
+def cli(args: List[str]) -> int: ...
+def run(
+    suite: str,
+    *,
+    agent: Any = None,
+    agent_label: Optional[str] = None,
+    epochs: Optional[int] = None,
+    seed: Optional[int] = None,
+    concurrency: Optional[int] = None,
+    faults: Optional[str] = None,
+    filter: Optional[str] = None,
+    attack: Optional[str] = None,
+    out: Optional[str] = None,
+    run_id: Optional[str] = None,
+    trial_timeout: Optional[float] = None,
+    isolation: Optional[str] = None,
+    on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+    trial_events: bool = True,
+    replay_cassette: Optional[str] = None,
+    record_cassette: Optional[str] = None,
+    gateway_upstream: Optional[str] = None,
+) -> Dict[str, Any]: ...
+def score(
+    trajectories: str,
+    cases: str,
+    *,
+    out: Optional[str] = None,
+    gateway_upstream: Optional[str] = None,
+) -> Dict[str, Any]: ...
+def check(suite: str) -> List[Dict[str, Any]]: ...
+def cases(suite: str) -> List[Dict[str, Any]]: ...
+def read_results(run_dir: str) -> Dict[str, Any]: ...
+def read_trials(run_dir: str) -> TrialRecords: ...

@@ -1,0 +1,218 @@
+"""Results as Python objects: a run's verdict, metrics, gates and trials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+from gauntlet import _native
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One gate of the suite and whether the run held it."""
+
+    name: str
+    expr: str
+    passed: bool
+    inputs: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A problem in a suite's file, located as editors want it (line and col from 1; 0 when
+    unknown)."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: {self.message}"
+
+
+class Trial:
+    """One trial: a case played once (``epoch`` counts the repetitions from 0).
+
+    ``status`` is ``"passed"``, ``"failed"`` or ``"error"`` (the harness could not run it);
+    ``scores`` holds every evaluator's verdict; ``trajectory`` the events in order (tool calls
+    with arguments, results, errors, latency and idempotency keys, questions, confirmations,
+    faults, the final answer); ``final_state`` the world after the trial.
+    """
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: Dict[str, Any]):
+        self.record = record
+
+    @property
+    def case_id(self) -> str:
+        return self.record["case_id"]
+
+    @property
+    def epoch(self) -> int:
+        return self.record["epoch"]
+
+    @property
+    def status(self) -> str:
+        return self.record["status"]
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def scores(self) -> List[Dict[str, Any]]:
+        return self.record.get("scores", [])
+
+    @property
+    def trajectory(self) -> Dict[str, Any]:
+        return self.record.get("trajectory", {})
+
+    @property
+    def events(self) -> List[Dict[str, Any]]:
+        """The trajectory's events, in order."""
+        return self.trajectory.get("events", [])
+
+    @property
+    def final_answer(self) -> Optional[str]:
+        return self.trajectory.get("final_answer")
+
+    @property
+    def final_state(self) -> Any:
+        return self.record.get("final_state")
+
+    @property
+    def failed_evaluators(self) -> List[str]:
+        """The evaluators that did not pass this trial."""
+        return [s["name"] for s in self.scores if not s.get("passed", True)]
+
+    def __repr__(self) -> str:
+        return f"Trial(case_id={self.case_id!r}, epoch={self.epoch}, status={self.status!r})"
+
+
+class Results:
+    """A finished run (or a stored one, from :func:`gauntlet.load_run`).
+
+    ``verdict`` is ``"passed"`` (every gate held), ``"failed"`` (a gate failed) or ``"error"``
+    (no trial could run, or a gate could not be decided: ``errors`` says why). ``metrics`` are
+    the run's metrics by name (``pass_rate``, ``task_success_rate``, ``pass_hat_k``, …);
+    ``gates`` each gate's outcome; ``trials`` every trial, read from the run folder when first
+    asked for (``iter_trials`` streams them instead); ``run_dir`` the run folder, which every
+    ``gauntlet`` command reads (``gauntlet report``, ``gate``, ``compare``).
+    """
+
+    def __init__(self, results: Dict[str, Any], run_dir: str, errors: Optional[List[str]] = None):
+        self.raw = results
+        self.run_dir = Path(run_dir)
+        self.errors: List[str] = list(errors or [])
+        summaries = results.get("trials", [])
+        if summaries and all(t.get("status") == "error" for t in summaries):
+            first = summaries[0]
+            self.errors.insert(
+                0,
+                f"no trial could run: all {len(summaries)} ended in a harness error; the first "
+                f"({first['case_id']} epoch {first['epoch']}): "
+                f"{first.get('error') or 'no reason recorded'}",
+            )
+        self._trials: Optional[List[Trial]] = None
+
+    @property
+    def verdict(self) -> str:
+        if self.errors:
+            return "error"
+        return self.raw["verdict"]
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+    @property
+    def exit_code(self) -> int:
+        """The code ``gauntlet run`` would exit with: 0 passed, 1 a gate failed, 2 a gate could
+        not be decided, 3 no trial could run."""
+        if self.errors and self.errors[0].startswith("no trial could run"):
+            return 3
+        if self.errors:
+            return 2
+        return 0 if self.raw["verdict"] == "passed" else 1
+
+    @property
+    def metrics(self) -> Dict[str, Optional[float]]:
+        return self.raw["metrics"]
+
+    @property
+    def gates(self) -> List[Gate]:
+        return [
+            Gate(g["name"], g["expr"], g["passed"], g.get("inputs", {}))
+            for g in self.raw.get("gates", [])
+        ]
+
+    @property
+    def failed_gates(self) -> List[Gate]:
+        return [g for g in self.gates if not g.passed]
+
+    @property
+    def run_id(self) -> str:
+        return self.raw["header"]["run_id"]
+
+    @property
+    def suite(self) -> str:
+        return self.raw["header"]["suite"]
+
+    @property
+    def agent(self) -> str:
+        return self.raw["header"]["agent"]
+
+    def iter_trials(self) -> Iterator[Trial]:
+        """Streams the trials from the run folder, in the order they finished."""
+        for record in _native.read_trials(str(self.run_dir)):
+            yield Trial(record)
+
+    @property
+    def trials(self) -> List[Trial]:
+        """Every trial, in the order of the results (case, then epoch)."""
+        if self._trials is None:
+            order = {(t["case_id"], t["epoch"]): i for i, t in enumerate(self.raw.get("trials", []))}
+            trials = list(self.iter_trials())
+            trials.sort(key=lambda t: order.get((t.case_id, t.epoch), len(order)))
+            self._trials = trials
+        return self._trials
+
+    def to_pandas(self):
+        """One row per trial: ``case_id``, ``epoch``, ``status``, ``passed``, ``duration_ms``,
+        ``steps``, ``tool_calls``, ``cost_eur`` and one column per evaluator (its score).
+        Needs pandas (``pip install 'gauntlet-harness[pandas]'``)."""
+        try:
+            import pandas as pd
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "Results.to_pandas needs pandas: pip install 'gauntlet-harness[pandas]'"
+            ) from e
+        rows = []
+        for t in self.raw.get("trials", []):
+            row = {
+                "case_id": t["case_id"],
+                "epoch": t["epoch"],
+                "status": t["status"],
+                "passed": t["status"] == "passed",
+                "duration_ms": t.get("duration_ms"),
+                "steps": t.get("steps"),
+                "tool_calls": t.get("tool_calls"),
+                "cost_eur": t.get("cost_eur"),
+            }
+            for s in t.get("scores", []):
+                row[s["name"]] = s.get("score")
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        return (
+            f"Results(verdict={self.verdict!r}, trials={len(self.raw.get('trials', []))}, "
+            f"pass_rate={self.metrics.get('pass_rate')!r}, run_dir={str(self.run_dir)!r})"
+        )
+
+
+__all__ = ["Results", "Trial", "Gate", "Diagnostic"]

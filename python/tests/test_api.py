@@ -1,0 +1,199 @@
+"""`gauntlet.run` and friends, as a Python user calls them."""
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import gauntlet
+from conftest import EXAMPLES
+from incident_agent import agent as incident_agent
+
+# Metrics that measure wall time: an agent in another process takes longer by nature.
+TIMED = ("latency", "time_lost")
+
+
+def untimed(metrics):
+    return {k: v for k, v in metrics.items() if not any(t in k for t in TIMED)}
+
+
+def test_a_python_agent_scores_as_the_same_agent_over_mcp(suite, tmp_path):
+    inproc = gauntlet.run(suite, agent=incident_agent, epochs=2, seed=7, out=tmp_path / "a")
+    adapter = EXAMPLES / "agents" / "mcp_adapter.py"
+    target = f"{EXAMPLES / 'agents' / 'incident_agent.py'}:agent"
+    over_mcp = gauntlet.run(
+        suite, agent=f"cmd:{sys.executable} {adapter} {target}", epochs=2, seed=7,
+        out=tmp_path / "b",
+    )
+    assert inproc.metrics["trials"] == 46
+    assert inproc.verdict == over_mcp.verdict
+    assert untimed(inproc.metrics) == untimed(over_mcp.metrics)
+    status = lambda r: [(t.case_id, t.epoch, t.status) for t in r.trials]
+    assert status(inproc) == status(over_mcp)
+    # The rules know incidents only: some cases pass, some do not.
+    assert 0 < inproc.metrics["pass_rate"] < 1
+    assert inproc.agent == "python:incident_agent.agent"
+
+
+def test_results_carry_verdict_metrics_gates_and_trials(suite):
+    results = gauntlet.run(suite, agent="script:reference")
+    assert results.verdict == "passed" and results.exit_code == 0
+    assert results.metrics["pass_rate"] == 1.0
+    assert results.metrics["task_success_rate"] == 1.0
+    assert {g.name for g in results.gates} >= {"no harness errors", "task success"}
+    assert all(g.passed for g in results.gates)
+    assert len(results.trials) == 23
+    trial = results.trials[0]
+    assert trial.case_id and trial.epoch == 0 and trial.status == "passed"
+    assert trial.scores and trial.trajectory["events"] and trial.final_state is not None
+    assert results.run_dir.is_dir() and (results.run_dir / "trials.jsonl").is_file()
+    again = gauntlet.load_run(results.run_dir)
+    assert again.metrics == results.metrics and again.verdict == "passed"
+    assert [t.case_id for t in again.trials] == [t.case_id for t in results.trials]
+
+
+def test_tool_calls_land_in_the_trajectory_with_errors_and_keys(suite):
+    seen = {}
+
+    def agent(case, tools, user):
+        if case.case_id != "close-mitigated":
+            return "skip"
+        names = [t["name"] for t in tools.list()]
+        seen["tools"] = names
+        try:
+            tools.call("get_incident", incident_id="INC-999999")
+        except gauntlet.ToolError as e:
+            seen["error"] = (e.status, e.message)
+        got = tools.call_with("get_incident", {"incident_id": "INC-004217"}, idempotency_key="k-1")
+        seen["status"] = got["status"]
+        seen["approved"] = user.confirm("Close INC-004217?")
+        tools.call("close_incident", incident_id="INC-004217")
+        return "INC-004217 is closed."
+
+    results = gauntlet.run(suite, agent=agent, filter="close-mitigated")
+    assert "get_incident" in seen["tools"] and "close_incident" in seen["tools"]
+    assert seen["error"][0] == 404 and "INC-999999" in seen["error"][1]
+    assert seen["status"] == "mitigated" and seen["approved"] is True
+    trial = results.trials[0]
+    assert trial.status == "passed", trial.failed_evaluators
+    calls = [e for e in trial.events if e["type"] == "tool_call"]
+    assert [c["tool"] for c in calls] == ["get_incident", "get_incident", "close_incident"]
+    assert calls[0]["error"]["status"] == 404
+    assert calls[0]["arguments"] == {"incident_id": "INC-999999"}
+    assert calls[1].get("idempotency_key") == "k-1"
+    assert all("latency_ms" in c for c in calls)
+    assert any(e["type"] == "confirmation_request" for e in trial.events)
+    assert trial.final_answer == "INC-004217 is closed."
+    assert trial.final_state["incidents"]["INC-004217"]["status"] == "closed"
+
+
+def test_an_agent_that_raises_fails_its_trial_as_a_harness_error_naming_the_line(suite):
+    def agent(case, tools, user):
+        return undefined_name  # noqa: F821
+
+    results = gauntlet.run(suite, agent=agent)
+    assert results.verdict == "error" and results.exit_code == 3
+    assert "no trial could run" in results.errors[0]
+    assert "NameError" in results.errors[0] and "test_api.py" in results.errors[0]
+    assert all(t.status == "error" for t in results.trials)
+
+
+def test_an_agent_returning_no_string_is_told_so(suite):
+    results = gauntlet.run(suite, agent=lambda case, tools, user: 42, filter="close-mitigated")
+    assert "returned int" in results.raw["trials"][0]["error"]
+
+
+def test_coroutine_agents_and_threads_run_side_by_side(suite):
+    inside = []
+    lock = threading.Lock()
+
+    async def agent(case, tools, user):
+        with lock:
+            inside.append(1)
+            peak = len(inside)
+        await asyncio.sleep(0.05)
+        with lock:
+            inside.pop()
+        return f"peak {peak}"
+
+    started = time.monotonic()
+    results = gauntlet.run(suite, agent=agent, concurrency=8)
+    assert len(results.trials) == 23
+    peaks = [int(t.final_answer.split()[1]) for t in results.trials]
+    assert max(peaks) > 1, "trials ran one at a time"
+    # 23 trials of 50 ms each, 8 at a time: well under their 1.15 s back to back.
+    assert time.monotonic() - started < 60
+
+
+def test_a_hanging_agent_is_interrupted_at_the_trial_timeout(suite):
+    def agent(case, tools, user):
+        while True:
+            pass
+
+    results = gauntlet.run(suite, agent=agent, filter="close-mitigated", trial_timeout=1)
+    trial = results.raw["trials"][0]
+    assert trial["status"] == "error"
+    assert "time" in trial["error"].lower()
+
+
+def test_events_stream_live(suite):
+    events = []
+    results = gauntlet.run(suite, agent="script:reference", filter="close", on_event=events.append)
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert "trial_started" in kinds and "tool_call" in kinds and "verdict" in kinds
+    assert kinds.count("trial_finished") == len(results.trials)
+    s = gauntlet.stream(suite, agent="script:reference", filter="close", trial_events=False)
+    streamed = [e["type"] for e in s]
+    assert "tool_call" not in streamed and streamed[-1] == "run_finished"
+    assert s.results is not None and s.results.verdict == "passed"
+
+
+def test_an_exception_in_the_event_callback_is_raised_after_the_run(suite):
+    def boom(event):
+        raise RuntimeError("callback broke")
+
+    with pytest.raises(RuntimeError, match="callback broke"):
+        gauntlet.run(suite, agent="script:reference", filter="close", on_event=boom)
+
+
+def test_check_gives_diagnostics_as_objects(suite):
+    assert gauntlet.check(suite) == []
+    case = next((suite / "cases").rglob("*.yaml"))
+    case.write_text(case.read_text().replace("user_input:", "user_inptu:", 1))
+    problems = gauntlet.check(suite)
+    assert problems and problems[0].file.endswith(case.name) and problems[0].line > 0
+    assert "user_inptu" in problems[0].message
+    with pytest.raises(gauntlet.InvalidInputError) as e:
+        gauntlet.run(suite, agent="script:reference")
+    assert e.value.exit_code == 2 and case.name in str(e.value)
+
+
+def test_bad_options_are_invalid_input(suite):
+    with pytest.raises(gauntlet.InvalidInputError, match="unknown agent"):
+        gauntlet.run(suite, agent="gpt")
+    with pytest.raises(gauntlet.InvalidInputError, match="trial_timeout"):
+        gauntlet.run(suite, agent="script:reference", trial_timeout=0)
+    with pytest.raises(gauntlet.InvalidInputError, match="agent must be"):
+        gauntlet.run(suite, agent=3)
+    with pytest.raises(gauntlet.InvalidInputError):
+        gauntlet.load_run(suite)
+
+
+def test_score_scores_recorded_trajectories(suite, tmp_path):
+    played = gauntlet.run(suite, agent="script:reference", out=tmp_path / "played")
+    scored = gauntlet.score(played.run_dir, cases=suite, out=tmp_path / "scored")
+    assert scored.verdict == "passed"
+    assert scored.metrics["pass_rate"] == played.metrics["pass_rate"]
+    assert len(scored.trials) == len(played.trials)
+
+
+def test_to_pandas_has_a_row_per_trial(suite):
+    pd = pytest.importorskip("pandas", reason="needs pandas")
+    frame = gauntlet.run(suite, agent="script:reference").to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 23
+    assert {"case_id", "epoch", "status", "passed", "task_success"} <= set(frame.columns)
