@@ -21,6 +21,21 @@ fn smollm2_served() -> bool {
             .is_ok_and(|o| o.status.success())
 }
 
+/// Whether `.venvs/langgraph` (made by `.ci/run`: LangGraph's MCP adapters want mcp 1, other
+/// tools here mcp 2) can run the LangGraph example agent.
+fn langgraph_venv() -> bool {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let python = std::path::Path::new(&manifest).join("../../.venvs/langgraph/bin/python");
+    println!("cargo::rerun-if-changed={}", python.display());
+    std::process::Command::new(python)
+        .args([
+            "-c",
+            "import langgraph.prebuilt, langchain_mcp_adapters, langchain_openai",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 fn main() {
     println!("cargo::rerun-if-changed=tests/npm/package-lock.json");
     emit(&[
@@ -38,6 +53,8 @@ fn main() {
         ("have_py_agentdojo", python_has("agentdojo")),
         ("have_bwrap", bwrap_works()),
         ("have_py_mcp_git", python_has("mcp_server_git")),
+        ("have_py_openai_agents", python_has("agents.mcp")),
+        ("have_langgraph_venv", langgraph_venv()),
         (
             "have_npm_mcp_servers",
             python_has("mcp")

@@ -10,6 +10,7 @@ mod common;
 mod events;
 mod export;
 mod faults;
+mod frameworks;
 mod gates;
 mod isolation;
 mod judge;

@@ -161,15 +161,6 @@ fn scores_by_trial(trials: &[Value]) -> Vec<(String, Vec<Value>)> {
     v
 }
 
-fn events_of<'a>(trial: &'a Value, kind: &str) -> Vec<&'a Value> {
-    trial["trajectory"]["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == kind)
-        .collect()
-}
-
 fn tokens(call: &Value) -> u64 {
     call["prompt_tokens"].as_u64().unwrap_or(0) + call["completion_tokens"].as_u64().unwrap_or(0)
 }

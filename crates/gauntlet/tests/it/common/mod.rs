@@ -314,6 +314,16 @@ pub fn score<'a>(trial: &'a Value, name: &str) -> Option<&'a Value> {
         .find(|s| s["name"] == name)
 }
 
+/// A trial's events of one kind.
+pub fn events_of<'a>(trial: &'a Value, kind: &str) -> Vec<&'a Value> {
+    trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == kind)
+        .collect()
+}
+
 pub fn read_trials(run: &Path) -> Vec<Value> {
     std::fs::read_to_string(run.join("trials.jsonl"))
         .unwrap()
