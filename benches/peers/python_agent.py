@@ -1,7 +1,8 @@
 """A Python agent's tool call in process (`tools.call`, the wheel's extension) against the same
 call over MCP/HTTP from Python (the official `mcp` client against `gauntlet serve --http`, the
 trial's world served as `cmd:` agents reach it); then the trials per second of a trivial Python
-agent (one tool call, one answer) at concurrency 1 and 8. Prints each figure and the ratio.
+agent (one tool call, one answer) at concurrency 1 and 8, and of the same agent waiting 10 ms
+as for a model. Prints each figure and the ratio.
 
 usage: python3 benches/peers/python_agent.py [CALLS] [EPOCHS]     (defaults 2000 and 20)
 needs: the package installed (pip install ./python: the release profile), mcp; run from the
@@ -78,9 +79,11 @@ def served(suite):
         server.wait()
 
 
-def trials_per_second(suite, concurrency):
+def trials_per_second(suite, concurrency, wait_s=0.0):
     def agent(case, tools, user):
         tools.list()
+        if wait_s:
+            time.sleep(wait_s)  # a model call's wait: the GIL is free meanwhile
         return "ok"
 
     started = time.perf_counter()
@@ -101,6 +104,9 @@ def main():
             print(f"{label:22}{local[key]:>12.1f}{remote[key]:>12.1f}{local[key] / remote[key]:>8.3f}")
         one, eight = trials_per_second(suite, 1), trials_per_second(suite, 8)
         print(f"trivial Python agent, {EPOCHS} epochs of 23 cases: {one:.0f} trials/s at concurrency 1, "
+              f"{eight:.0f} at 8 ({eight / one:.2f}x)")
+        one, eight = trials_per_second(suite, 1, 0.01), trials_per_second(suite, 8, 0.01)
+        print(f"the same agent waiting 10 ms (a model call): {one:.0f} trials/s at concurrency 1, "
               f"{eight:.0f} at 8 ({eight / one:.2f}x)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
