@@ -51,6 +51,7 @@ def run(
     filter: Optional[str] = None,
     attack: Optional[str] = None,
     out: Optional[PathLike] = None,
+    resume: Optional[PathLike] = None,
     run_id: Optional[str] = None,
     trial_timeout: Optional[float] = None,
     isolation: Optional[str] = None,
@@ -86,8 +87,9 @@ def run(
 
     Raises :class:`InvalidInputError` for a suite or option that is wrong and
     :class:`HarnessError` when the harness cannot run; a failed gate is not an exception
-    (``results.verdict == "failed"``). Ctrl-C stops the run; its folder keeps every finished
-    trial (``gauntlet run SUITE --resume RUN_DIR`` goes on).
+    (``results.verdict == "failed"``). Ctrl-C stops the run (``KeyboardInterrupt``); its folder
+    keeps every finished trial, and ``resume=RUN_DIR`` with the same suite and agent goes on
+    (the run's other settings come from its folder).
     """
     native_agent: Any = agent
     label = None
@@ -110,6 +112,7 @@ def run(
         filter=filter,
         attack=attack,
         out=_path(out),
+        resume=_path(resume),
         run_id=run_id,
         trial_timeout=trial_timeout,
         isolation=isolation,

@@ -67,6 +67,7 @@ def run(
     filter: Optional[str] = None,
     attack: Optional[str] = None,
     out: Optional[str] = None,
+    resume: Optional[str] = None,
     run_id: Optional[str] = None,
     trial_timeout: Optional[float] = None,
     isolation: Optional[str] = None,

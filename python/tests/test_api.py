@@ -197,3 +197,35 @@ def test_to_pandas_has_a_row_per_trial(suite):
     frame = gauntlet.run(suite, agent="script:reference").to_pandas()
     assert isinstance(frame, pd.DataFrame) and len(frame) == 23
     assert {"case_id", "epoch", "status", "passed", "task_success"} <= set(frame.columns)
+
+
+def test_ctrl_c_stops_a_run_and_its_folder_resumes(suite, tmp_path):
+    import signal
+    import subprocess
+
+    out = tmp_path / "run"
+    script = (
+        "import sys, time, gauntlet\n"
+        "def agent(case, tools, user):\n"
+        "    time.sleep(0.2 if len(sys.argv) == 1 else 0)\n"
+        "    return 'slow'\n"
+        f"options = dict(out={str(out)!r}) if len(sys.argv) == 1 else dict(resume={str(out)!r})\n"
+        f"r = gauntlet.run({str(suite)!r}, agent=agent, epochs=20, concurrency=1, **options)\n"
+        "print(len(r.trials))\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    trials = out / "trials.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (trials.exists() and trials.read_text().count("\n") >= 2):
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
+    assert f'resume="{out}"' in stderr, stderr
+    done = trials.read_text().count("\n")
+    assert 2 <= done < 460
+    resumed = subprocess.run([sys.executable, "-c", script, "resume"], capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "460"
+    assert trials.read_text().count("\n") == 460

@@ -110,6 +110,8 @@ struct PyObserver {
     on_event: Option<Py<PyAny>>,
     trial_events: bool,
     failed: Option<PyErr>,
+    /// The run folder, once it exists.
+    folder: Option<PathBuf>,
 }
 
 impl PyObserver {
@@ -133,6 +135,9 @@ impl Observer for PyObserver {
     }
 
     fn notice(&mut self, notice: Notice) {
+        if let Notice::Folder { dir, .. } = &notice {
+            self.folder = Some(dir.clone());
+        }
         if let Notice::Warning(w) = notice {
             Python::attach(|py| {
                 let warned = py.import("warnings").and_then(|m| {
@@ -199,7 +204,7 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
 /// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
 /// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, gate_errors}`.
 #[pyfunction]
-#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, out=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
+#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -213,6 +218,7 @@ fn run<'py>(
     filter: Option<String>,
     attack: Option<String>,
     out: Option<PathBuf>,
+    resume: Option<PathBuf>,
     run_id: Option<String>,
     trial_timeout: Option<f64>,
     isolation: Option<String>,
@@ -287,15 +293,28 @@ fn run<'py>(
     if let Some(out) = out {
         run = run.out(out);
     }
+    if let Some(dir) = resume {
+        run = run.resume(dir, false);
+    }
     let mut observer = PyObserver {
         on_event,
         trial_events,
         failed: None,
+        folder: None,
     };
     let runtime = new_runtime(py)?;
     let executed = block_on_interruptible(py, &runtime, || run.execute(&mut observer));
     // An agent that will not return (blocked outside Python) must not hold the caller.
     runtime.shutdown_timeout(Duration::from_millis(500));
+    if let (Err(_), Some(dir)) = (&executed, &observer.folder) {
+        let note = format!(
+            "gauntlet: the run stopped; its finished trials are in {dir}: run again with resume={dir:?} to go on\n",
+            dir = dir.display()
+        );
+        py.import("sys")?
+            .getattr("stderr")?
+            .call_method1("write", (note,))?;
+    }
     let Finished {
         results,
         gate_errors,
