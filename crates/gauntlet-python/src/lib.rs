@@ -304,8 +304,9 @@ fn run<'py>(
     };
     let runtime = new_runtime(py)?;
     let executed = block_on_interruptible(py, &runtime, || run.execute(&mut observer));
-    // An agent that will not return (blocked outside Python) must not hold the caller.
-    runtime.shutdown_timeout(Duration::from_millis(500));
+    // An agent that will not return (blocked outside Python) must not hold the caller; the GIL
+    // is released meanwhile, since a trial dropped now may take it to interrupt its agent.
+    py.detach(|| runtime.shutdown_timeout(Duration::from_millis(500)));
     if let (Err(_), Some(dir)) = (&executed, &observer.folder) {
         let note = format!(
             "gauntlet: the run stopped; its finished trials are in {dir}: run again with resume={dir:?} to go on\n",
