@@ -31,3 +31,8 @@ def test_python_dash_m_is_the_command_too(suite):
     done = subprocess.run([sys.executable, "-m", "gauntlet", "check", str(suite)],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "ok: suite" in done.stdout, done.stderr
+
+
+def test_the_extension_is_built_for_the_stable_abi():
+    # One wheel serves every CPython from 3.9 (cp39-abi3).
+    assert gauntlet._native.__file__.endswith(".abi3.so"), gauntlet._native.__file__
