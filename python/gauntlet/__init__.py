@@ -23,7 +23,6 @@ import inspect
 import os
 import queue
 import threading
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 from gauntlet import _native
@@ -122,7 +121,7 @@ def run(
         record_cassette=_path(record_cassette),
         gateway_upstream=gateway_upstream,
     )
-    return Results(done["results"], done["run_dir"], done["gate_errors"])
+    return Results(done["results"], done["run_dir"], done["errors"])
 
 
 class Stream:
@@ -191,7 +190,7 @@ def score(
     )
     if done["problems"]:
         raise InvalidInputError("\n".join(done["problems"]))
-    return Results(done["results"], done["run_dir"], done["gate_errors"])
+    return Results(done["results"], done["run_dir"], done["errors"])
 
 
 def check(suite: PathLike) -> List[Diagnostic]:
@@ -205,8 +204,8 @@ def check(suite: PathLike) -> List[Diagnostic]:
 
 def load_run(path: PathLike) -> Results:
     """A stored run (a run folder, as ``gauntlet run`` writes it) as :class:`Results`."""
-    path = Path(path)
-    return Results(_native.read_results(os.fspath(path)), os.fspath(path))
+    done = _native.read_results(os.fspath(path))
+    return Results(done["results"], done["run_dir"], done["errors"])
 
 
 def _path(path: Optional[PathLike]) -> Optional[str]:

@@ -121,7 +121,16 @@ class GauntletFailure(Exception):
     """A case or gate that did not hold, with what the run said about it."""
 
 
-class CaseItem(pytest.Item):
+class _SuiteItem(pytest.Item):
+    """An item of a suite: a failure shows what the run said, not a traceback."""
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, GauntletFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class CaseItem(_SuiteItem):
     """One case: passes when every trial of it passed."""
 
     def runtest(self) -> None:
@@ -134,16 +143,11 @@ class CaseItem(pytest.Item):
         if bad:
             raise GauntletFailure("\n".join(_trial_lines(t) for t in bad))
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, GauntletFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
     def reportinfo(self) -> Any:
         return self.path, None, f"gauntlet case {self.name}"
 
 
-class GatesItem(pytest.Item):
+class GatesItem(_SuiteItem):
     """The suite's gates: fails when one failed (or could not be decided)."""
 
     def runtest(self) -> None:
@@ -156,11 +160,6 @@ class GatesItem(pytest.Item):
         if lines:
             lines.append(f"run folder: {results.run_dir}")
             raise GauntletFailure("\n".join(lines))
-
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, GauntletFailure):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> Any:
         return self.path, None, "gauntlet gates"

@@ -107,16 +107,8 @@ class Results:
     def __init__(self, results: Dict[str, Any], run_dir: str, errors: Optional[List[str]] = None):
         self.raw = results
         self.run_dir = Path(run_dir)
+        # Why the run earns no verdict: no trial could run, then gates that could not be decided.
         self.errors: List[str] = list(errors or [])
-        summaries = results.get("trials", [])
-        if summaries and all(t.get("status") == "error" for t in summaries):
-            first = summaries[0]
-            self.errors.insert(
-                0,
-                f"no trial could run: all {len(summaries)} ended in a harness error; the first "
-                f"({first['case_id']} epoch {first['epoch']}): "
-                f"{first.get('error') or 'no reason recorded'}",
-            )
         self._trials: Optional[List[Trial]] = None
 
     @property

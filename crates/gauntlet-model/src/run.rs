@@ -636,6 +636,35 @@ pub struct RunResults {
     pub trials: Vec<TrialSummary>,
 }
 
+impl RunResults {
+    /// Why no trial could run, when every trial ended in a harness error: the harness's
+    /// failure, not a verdict on the agent. The message names how many trials there were and
+    /// the first one's reason (one indented line per line of it).
+    pub fn nothing_ran(&self) -> Option<String> {
+        let trials = &self.trials;
+        if trials.is_empty() || !trials.iter().all(|t| t.status == TrialStatus::Error) {
+            return None;
+        }
+        let first = &trials[0];
+        let mut message = format!(
+            "no trial could run: all {} ended in a harness error; the first ({} epoch {}):",
+            trials.len(),
+            first.case_id,
+            first.epoch
+        );
+        for line in first
+            .error
+            .as_deref()
+            .unwrap_or("no reason recorded")
+            .lines()
+        {
+            message.push_str("\n  ");
+            message.push_str(line);
+        }
+        Some(message)
+    }
+}
+
 /// The run's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -55,10 +55,12 @@ fn cases<'py>(py: Python<'py>, suite: PathBuf) -> PyResult<Bound<'py, PyAny>> {
     Ok(pythonize::pythonize(py, &cases)?)
 }
 
-/// A stored run's `results.json`, checked as `gauntlet report` reads it.
+/// A stored run's `results.json`, checked as `gauntlet report` reads it, as `{results, run_dir,
+/// errors}`.
 #[pyfunction]
-fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, PyAny>> {
-    if !run_dir.join("results.json").is_file() {
+fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let file = run_dir.join("results.json");
+    if !file.is_file() {
         let message = format!(
             "{} is not a finished run folder (it has no results.json)",
             run_dir.display()
@@ -66,9 +68,9 @@ fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, P
         return Err(errors::of_kind(py, ErrorKind::InvalidInput, &[message]));
     }
     let results = py
-        .detach(|| gauntlet_store::read_results(&run_dir.join("results.json")))
+        .detach(|| gauntlet_store::read_results(&file))
         .map_err(|e| errors::classified(py, &e))?;
-    Ok(pythonize::pythonize(py, &results)?)
+    finished(py, &results, &run_dir, &[])
 }
 
 /// A stored run's trial records, one at a time (large states restored from `states/`), as
@@ -202,7 +204,7 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
 
 /// Runs a suite through the library's run. `agent` is a spec string (`script:reference`,
 /// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
-/// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, gate_errors}`.
+/// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, errors}`.
 #[pyfunction]
 #[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
 #[allow(clippy::too_many_arguments)]
@@ -329,34 +331,36 @@ fn run<'py>(
     if let Some(e) = observer.failed.take() {
         return Err(e);
     }
-    let index = suite.root.join(".gauntlet").join("index.sqlite");
-    if let Err(e) = gauntlet_store::Index::open(&index).and_then(|mut i| i.record(&results, &dir)) {
-        let message = format!(
-            "the run is stored in {} but the run index could not be updated: {e}",
-            dir.display()
-        );
-        py.import("warnings")?.call_method1("warn", (message,))?;
+    if let Err(e) = gauntlet_store::Index::record_run(&suite.state_dir(), &results, &dir) {
+        py.import("warnings")?
+            .call_method1("warn", (e.to_string(),))?;
     }
     finished(py, &results, &dir, &gate_errors)
 }
 
-/// `{results, run_dir, gate_errors}` for the Python half.
+/// `{results, run_dir, errors}` for the Python half: `errors` says why the run earns no verdict
+/// (no trial could run, then the gates that could not be decided).
 fn finished<'py>(
     py: Python<'py>,
     results: &gauntlet_model::RunResults,
     dir: &Path,
     gate_errors: &[String],
 ) -> PyResult<Bound<'py, PyDict>> {
+    let errors: Vec<String> = results
+        .nothing_ran()
+        .into_iter()
+        .chain(gate_errors.iter().cloned())
+        .collect();
     let out = PyDict::new(py);
     out.set_item("results", pythonize::pythonize(py, results)?)?;
     out.set_item("run_dir", dir.display().to_string())?;
-    out.set_item("gate_errors", gate_errors.to_vec())?;
+    out.set_item("errors", errors)?;
     Ok(out)
 }
 
 /// Scores a file (or run folder) of recorded trajectories against a suite's cases, writing a
 /// run folder (`out`, else one in the suite's `.gauntlet/runs`). Returns `{results, run_dir,
-/// gate_errors, problems}`.
+/// errors, problems}`.
 #[pyfunction]
 #[pyo3(signature = (trajectories, cases, *, out=None, gateway_upstream=None))]
 fn score<'py>(
@@ -366,27 +370,18 @@ fn score<'py>(
     out: Option<PathBuf>,
     gateway_upstream: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    use gauntlet_runner::offline::{OfflineScore, OfflineScoring, offline_judges, score_file};
+    use gauntlet_runner::offline::{
+        KEPT_SUMMARIES, OfflineScore, OfflineScoring, default_workers, offline_header,
+        offline_judges, score_file,
+    };
     let suite = load_suite(py, &cases)?;
     let custom =
         gauntlet_runner::plan::custom_evaluators(&suite).map_err(|e| errors::classified(py, &e))?;
     let judges = py
         .detach(|| offline_judges(&suite, gateway_upstream))
         .map_err(|e| errors::classified(py, &e))?;
-    let run_id = gauntlet_runner::new_run_id_for("score");
-    let dir = out.unwrap_or_else(|| suite.root.join(".gauntlet").join("runs").join(&run_id));
-    let mut header = gauntlet_model::RunHeader::new(
-        run_id,
-        &suite.config.name,
-        format!("offline:{}", trajectories.display()),
-        gauntlet_runner::stamp(),
-    );
-    header.versions = gauntlet_runner::plan::versions(&suite, String::new());
-    header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
-    header.judges = judges
-        .as_ref()
-        .map(|j| j.panel.headers())
-        .unwrap_or_default();
+    let header = offline_header(&suite, &trajectories, judges.as_ref().map(|j| &*j.panel));
+    let dir = out.unwrap_or_else(|| suite.state_dir().join("runs").join(&header.run_id));
     let mut warnings = Vec::new();
     let scored = py.detach(|| {
         score_file(
@@ -398,8 +393,8 @@ fn score<'py>(
                 header,
                 out: Some(&dir),
                 summaries_needed: false,
-                keep: 10_000,
-                workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+                keep: KEPT_SUMMARIES,
+                workers: default_workers(),
                 clock: gauntlet_runner::stamp,
             },
             |w| warnings.push(w.to_string()),

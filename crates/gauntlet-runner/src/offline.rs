@@ -26,6 +26,34 @@ pub const MAX_PROBLEMS: usize = 50;
 /// Items a scoring thread takes at a time.
 const CHUNK: usize = 64;
 
+/// Summaries held in memory by default; past this they wait on disk.
+pub const KEPT_SUMMARIES: usize = 10_000;
+
+/// Scoring threads by default: one a core, at most 8.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
+/// The header of a run that scores `trajectories` against `suite` with its `judges`: a fresh
+/// `score` run id, the agent `offline:FILE`, the suite's versions and rubric (its epoch count
+/// is settled when the file is read).
+pub fn offline_header(
+    suite: &Suite,
+    trajectories: &Path,
+    judges: Option<&JudgePanel>,
+) -> RunHeader {
+    let mut header = RunHeader::new(
+        crate::new_run_id_for("score"),
+        &suite.config.name,
+        format!("offline:{}", trajectories.display()),
+        crate::stamp(),
+    );
+    header.versions = crate::plan::versions(suite, String::new());
+    header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
+    header.judges = judges.map(|j| j.headers()).unwrap_or_default();
+    header
+}
+
 /// What to score and where the results go.
 pub struct OfflineScoring<'a> {
     /// The suite whose cases the trajectories played.
@@ -561,7 +589,7 @@ pub fn offline_judges(
     let panel = gauntlet_scoring::judge::judge_panel(
         suite,
         gateway.as_ref(),
-        &suite.root.join(".gauntlet").join("judge-cache.sqlite"),
+        &suite.state_dir().join("judge-cache.sqlite"),
         false,
     )?;
     Ok(panel.map(|panel| OfflineJudges {

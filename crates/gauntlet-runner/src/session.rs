@@ -305,7 +305,7 @@ impl<'s> Run<'s> {
                 (agent, cases)
             }
         };
-        let state = suite.root.join(".gauntlet");
+        let state = suite.state_dir();
         let judges = gauntlet_scoring::judge::judge_panel(
             suite,
             gateway.as_ref(),

@@ -7,6 +7,18 @@ use rusqlite::{Connection, params};
 
 use crate::run_dir::StoreError;
 
+/// A run stored in its folder that the run index does not list: a warning, not a failure (the
+/// folder is whole; `gauntlet runs` does not show it).
+#[derive(Debug, thiserror::Error)]
+#[error("the run is stored in {} but the run index could not be updated: {source}", dir.display())]
+pub struct NotIndexed {
+    /// The run folder.
+    pub dir: std::path::PathBuf,
+    /// Why the index could not take it.
+    #[source]
+    pub source: StoreError,
+}
+
 /// The index database.
 pub struct Index {
     conn: Connection,
@@ -106,6 +118,17 @@ impl Index {
         }
         tx.commit().map_err(db(p))?;
         Ok(gone.len())
+    }
+
+    /// Records a finished run in the index of a suite's state folder (`STATE/index.sqlite`),
+    /// as `run` does once a run is over.
+    pub fn record_run(state: &Path, results: &RunResults, dir: &Path) -> Result<(), NotIndexed> {
+        Index::open(&state.join("index.sqlite"))
+            .and_then(|mut index| index.record(results, dir))
+            .map_err(|source| NotIndexed {
+                dir: dir.to_owned(),
+                source,
+            })
     }
 
     /// Records a finished run (replacing an earlier record of the same run id).

@@ -15,7 +15,7 @@ mod spill;
 mod states;
 mod verdicts;
 
-pub use index::{Index, RunRow};
+pub use index::{Index, NotIndexed, RunRow};
 pub use judge_cache::{CachedReply, JudgeCache};
 pub use recorded::{ImportedTrial, ItemParser, RawItem, RawItems, read_items, read_trajectories};
 pub use run_dir::{

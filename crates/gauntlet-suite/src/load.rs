@@ -54,6 +54,11 @@ use gauntlet_model::digest::sha256_hex;
 const CONFIG_NAMES: [&str; 3] = ["gauntlet.yaml", "gauntlet.yml", "gauntlet.json"];
 
 impl Suite {
+    /// The suite's state folder (`SUITE/.gauntlet`): its runs, run index and judge cache.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join(".gauntlet")
+    }
+
     /// Loads a suite from its folder (or its configuration file) and checks everything.
     pub fn load(path: &Path) -> Result<Suite, Vec<Diagnostic>> {
         let config_file = if path.is_dir() {

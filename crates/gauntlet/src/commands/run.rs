@@ -8,7 +8,7 @@ use gauntlet_model::RunEvent;
 use gauntlet_runner::{Finished, Notice, Observer, Run};
 
 use crate::cli::RunArgs;
-use crate::commands::shared::{index_run, load_suite, report_finished, state_dir, verdict_code};
+use crate::commands::shared::{index_run, load_suite, report_finished, verdict_code};
 use crate::exit::ExpectedError;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
@@ -28,7 +28,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     terminal.progress.finish();
     // A part of a sharded run is listed once merged.
     if shard.is_none() {
-        index_run(&state_dir(&suite), &results, &out);
+        index_run(&suite.state_dir(), &results, &out);
     }
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
     if let Some(lines) = terminal.events.as_mut() {

@@ -1,20 +1,17 @@
 //! `gauntlet score FILE --cases SUITE`: score recorded trajectories without running anything.
 
-use gauntlet_model::RunHeader;
-use gauntlet_runner::offline::{OfflineScore, OfflineScoring, score_file};
+use gauntlet_runner::offline::{
+    KEPT_SUMMARIES, OfflineScore, OfflineScoring, default_workers, offline_header, score_file,
+};
 
 use crate::cli::ScoreArgs;
 use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
-use gauntlet_runner::{new_run_id_for, stamp};
+use gauntlet_runner::stamp;
 
-/// Threads that score a batch, at most.
-const MAX_WORKERS: usize = 8;
-/// Trial summaries held in memory, at most, unless `GAUNTLET_SCORE_KEEP` says otherwise: past
-/// this, they wait on disk for `results.json` (or, when nothing needs them whole, are not
-/// kept), so memory stays flat.
-const KEPT_SUMMARIES: usize = 10_000;
-
+/// Trial summaries held in memory, at most ([`KEPT_SUMMARIES`] unless `GAUNTLET_SCORE_KEEP` says
+/// otherwise): past this, they wait on disk for `results.json` (or, when nothing needs them
+/// whole, are not kept), so memory stays flat.
 fn kept_summaries() -> usize {
     std::env::var("GAUNTLET_SCORE_KEEP")
         .ok()
@@ -24,7 +21,6 @@ fn kept_summaries() -> usize {
 
 pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.cases)?;
-    let file = args.trajectories.display().to_string();
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     // Judges ask through a gateway of their own (on a runtime that serves it while the scoring
     // threads call it), or answer from the judge cache only.
@@ -32,15 +28,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
     let judges = offline.as_ref().map(|(_runtime, panel)| panel);
     // Records are written as they are scored and only their summaries are kept, so memory does
     // not grow with the file; the header's epoch count is settled when the file is read.
-    let mut header = RunHeader::new(
-        new_run_id_for("score"),
-        &suite.config.name,
-        format!("offline:{file}"),
-        stamp(),
-    );
-    header.versions = gauntlet_runner::plan::versions(&suite, String::new());
-    header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
-    header.judges = judges.map(|j| j.headers()).unwrap_or_default();
+    let header = offline_header(&suite, &args.trajectories, judges.map(|j| &**j));
     let quiet = args.quiet || args.json;
     // Bytes scored of the file's size, on stderr when it is a terminal.
     let bar = match std::fs::metadata(&args.trajectories) {
@@ -57,7 +45,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             out: args.out.as_deref(),
             summaries_needed: args.json,
             keep: kept_summaries(),
-            workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS)),
+            workers: default_workers(),
             clock: stamp,
         },
         |warning| {

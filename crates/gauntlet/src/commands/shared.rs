@@ -17,11 +17,6 @@ pub fn load_suite(path: &Path) -> Result<Suite, ExpectedError> {
     })
 }
 
-/// The state folder of a suite (`SUITE/.gauntlet`).
-pub fn state_dir(suite: &Suite) -> std::path::PathBuf {
-    suite.root.join(".gauntlet")
-}
-
 /// Prints results as the user asked: JSON, nothing, or the summary.
 pub fn print_results(results: &RunResults, json: bool, quiet: bool) {
     if json {
@@ -51,8 +46,8 @@ fn terminal_width() -> Option<u16> {
 /// The exit code a finished run earns; gate evaluation errors make the input invalid.
 pub fn verdict_code(results: &RunResults, gate_errors: Vec<String>) -> Result<i32, ExpectedError> {
     // A run in which nothing ran is the harness's failure, whatever its gates could read.
-    if let Some(e) = nothing_ran(results) {
-        return Err(e);
+    if let Some(why) = results.nothing_ran() {
+        return Err(ExpectedError::harness(why));
     }
     if !gate_errors.is_empty() {
         return Err(ExpectedError::inputs(gate_errors));
@@ -61,36 +56,6 @@ pub fn verdict_code(results: &RunResults, gate_errors: Vec<String>) -> Result<i3
         Verdict::Passed => GATES_PASSED,
         Verdict::Failed => GATE_FAILED,
     })
-}
-
-/// A run in which no trial could run at all is the harness's failure, not a verdict on the
-/// agent: the error names how many trials there were and the first one's reason.
-fn nothing_ran(results: &RunResults) -> Option<ExpectedError> {
-    let trials = &results.trials;
-    if trials.is_empty()
-        || !trials
-            .iter()
-            .all(|t| t.status == gauntlet_model::TrialStatus::Error)
-    {
-        return None;
-    }
-    let first = &trials[0];
-    let mut message = format!(
-        "no trial could run: all {} ended in a harness error; the first ({} epoch {}):",
-        trials.len(),
-        first.case_id,
-        first.epoch
-    );
-    for line in first
-        .error
-        .as_deref()
-        .unwrap_or("no reason recorded")
-        .lines()
-    {
-        message.push_str("\n  ");
-        message.push_str(line);
-    }
-    Some(ExpectedError::harness(message))
 }
 
 /// Hands the finished run to the terminal reporter (or prints its JSON, or nothing), as the
@@ -119,13 +84,8 @@ pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResul
 /// Lists a stored run in its suite's index. The index only makes past runs listable: a failure
 /// to update it loses no result, and is a warning.
 pub fn index_run(state: &Path, results: &RunResults, out: &Path) {
-    if let Err(e) =
-        Index::open(&state.join("index.sqlite")).and_then(|mut i| i.record(results, out))
-    {
-        eprintln!(
-            "warning: the run is stored in {} but the run index could not be updated: {e}",
-            out.display()
-        );
+    if let Err(e) = Index::record_run(state, results, out) {
+        eprintln!("warning: {e}");
     }
 }
 

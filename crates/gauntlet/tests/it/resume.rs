@@ -402,28 +402,33 @@ fn shard_auto_takes_the_part_from_the_environment() {
     assert_eq!(trials("job"), trials("given-2"));
     assert!(!trials("job").is_empty());
     // Without a part to take, or with one that does not fit, it says what to set (exit 2).
-    for (env, says) in [
-        (vec![], "set GAUNTLET_SHARD=I/N"),
-        (vec![("GAUNTLET_SHARD", "4/3")], "GAUNTLET_SHARD=`4/3`"),
-        (vec![("JOB_COMPLETION_INDEX", "0")], "needs --shard-count N"),
+    for (count, env, says) in [
+        (None, vec![], "set GAUNTLET_SHARD=I/N"),
+        (
+            None,
+            vec![("GAUNTLET_SHARD", "4/3")],
+            "GAUNTLET_SHARD=`4/3`",
+        ),
+        (
+            None,
+            vec![("JOB_COMPLETION_INDEX", "0")],
+            "needs --shard-count N",
+        ),
+        (
+            Some("3"),
+            vec![("JOB_COMPLETION_INDEX", "3")],
+            "not one of --shard-count 3 parts",
+        ),
     ] {
-        let (code, err) = part(&["--shard", "auto", "--out", &out("refused")], &env);
+        let refused = out("refused");
+        let mut args = vec!["--shard", "auto", "--out", &refused];
+        if let Some(n) = count {
+            args.extend(["--shard-count", n]);
+        }
+        let (code, err) = part(&args, &env);
         assert_eq!(code, Some(2), "{err}");
         assert!(err.contains(says), "{err}");
     }
-    let (code, err) = part(
-        &[
-            "--shard",
-            "auto",
-            "--shard-count",
-            "3",
-            "--out",
-            &out("refused"),
-        ],
-        &[("JOB_COMPLETION_INDEX", "3")],
-    );
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("not one of --shard-count 3 parts"), "{err}");
 }
 
 /// The documented Kubernetes recipe (`deploy/kubernetes/indexed-job.yaml`) works as written: each
