@@ -161,6 +161,29 @@ impl CompiledGate {
         Ok(gate)
     }
 
+    /// A stored run's gates, compiled again from their decisions (to decide them on a merged
+    /// or re-read run); every gate that no longer compiles, with its error.
+    pub fn recompile(
+        outcomes: &[gauntlet_model::GateOutcome],
+    ) -> Result<Vec<CompiledGate>, Vec<GateError>> {
+        let (mut gates, mut problems) = (Vec::new(), Vec::new());
+        for g in outcomes {
+            let spec = GateSpec::Named {
+                name: g.name.clone(),
+                expr: g.expr.clone(),
+            };
+            match CompiledGate::compile(&spec) {
+                Ok(c) => gates.push(c),
+                Err(e) => problems.push(e),
+            }
+        }
+        if problems.is_empty() {
+            Ok(gates)
+        } else {
+            Err(problems)
+        }
+    }
+
     /// Parses a numeric expression (a rubric dimension's value), checks every name it reads,
     /// and that it gives a number on a made-up run.
     pub fn compile_value(spec: &GateSpec) -> Result<CompiledGate, GateError> {

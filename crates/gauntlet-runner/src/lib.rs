@@ -8,6 +8,7 @@
 pub mod agents;
 mod error;
 mod ids;
+pub mod merge;
 pub mod offline;
 mod ordered;
 pub mod plan;

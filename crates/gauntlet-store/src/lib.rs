@@ -19,8 +19,8 @@ pub use index::{Index, NotIndexed, RunRow};
 pub use judge_cache::{CachedReply, JudgeCache};
 pub use recorded::{ImportedTrial, ItemParser, RawItem, RawItems, read_items, read_trajectories};
 pub use run_dir::{
-    EncodedRecord, RunWriter, StoreError, read_header, read_results, read_trials, read_trials_lean,
-    replay,
+    EncodedRecord, ResultsBrief, RunWriter, StoreError, StoredTrial, StoredTrials, read_header,
+    read_results, read_results_brief, read_trials, read_trials_lean, replay,
 };
 pub use spill::{EncodedSummary, SpilledSummaries};
 pub use states::StateReader;

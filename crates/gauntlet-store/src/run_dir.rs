@@ -263,43 +263,34 @@ impl RunWriter {
         self.trials.flush().map_err(io(&path))
     }
 
-    /// Appends every trial record of another run folder as stored there, with the stored states
-    /// they refer to (to merge the parts of a sharded run); how many records.
-    pub fn append_run(&mut self, other: &Path) -> Result<usize, StoreError> {
+    /// Copies the stored states of another run folder (named by content: a file already here
+    /// is the same state), so its records can be appended as stored (to merge the parts of a
+    /// sharded run).
+    pub fn adopt_states(&mut self, other: &Path) -> Result<(), StoreError> {
         let states = other.join("states");
-        if states.is_dir() {
-            let into = self.dir.join("states");
-            std::fs::create_dir_all(&into).map_err(io(&into))?;
-            for entry in std::fs::read_dir(&states).map_err(io(&states))? {
-                let from = entry.map_err(io(&states))?.path();
-                let to = into.join(from.file_name().unwrap_or_default());
-                // Named by content: a file already there is the same state.
-                if !to.exists() {
-                    std::fs::copy(&from, &to).map_err(io(&to))?;
-                }
+        if !states.is_dir() {
+            return Ok(());
+        }
+        let into = self.dir.join("states");
+        std::fs::create_dir_all(&into).map_err(io(&into))?;
+        for entry in std::fs::read_dir(&states).map_err(io(&states))? {
+            let from = entry.map_err(io(&states))?.path();
+            let to = into.join(from.file_name().unwrap_or_default());
+            if !to.exists() {
+                std::fs::copy(&from, &to).map_err(io(&to))?;
             }
         }
-        let path = other.join("trials.jsonl");
-        let reader = BufReader::new(File::open(&path).map_err(io(&path))?);
-        let mut n = 0;
-        for (i, line) in reader.lines().enumerate() {
-            let line = line.map_err(io(&path))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            if let Err(e) = serde_json::from_str::<TrialRecord>(&line) {
-                return Err(StoreError::Format {
-                    path,
-                    line: i + 1,
-                    message: e.to_string(),
-                });
-            }
-            let to = self.dir.join("trials.jsonl");
-            self.trials.write_all(line.as_bytes()).map_err(io(&to))?;
-            self.trials.write_all(b"\n").map_err(io(&to))?;
-            n += 1;
-        }
-        Ok(n)
+        Ok(())
+    }
+
+    /// Appends a record as another run folder stores it (a [`StoredTrial`], its states by
+    /// reference: adopt that folder's states first). Buffered: [`RunWriter::finish`] flushes.
+    pub fn append_stored(&mut self, trial: &StoredTrial) -> Result<(), StoreError> {
+        let path = self.dir.join("trials.jsonl");
+        self.trials
+            .write_all(trial.line.as_bytes())
+            .map_err(io(&path))?;
+        self.trials.write_all(b"\n").map_err(io(&path))
     }
 
     /// The store as a consumer of the run event stream: each finished trial is appended (its
@@ -439,6 +430,54 @@ pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
     })
 }
 
+/// What a finished run's `results.json` holds besides its trial summaries, of which only the
+/// keys are kept: read with memory for the keys only, whatever the run's size.
+#[derive(Debug, Clone)]
+pub struct ResultsBrief {
+    /// The run's header.
+    pub header: RunHeader,
+    /// Its gate decisions (the gates themselves, to decide again).
+    pub gates: Vec<gauntlet_model::GateOutcome>,
+    /// Its trials' `(case_id, epoch)`, in the order it lists them (plan order).
+    pub trials: Vec<(String, u32)>,
+}
+
+/// Reads a finished run folder's `results.json` as a [`ResultsBrief`], streaming past all of
+/// the trial summaries but their keys.
+pub fn read_results_brief(dir: &Path) -> Result<ResultsBrief, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Key {
+        case_id: String,
+        epoch: u32,
+    }
+    #[derive(serde::Deserialize)]
+    struct Brief {
+        format_version: Option<u64>,
+        header: RunHeader,
+        gates: Vec<gauntlet_model::GateOutcome>,
+        trials: Vec<Key>,
+    }
+    let file = dir.join("results.json");
+    let reader = BufReader::with_capacity(1 << 16, File::open(&file).map_err(io(&file))?);
+    let brief: Brief = serde_json::from_reader(reader).map_err(|e| StoreError::Format {
+        path: file.clone(),
+        line: e.line(),
+        message: e.to_string(),
+    })?;
+    if let Some(v) = brief.format_version {
+        check_format(&file, &format!("{{\"format_version\": {v}}}"))?;
+    }
+    Ok(ResultsBrief {
+        header: brief.header,
+        gates: brief.gates,
+        trials: brief
+            .trials
+            .into_iter()
+            .map(|k| (k.case_id, k.epoch))
+            .collect(),
+    })
+}
+
 /// Streams the trial records of a run directory (or a `trials.jsonl` file), one at a time.
 pub fn read_trials(
     path: &Path,
@@ -452,6 +491,91 @@ pub fn read_trials_lean(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<TrialRecord, StoreError>> + use<>, StoreError> {
     read_trials_with(path, true)
+}
+
+/// One line of a run folder's `trials.jsonl` as stored (states by reference), and its record.
+pub struct StoredTrial {
+    /// The line, without its newline.
+    pub line: String,
+    /// The record it holds, its states as stored.
+    pub record: TrialRecord,
+}
+
+/// A run folder's records as stored (states by reference), found by `(case_id, epoch)`: one
+/// pass over `trials.jsonl` notes where each record starts (its first copy, should a resumed
+/// run have written one twice), then each is read on demand. Memory holds the offsets only.
+pub struct StoredTrials {
+    path: PathBuf,
+    file: BufReader<File>,
+    offsets: std::collections::HashMap<(String, u32), (u64, usize)>,
+}
+
+impl StoredTrials {
+    /// Indexes the records of a run folder.
+    pub fn open(dir: &Path) -> Result<StoredTrials, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Key {
+            case_id: String,
+            epoch: u32,
+        }
+        read_header(dir)?;
+        let path = dir.join("trials.jsonl");
+        let mut file = BufReader::with_capacity(1 << 16, File::open(&path).map_err(io(&path))?);
+        let mut offsets = std::collections::HashMap::new();
+        let (mut at, mut line, mut n) = (0u64, String::new(), 0usize);
+        loop {
+            line.clear();
+            let read = file.read_line(&mut line).map_err(io(&path))?;
+            if read == 0 {
+                break;
+            }
+            n += 1;
+            if !line.trim().is_empty() {
+                let key: Key = serde_json::from_str(&line).map_err(|e| StoreError::Format {
+                    path: path.clone(),
+                    line: n,
+                    message: e.to_string(),
+                })?;
+                offsets.entry((key.case_id, key.epoch)).or_insert((at, n));
+            }
+            at += read as u64;
+        }
+        Ok(StoredTrials {
+            path,
+            file,
+            offsets,
+        })
+    }
+
+    /// How many distinct trials it holds.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The stored record of `(case_id, epoch)`, if the run has it.
+    pub fn get(&mut self, case_id: &str, epoch: u32) -> Result<Option<StoredTrial>, StoreError> {
+        use std::io::Seek;
+        let Some(&(at, n)) = self.offsets.get(&(case_id.to_owned(), epoch)) else {
+            return Ok(None);
+        };
+        self.file
+            .seek(std::io::SeekFrom::Start(at))
+            .map_err(io(&self.path))?;
+        let mut line = String::new();
+        self.file.read_line(&mut line).map_err(io(&self.path))?;
+        let line = line.trim_end_matches(['\n', '\r']).to_owned();
+        let record = serde_json::from_str(&line).map_err(|e| StoreError::Format {
+            path: self.path.clone(),
+            line: n,
+            message: e.to_string(),
+        })?;
+        Ok(Some(StoredTrial { line, record }))
+    }
 }
 
 fn read_trials_with(

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use gauntlet_eval::{CompiledGate, CompiledRubric, GateSpec};
+use gauntlet_eval::{CompiledGate, CompiledRubric};
 use gauntlet_model::{GateOutcome, RunHeader};
 use gauntlet_store::read_results;
 use gauntlet_suite::load_gates_file;
@@ -13,22 +13,9 @@ use gauntlet_eval::build_results;
 
 /// A stored run's gates, compiled again.
 pub fn stored_gates(outcomes: &[GateOutcome]) -> Result<Vec<CompiledGate>, ExpectedError> {
-    let mut gates = Vec::new();
-    let mut problems = Vec::new();
-    for g in outcomes {
-        let spec = GateSpec::Named {
-            name: g.name.clone(),
-            expr: g.expr.clone(),
-        };
-        match CompiledGate::compile(&spec) {
-            Ok(c) => gates.push(c),
-            Err(e) => problems.push(e.to_string()),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(ExpectedError::inputs(problems));
-    }
-    Ok(gates)
+    CompiledGate::recompile(outcomes).map_err(|problems| {
+        ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
+    })
 }
 
 /// A stored run's rubric, compiled again.

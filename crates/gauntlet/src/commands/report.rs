@@ -41,6 +41,12 @@ impl Format {
             Format::Events => "events.jsonl",
         }
     }
+
+    /// Whether it lists every trial's summary (the terminal summary and the event stream are
+    /// replayed from the run folder instead).
+    pub fn lists_trials(self) -> bool {
+        !matches!(self, Format::Terminal | Format::Events)
+    }
 }
 
 /// Trial records in the order of the results (the log is in completion order).

@@ -9,10 +9,10 @@ use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
 use gauntlet_runner::stamp;
 
-/// Trial summaries held in memory, at most ([`KEPT_SUMMARIES`] unless `GAUNTLET_SCORE_KEEP` says
-/// otherwise): past this, they wait on disk for `results.json` (or, when nothing needs them
-/// whole, are not kept), so memory stays flat.
-fn kept_summaries() -> usize {
+/// Trial summaries `score` and `merge` hold in memory, at most ([`KEPT_SUMMARIES`] unless
+/// `GAUNTLET_SCORE_KEEP` says otherwise): past this, they wait on disk for `results.json` (or,
+/// when nothing needs them whole, are not kept), so memory stays flat.
+pub fn kept_summaries() -> usize {
     std::env::var("GAUNTLET_SCORE_KEEP")
         .ok()
         .and_then(|v| v.parse().ok())

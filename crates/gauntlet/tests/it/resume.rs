@@ -246,6 +246,33 @@ fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
             .count()
     };
     assert_eq!(lines(&merged), lines(&whole));
+    // A run too large to hold its summaries (here: more than 5) merges through the disk into
+    // the same results, reports included.
+    let spilled = tmp.path().join("spilled");
+    let o = gauntlet()
+        .env("GAUNTLET_SCORE_KEEP", "5")
+        .args(["merge", s(&parts[1]), s(&parts[0]), s(&parts[2]), "--out"])
+        .arg(&spilled)
+        .args(["--report", "md"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let c = read(&spilled);
+    assert_eq!(trials(&c), trials(&a));
+    assert_eq!(timeless(&c), timeless(&a));
+    assert!(
+        std::fs::read_to_string(spilled.join("summary.md"))
+            .unwrap()
+            .contains("ci-42")
+    );
+    assert!(
+        std::fs::read_dir(&spilled).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".summaries")),
+        "the spill file is gone"
+    );
     // A missing part, or a part of another run, is refused.
     let o = run(&[
         "merge",

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Peak memory of `gauntlet merge` as runs grow: the example suite run in parts
+(`run --shard I/N`, scripted agent), then merged, at growing trial counts and part counts.
+The merge streams its parts' records: its peak RSS should stay flat while the trials grow
+tenfold (it keeps a key and an offset per trial, about 100 bytes, and past 10,000 trials the
+summaries wait on disk).
+
+usage: benches/peers/merge_rss.py [TRIALS ...]   (default: 10000 30000 100000)
+env:   BIN (default target/release/gauntlet), PARTS (default "4 16")
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("BIN", os.path.join(ROOT, "target", "release", "gauntlet"))
+SUITE = os.path.join(ROOT, "examples", "incident-desk")
+
+
+def cases() -> int:
+    """Trials in one epoch of the suite (one run of it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [BIN, "run", SUITE, "--agent", "script:reference", "--out", tmp + "/r", "--json"],
+            capture_output=True, text=True,
+        )
+        if out.returncode > 1:
+            sys.exit(f"gauntlet run failed: {out.stderr}")
+        return int(json.loads(out.stdout)["metrics"]["trials"])
+
+
+def peak_rss_mb(argv: list) -> tuple:
+    """Runs argv under /usr/bin/time -v: (exit code, seconds, peak RSS in MB)."""
+    t0 = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-v"] + argv, capture_output=True, text=True)
+    took = time.monotonic() - t0
+    rss = next(
+        int(line.split(":")[1]) for line in p.stderr.splitlines() if "Maximum resident" in line
+    )
+    return p.returncode, took, rss / 1024
+
+
+def main() -> None:
+    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 30_000, 100_000]
+    counts = [int(n) for n in os.environ.get("PARTS", "4 16").split()]
+    per_epoch = cases()
+    print(f"{'trials':>8} {'parts':>5} {'merge s':>8} {'merge RSS MB':>13} {'trials.jsonl MB':>16}")
+    for size in sizes:
+        epochs = max(1, size // per_epoch)
+        for n in counts:
+            work = tempfile.mkdtemp(prefix="gauntlet-merge-bench-")
+            try:
+                parts = []
+                for i in range(1, n + 1):
+                    part = os.path.join(work, f"part{i}")
+                    code = subprocess.run(
+                        [BIN, "run", SUITE, "--agent", "script:reference", "--epochs",
+                         str(epochs), "--seed", "1", "--run-id", "bench", "--shard", f"{i}/{n}",
+                         "--out", part, "--quiet"],
+                        stdout=subprocess.DEVNULL,
+                    ).returncode
+                    if code != 0:
+                        sys.exit(f"part {i}/{n} exited {code}")
+                    parts.append(part)
+                merged = os.path.join(work, "merged")
+                code, took, rss = peak_rss_mb([BIN, "merge", *parts, "--out", merged])
+                if code > 1:
+                    sys.exit(f"merge exited {code}")
+                size_mb = os.path.getsize(os.path.join(merged, "trials.jsonl")) / 1e6
+                print(f"{epochs * per_epoch:>8} {n:>5} {took:>8.2f} {rss:>13.1f} {size_mb:>16.1f}",
+                      flush=True)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
