@@ -49,6 +49,7 @@ def run(
     faults: Optional[str] = None,
     filter: Optional[str] = None,
     attack: Optional[str] = None,
+    shard: Optional[str] = None,
     out: Optional[PathLike] = None,
     resume: Optional[PathLike] = None,
     run_id: Optional[str] = None,
@@ -73,7 +74,9 @@ def run(
 
     ``epochs`` and ``seed`` default to the suite's; ``faults`` names a fault profile of the suite
     (or ``"none"``); ``filter`` keeps cases whose id contains it; ``attack`` places one of the
-    suite's attacks in every case; ``out`` is the run folder (default: a new one under the
+    suite's attacks in every case; ``shard="I/N"`` runs only part I of N of the plan (as
+    ``gauntlet run --shard`` does; ``gauntlet merge`` makes the whole, and :mod:`gauntlet.ray`
+    spreads the parts over a cluster); ``out`` is the run folder (default: a new one under the
     suite's ``.gauntlet/runs``); ``trial_timeout`` is in seconds (300 by default: an agent still
     running then is interrupted with ``TimeoutError`` and its trial is an error); ``isolation``
     is how ``cmd:`` agents are sandboxed (``"auto"``: bubblewrap where it works; ``"bubblewrap"``;
@@ -110,6 +113,7 @@ def run(
         faults=faults,
         filter=filter,
         attack=attack,
+        shard=shard,
         out=_path(out),
         resume=_path(resume),
         run_id=run_id,

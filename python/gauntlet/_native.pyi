@@ -66,6 +66,7 @@ def run(
     faults: Optional[str] = None,
     filter: Optional[str] = None,
     attack: Optional[str] = None,
+    shard: Optional[str] = None,
     out: Optional[str] = None,
     resume: Optional[str] = None,
     run_id: Optional[str] = None,
@@ -84,6 +85,18 @@ def score(
     out: Optional[str] = None,
     gateway_upstream: Optional[str] = None,
 ) -> Dict[str, Any]: ...
+def merge(
+    parts: List[str], out: str, *, suite: Optional[str] = None
+) -> Dict[str, Any]: ...  # {results, run_dir, errors}
+def plan(
+    suite: str,
+    *,
+    agent: Optional[str] = None,
+    epochs: Optional[int] = None,
+    seed: Optional[int] = None,
+    filter: Optional[str] = None,
+    attack: Optional[str] = None,
+) -> Dict[str, Any]: ...  # {trials, epochs, seed, agent, run_id}
 def check(suite: str) -> List[Dict[str, Any]]: ...
 def cases(suite: str) -> List[Dict[str, Any]]: ...
 def read_results(run_dir: str) -> Dict[str, Any]: ...  # {results, run_dir, errors}

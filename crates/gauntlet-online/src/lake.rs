@@ -1,12 +1,14 @@
 //! The trace lake: judged, anonymised trajectories as Parquet, partitioned by day.
 //!
 //! ```text
-//! LAKE/traces/day=YYYY-MM-DD/part-<ms>-<pid>-<n>.parquet     one row per trace
-//! LAKE/feedback/day=YYYY-MM-DD/part-<ms>-<pid>-<n>.parquet   one row per feedback, by trace_id
+//! LAKE/traces/day=YYYY-MM-DD/part-<ms>-<writer>-<n>.parquet     one row per trace
+//! LAKE/feedback/day=YYYY-MM-DD/part-<ms>-<writer>-<n>.parquet   one row per feedback, by trace_id
 //! ```
 //! Files are written whole under a hidden name and renamed into place, so a reader (DuckDB,
 //! Spark, Trino: `read_parquet('LAKE/traces/**/*.parquet', hive_partitioning = true)`) never
-//! sees half a file. The columns are documented in docs/reference.md ("The trace lake"); the
+//! sees half a file. `<writer>` is drawn at random once per process, so several receivers
+//! (on other machines, or each the pid 1 of its container) write into one lake without ever
+//! choosing the same name. The columns are documented in docs/reference.md ("The trace lake"); the
 //! schema is [`trace_schema`] and [`feedback_schema`].
 //!
 //! The readers also take files that DuckDB, Spark or pandas wrote back: a column of another
@@ -322,6 +324,18 @@ pub fn day_of(ms: i64) -> String {
 
 static FILE_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// This process's writer id in file names: 12 hex digits drawn from the OS's randomness (the
+/// seed of std's `RandomState`) once per process.
+fn writer_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        format!("{:012x}", h.finish() & 0xffff_ffff_ffff)
+    })
+}
+
 /// Writes one Parquet file of `batch` into `dir` (created), whole or not at all.
 fn write_file(dir: &Path, batch: &RecordBatch, now_ms: i64) -> Result<PathBuf, LakeError> {
     let io = |path: &Path| {
@@ -331,7 +345,7 @@ fn write_file(dir: &Path, batch: &RecordBatch, now_ms: i64) -> Result<PathBuf, L
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let name = format!(
         "part-{now_ms}-{}-{}.parquet",
-        std::process::id(),
+        writer_id(),
         FILE_SEQ.fetch_add(1, Ordering::Relaxed)
     );
     let tmp = dir.join(format!(".{name}.tmp"));
@@ -428,11 +442,17 @@ pub fn prune(root: &Path, retention_days: u32, now_ms: i64) -> Result<Vec<PathBu
             if let Some(day) = name.strip_prefix("day=")
                 && day < oldest_kept.as_str()
             {
-                std::fs::remove_dir_all(e.path()).map_err(|source| LakeError::Io {
-                    path: e.path(),
-                    source,
-                })?;
-                deleted.push(e.path());
+                // Another receiver on the same lake may have pruned it first.
+                match std::fs::remove_dir_all(e.path()) {
+                    Ok(()) => deleted.push(e.path()),
+                    Err(gone) if gone.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => {
+                        return Err(LakeError::Io {
+                            path: e.path(),
+                            source,
+                        });
+                    }
+                }
             }
         }
     }

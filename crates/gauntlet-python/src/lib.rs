@@ -206,7 +206,7 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
 /// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
 /// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, errors}`.
 #[pyfunction]
-#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
+#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -219,6 +219,7 @@ fn run<'py>(
     faults: Option<String>,
     filter: Option<String>,
     attack: Option<String>,
+    shard: Option<String>,
     out: Option<PathBuf>,
     resume: Option<PathBuf>,
     run_id: Option<String>,
@@ -232,6 +233,10 @@ fn run<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let invalid = |m: String| errors::of_kind(py, ErrorKind::InvalidInput, &[m]);
     let suite = load_suite(py, &suite)?;
+    let shard = shard
+        .map(|s| s.parse::<gauntlet_model::Shard>())
+        .transpose()
+        .map_err(|e| errors::classified(py, &e))?;
     let (spec, callable) = match agent {
         None => (None, None),
         Some(a) => match a.extract::<String>() {
@@ -251,7 +256,7 @@ fn run<'py>(
         filter,
         faults,
         attack,
-        shard: None,
+        shard,
         run_id,
     });
     if let Some(callable) = callable {
@@ -358,6 +363,85 @@ fn finished<'py>(
     Ok(out)
 }
 
+/// What a run of `suite` with these options would plan, without running it: `{trials,
+/// epochs, seed, agent}` (the suite's defaults filled in), or the planning error.
+#[pyfunction]
+#[pyo3(signature = (suite, *, agent=None, epochs=None, seed=None, filter=None, attack=None))]
+fn plan<'py>(
+    py: Python<'py>,
+    suite: PathBuf,
+    agent: Option<String>,
+    epochs: Option<u32>,
+    seed: Option<u64>,
+    filter: Option<String>,
+    attack: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let suite = load_suite(py, &suite)?;
+    let options = RunOptions {
+        agent,
+        seed,
+        epochs,
+        filter,
+        attack,
+        ..RunOptions::default()
+    };
+    let settings = gauntlet_runner::Settings::resolve(
+        &suite,
+        &options,
+        None,
+        gauntlet_runner::now,
+        gauntlet_runner::new_run_id,
+    )
+    .map_err(|e| errors::classified(py, &e))?;
+    let cases = settings
+        .cases(&suite)
+        .map_err(|e| errors::classified(py, &e))?;
+    let out = PyDict::new(py);
+    out.set_item("trials", cases.len() * settings.epochs as usize)?;
+    out.set_item("epochs", settings.epochs)?;
+    out.set_item("seed", settings.seed)?;
+    out.set_item("agent", settings.agent)?;
+    out.set_item("run_id", settings.run_id)?;
+    Ok(out)
+}
+
+/// Merges the finished parts of a sharded run into one run folder `out`, as `gauntlet merge`
+/// does (streamed; the gates decided on all trials); the merged run joins `suite`'s index when
+/// given. Returns `{results, run_dir, errors}` (`results.trials` empty for a run too large to
+/// hold: the trials are in the run folder).
+#[pyfunction]
+#[pyo3(signature = (parts, out, *, suite=None))]
+fn merge<'py>(
+    py: Python<'py>,
+    parts: Vec<PathBuf>,
+    out: PathBuf,
+    suite: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use gauntlet_runner::merge::{Merged, merge_parts};
+    let suite = suite.map(|s| load_suite(py, &s)).transpose()?;
+    let Merged {
+        results,
+        gate_errors,
+        spill: _,
+    } = py
+        .detach(|| {
+            merge_parts(
+                &parts,
+                &out,
+                gauntlet_runner::offline::KEPT_SUMMARIES,
+                gauntlet_runner::stamp,
+            )
+        })
+        .map_err(|e| errors::classified(py, &e))?;
+    if let Some(suite) = suite
+        && let Err(e) = gauntlet_store::Index::record_run(&suite.state_dir(), &results, &out)
+    {
+        py.import("warnings")?
+            .call_method1("warn", (e.to_string(),))?;
+    }
+    finished(py, &results, &out, &gate_errors)
+}
+
 /// Scores a file (or run folder) of recorded trajectories against a suite's cases, writing a
 /// run folder (`out`, else one in the suite's `.gauntlet/runs`). Returns `{results, run_dir,
 /// errors, problems}`.
@@ -423,6 +507,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(read_results, m)?)?;
     m.add_function(wrap_pyfunction!(read_trials, m)?)?;

@@ -578,3 +578,126 @@ fn drift_and_harvest_read_a_lake_file_that_duckdb_rewrote() {
         );
     }
 }
+
+/// Two receivers on one lake, fed at once as the OpenTelemetry Collector's load-balancing
+/// exporter feeds them (a trace's spans to one receiver, by trace id): every accepted trace is
+/// in the lake exactly once, every file is one DuckDB reads, the two writers never chose the
+/// same file name, and `drift` reads the union.
+#[test]
+#[cfg_attr(
+    not(have_py_duckdb),
+    ignore = "needs the Python package duckdb (pip install duckdb)"
+)]
+fn two_receivers_write_one_lake_without_clashing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lake = tmp.path().join("lake");
+    let (_suite_tmp, suite) = example();
+    let run_dir = tmp.path().join("run");
+    assert_eq!(
+        run(&["run", s(&suite), "--out", s(&run_dir), "--quiet"]).code,
+        0
+    );
+    let exported = tmp.path().join("traces.json");
+    assert_eq!(run(&["export", s(&run_dir), "--out", s(&exported)]).code, 0);
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let a = Receiver::start_with(&dir_a, &lake, &[]);
+    let b = Receiver::start_with(&dir_b, &lake, &[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/two_receivers.py");
+    let two_receivers = |args: &[&str]| -> Value {
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let fed = two_receivers(&[
+        "feed",
+        s(&exported),
+        "600",
+        &a.url,
+        &a.token,
+        &b.url,
+        &b.token,
+    ]);
+    assert_eq!(fed["refused"], 0, "bounded load: nothing refused");
+    let accepted: Vec<String> = serde_json::from_value(fed["accepted"].clone()).unwrap();
+    assert_eq!(accepted.len(), 600);
+    let (wa, wb) = (a.status(), b.status());
+    // Both took a share (by trace id), then flushed everything on SIGTERM.
+    assert!(
+        wa["payloads"].as_u64() > Some(200) && wb["payloads"].as_u64() > Some(200),
+        "{wa} {wb}"
+    );
+    for r in [a, b] {
+        let (code, _, stderr) = r.stop();
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let lake_view = two_receivers(&["lake", s(&lake)]);
+    assert_eq!(lake_view["rows"], 600, "every accepted trace once");
+    assert_eq!(lake_view["distinct"], 600);
+    let ids: Vec<String> = serde_json::from_value(lake_view["ids"].clone()).unwrap();
+    assert_eq!(ids, accepted);
+    // Every file is a finished Parquet file, named by its writer: two writers here.
+    let files: Vec<String> = serde_json::from_value(lake_view["files"].clone()).unwrap();
+    assert!(
+        files
+            .iter()
+            .all(|f| f.starts_with("part-") && f.ends_with(".parquet")),
+        "{files:?}"
+    );
+    let writers: std::collections::BTreeSet<&str> =
+        files.iter().map(|f| f.split('-').nth(2).unwrap()).collect();
+    assert_eq!(writers.len(), 2, "{files:?}");
+    // gauntlet's own readers see the union too.
+    let o = run(&[
+        "drift",
+        "--baseline",
+        s(&lake),
+        "--current",
+        s(&lake),
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("600"), "{}", o.stdout);
+}
+
+/// The documented deployment of several receivers (`deploy/otel-collector/`) says what the
+/// receiver does: the gateway routes by trace id to at least two receivers, and each sidecar
+/// hands traces to `gauntlet online`'s default address with the token variable it reads.
+#[test]
+fn the_several_receivers_recipe_matches_the_receiver() {
+    let read = |name: &str| -> Value {
+        let path = repo().join("deploy/otel-collector").join(name);
+        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let gateway = read("gateway.yaml");
+    let lb = &gateway["exporters"]["loadbalancing"];
+    assert_eq!(lb["routing_key"], "traceID");
+    assert!(
+        lb["resolver"]["static"]["hostnames"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 2
+    );
+    assert_eq!(
+        gateway["service"]["pipelines"]["traces"]["exporters"][0],
+        "loadbalancing"
+    );
+    let sidecar = read("receiver-sidecar.yaml");
+    let exporter = &sidecar["exporters"]["otlphttp"];
+    let help = run(&["online", "--help"]).stdout;
+    let endpoint = exporter["endpoint"].as_str().unwrap();
+    let listen = endpoint.trim_start_matches("http://");
+    assert!(help.contains(&format!("[default: {listen}]")), "{help}");
+    assert_eq!(
+        exporter["headers"]["authorization"],
+        "Bearer ${env:GAUNTLET_ONLINE_TOKEN}"
+    );
+    assert!(help.contains("GAUNTLET_ONLINE_TOKEN"), "{help}");
+}
