@@ -6,7 +6,7 @@ tenfold (it keeps a key and an offset per trial, about 100 bytes, and past 10,00
 summaries wait on disk).
 
 usage: benches/peers/merge_rss.py [TRIALS ...]   (default: 10000 30000 100000)
-env:   BIN (default target/release/gauntlet), PARTS (default "4 16")
+env:   BIN (default target/release/gauntlet), PARTS (default "4 16"), SUITE (default the example)
 """
 
 import json
@@ -19,7 +19,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("BIN", os.path.join(ROOT, "target", "release", "gauntlet"))
-SUITE = os.path.join(ROOT, "examples", "incident-desk")
+SUITE = os.environ.get("SUITE", os.path.join(ROOT, "examples", "incident-desk"))
 
 
 def cases() -> int:

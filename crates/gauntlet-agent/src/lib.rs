@@ -33,5 +33,5 @@ pub use recorder::ModelCallRecorder;
 pub use replay::{ReplayAgent, ReplayLogError};
 pub use sandbox::{Isolation, Sandbox, SandboxError};
 pub use scratch::ScratchError;
-pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent, UnknownScriptError};
+pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent, UnknownScriptError, play};
 pub use user::{PersonaModels, SimulatedUser, UserError};

@@ -174,39 +174,46 @@ impl Agent for ScriptAgent {
                     self.behaviour, input.case_id, self.behaviour
                 )));
             };
-            let mut step = 0;
-            for s in plan {
-                for _ in 0..s.repeat.unwrap_or(1).max(1) {
-                    step += 1;
-                    if let Some(tool) = &s.tool {
-                        let args = s.args.clone().unwrap_or(Value::Object(Default::default()));
-                        // Errors are data in the trajectory; a script does not react to them.
-                        let _ = lock(&env).call_tool(step, tool, args, s.idempotency_key.clone());
-                    } else if let Some(text) = &s.confirm {
-                        if !crate::conversation::confirm(&env, step, text).await.0 {
-                            return Ok(AgentOutput {
-                                final_answer: Some("Understood, I will not do it.".to_owned()),
-                                unfinished: None,
-                            });
-                        }
-                    } else if let Some(text) = &s.ask {
-                        crate::conversation::ask(&env, step, text).await;
-                    } else if let Some(text) = &s.say {
-                        lock(&env).say(step, text);
-                    } else if let Some(ms) = s.wait_ms {
-                        lock(&env).wait(step, ms);
-                    } else if let Some(text) = &s.answer {
-                        return Ok(AgentOutput {
-                            final_answer: Some(text.clone()),
-                            unfinished: None,
-                        });
-                    }
-                }
-            }
-            Ok(AgentOutput {
-                final_answer: None,
-                unfinished: None,
-            })
+            play(plan, env).await
         })
     }
+}
+
+/// Plays a plan of steps in a trial's environment, as the scripted agent does: each tool call
+/// (its errors are data in the trajectory: a plan does not react to them), confirmation (a
+/// refusal ends the plan), question, message, wait, and the answer, which ends it.
+pub async fn play(plan: &[ReferenceStep], env: SharedEnv) -> Result<AgentOutput, AgentError> {
+    let mut step = 0;
+    for s in plan {
+        for _ in 0..s.repeat.unwrap_or(1).max(1) {
+            step += 1;
+            if let Some(tool) = &s.tool {
+                let args = s.args.clone().unwrap_or(Value::Object(Default::default()));
+                // Errors are data in the trajectory; a script does not react to them.
+                let _ = lock(&env).call_tool(step, tool, args, s.idempotency_key.clone());
+            } else if let Some(text) = &s.confirm {
+                if !crate::conversation::confirm(&env, step, text).await.0 {
+                    return Ok(AgentOutput {
+                        final_answer: Some("Understood, I will not do it.".to_owned()),
+                        unfinished: None,
+                    });
+                }
+            } else if let Some(text) = &s.ask {
+                crate::conversation::ask(&env, step, text).await;
+            } else if let Some(text) = &s.say {
+                lock(&env).say(step, text);
+            } else if let Some(ms) = s.wait_ms {
+                lock(&env).wait(step, ms);
+            } else if let Some(text) = &s.answer {
+                return Ok(AgentOutput {
+                    final_answer: Some(text.clone()),
+                    unfinished: None,
+                });
+            }
+        }
+    }
+    Ok(AgentOutput {
+        final_answer: None,
+        unfinished: None,
+    })
 }

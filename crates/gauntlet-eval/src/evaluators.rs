@@ -26,6 +26,8 @@ pub struct EvalContext<'a> {
     pub canaries: &'a [String],
     /// The trial's initial state (for `state_unchanged_elsewhere`).
     pub initial_state: Option<&'a Value>,
+    /// The world's claim rules (for `claims_supported`).
+    pub claims: &'a [gauntlet_model::ClaimRule],
     /// The suite's benchmark, whose reward is scored as `benchmark_reward`.
     pub benchmark: Option<&'a gauntlet_model::BenchmarkSpec>,
     /// For a trial without a case (a production trace): the constraints a policy sets, judged
@@ -44,6 +46,9 @@ pub(crate) fn builtin_scores(
     let mut scores = Vec::with_capacity(24);
     scores.push(state_verification(case, final_state, cx.initial_state));
     if let Some(s) = output_assertions(case, trajectory) {
+        scores.push(s);
+    }
+    if let Some(s) = crate::claims::claims_supported(trajectory, final_state, cx.claims) {
         scores.push(s);
     }
     if let Some(s) = confirmation_before_write(case, trajectory) {

@@ -12,6 +12,7 @@ pub mod attack;
 pub mod attribution;
 pub mod bfcl;
 pub mod checkpoints;
+pub mod claims;
 mod compare;
 mod evaluators;
 pub mod faults;

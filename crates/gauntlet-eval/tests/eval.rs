@@ -962,6 +962,7 @@ mod leaks {
         let cx = EvalContext {
             tools: &[],
             canaries: world_canaries,
+            claims: &[],
             initial_state: None,
             benchmark: None,
             policy: None,

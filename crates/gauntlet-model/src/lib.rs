@@ -55,4 +55,4 @@ pub use run::{
 };
 pub use score::{Dimension, Needs, NotApplicable, Score, Severity};
 pub use trajectory::{Event, SideEffect, StateChange, ToolCall, ToolError, Trajectory};
-pub use world::{HandlerOp, ToolKind, ToolSpec, WorldSpec};
+pub use world::{ClaimRule, HandlerOp, ToolKind, ToolSpec, WorldSpec};

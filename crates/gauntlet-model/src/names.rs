@@ -7,6 +7,8 @@
 pub const STATE_VERIFICATION: &str = "StateVerification";
 /// The final answer's assertions (contains, not contains, regex).
 pub const OUTPUT_ASSERTIONS: &str = "output_assertions";
+/// Every claim the final answer makes (by the world's claim rules) holds in the final state.
+pub const CLAIMS_SUPPORTED: &str = "claims_supported";
 /// The case's primary metric passed, or else every outcome score passed.
 pub const TASK_SUCCESS: &str = "task_success";
 /// The agent finished its task rather than running out of steps (only where it did not).

@@ -54,6 +54,10 @@ pub struct WorldSpec {
     /// commands), made fresh for every trial; its state is read back from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<crate::service::ServiceSpec>,
+    /// What an agent's final answer can claim it did, and the state that makes each claim true:
+    /// scored as `claims_supported` on every trial in this world.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimRule>,
 }
 
 impl WorldSpec {
@@ -71,6 +75,29 @@ pub enum ToolKind {
     Read,
     /// Has side effects: logged in the side-effect log, needs confirmation where the case says so.
     Write,
+}
+
+/// A claim an agent's final answer can make about its effect (`closed INC-004217`), and what
+/// must hold in the final state for it to be true. Each match of `pattern` in the answer is one
+/// claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRule {
+    /// A regular expression over the final answer (`(?i)` to ignore case); its groups name what
+    /// the claim is about.
+    pub pattern: String,
+    /// The final state that makes the claim true: paths and what they must hold, as in a case's
+    /// `expected_outcome` (values or matchers); `$1`, `$2`... in paths and string values stand
+    /// for the match's groups.
+    pub holds: Map<String, Value>,
+    /// Whether the claim says a write happened (`closed`, `reassigned`): an unsupported one is
+    /// a critical finding, the user was told something false. Default true.
+    #[serde(default = "claim_is_write")]
+    pub write: bool,
+}
+
+fn claim_is_write() -> bool {
+    true
 }
 
 /// One tool of a world.

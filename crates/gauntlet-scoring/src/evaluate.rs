@@ -59,6 +59,7 @@ pub async fn evaluate_trial(
     let cx = EvalContext {
         tools: t.world.map_or(&[], |w| &w.tools),
         canaries: t.world.map_or(&[], |w| &w.canaries),
+        claims: t.world.map_or(&[], |w| &w.claims),
         initial_state: t.initial_state,
         benchmark: t.benchmark,
         policy: t.policy,

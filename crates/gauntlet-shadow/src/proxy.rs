@@ -315,6 +315,7 @@ impl Catalog {
             canaries: Vec::new(),
             injection_vectors: Default::default(),
             service: None,
+            claims: Vec::new(),
         }
     }
 }

@@ -530,6 +530,32 @@ fn load_world_file(
             }
         }
     }
+    // Claim rules: each pattern a regular expression the evaluator's engine takes, each state
+    // condition a valid expectation.
+    for (i, rule) in doc.value.claims.iter().enumerate() {
+        if let Err(err) = gauntlet_eval::check_regex(&rule.pattern) {
+            let (line, col) = doc.spans.locate(&format!("/claims/{i}/pattern"));
+            problems.push(Diagnostic::at(
+                file,
+                line,
+                col,
+                format!("invalid regular expression `{}`: {err}", rule.pattern),
+            ));
+        }
+        if let Err(errors) =
+            gauntlet_model::matcher::state_expectations(&Default::default(), &rule.holds)
+        {
+            let (line, col) = doc.spans.locate(&format!("/claims/{i}/holds"));
+            for e in errors {
+                problems.push(Diagnostic::at(
+                    file,
+                    line,
+                    col,
+                    format!("claim {}: `{}`: {}", i + 1, e.path, e.message),
+                ));
+            }
+        }
+    }
     // A service's fixture is found beside the world file; its content is part of the world's
     // version.
     let mut fixture_hash = String::new();

@@ -52,6 +52,43 @@ pub enum Command {
         /// [{"file", "line", "col", "message"}]}`.
         #[arg(long)]
         json: bool,
+        /// Also audit the checks (`gauntlet audit`): exit 1 when a case's checks pass a wrong
+        /// trajectory.
+        #[arg(long)]
+        audit: bool,
+    },
+    /// Audit a suite's checks: mutants of each case's reference trajectory that still pass
+    ///
+    /// Example:
+    ///   gauntlet audit examples/incident-desk
+    ///
+    /// For every case with a reference_trajectory, wrong trajectories are derived from it and
+    /// each is played in a fresh world and judged by the case's evaluators: do nothing; the
+    /// answer only, in the reference's own words; each write dropped, repeated, or with one
+    /// argument changed (another record, another value of its type); consecutive writes
+    /// swapped; an extra write on another record; the confirmation or question skipped; and,
+    /// where records carry a tenant, a write on another tenant's record. A mutant that still
+    /// passes survives: the case cannot tell it from the reference, it is hackable. A survivor
+    /// that ends in the reference's own final state with its own answer is equivalent, not a
+    /// hole. Deterministic for a seed.
+    ///
+    /// Exit codes: 0 no case is hackable, 1 some are, 2 invalid input.
+    #[command(verbatim_doc_comment)]
+    Audit {
+        /// The suite folder (holding gauntlet.yaml) or its configuration file.
+        suite: PathBuf,
+        /// Print one JSON object: `{"suite", "seed", "cases": [{"case_id", "mutants",
+        /// "killed", "survivors": [{"mutation", "kind"}], "equivalent", "hackable",
+        /// "kill_rate", "skipped"}], "hackable_cases", "audited_cases", "mutants",
+        /// "kill_rate"}`.
+        #[arg(long)]
+        json: bool,
+        /// Seeds the choice of other records and values.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Only cases whose id contains this text.
+        #[arg(long)]
+        filter: Option<String>,
     },
     /// Write a small working suite to edit: a world, two cases and gates
     ///

@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` picks it.
 
+mod audit;
 mod calibrate;
 mod check;
 mod compare;
@@ -32,7 +33,18 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             args.quiet = cli.quiet;
             run::run(*args)
         }
-        Command::Check { suite, json } => check::check(&suite, json),
+        Command::Check { suite, json, audit } => check::check(&suite, json, audit),
+        Command::Audit {
+            suite,
+            json,
+            seed,
+            filter,
+        } => audit::audit(audit::AuditArgs {
+            suite: &suite,
+            json,
+            seed,
+            filter,
+        }),
         Command::Init { dir } => init::init(&dir),
         Command::Score(mut args) => {
             args.quiet = cli.quiet;

@@ -3,6 +3,7 @@
 
 mod agentdojo;
 mod agents;
+mod audit;
 mod calibrate;
 mod check;
 mod checkpoints;

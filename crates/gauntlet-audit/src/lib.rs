@@ -1,0 +1,299 @@
+//! Tests of the tests: how much a suite's checks can be fooled. For every case with a reference
+//! trajectory, wrong trajectories are derived from it ([`mutate`]) and each is played by a
+//! scripted agent in a fresh world and judged by the case's evaluators, as a trial of a run
+//! would be. A mutant *survives* when its trial still passes: the case's checks cannot tell it
+//! from the reference. A survivor that ends in the reference's own final state with its own
+//! answer is *equivalent* (nothing observable differs), not a hole. Deterministic for a seed.
+#![warn(missing_docs)]
+
+pub mod mutate;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv};
+use gauntlet_model::{ReferenceStep, RunEvent, TrialRecord, TrialStatus};
+use gauntlet_runner::{RunOptions, RunPlan, Settings, TrialPlan, run_trials};
+use gauntlet_suite::Suite;
+use serde::Serialize;
+
+pub use mutate::{Mutant, MutationKind, WorldView, mutants};
+
+/// What to audit.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions {
+    /// Seeds the choices among records and values (and the trials' own seeds).
+    pub seed: u64,
+    /// Only cases whose id contains it.
+    pub filter: Option<String>,
+    /// Trials at once (default: 8).
+    pub concurrency: Option<usize>,
+}
+
+/// A mutant the case's checks did not kill.
+#[derive(Debug, Clone, Serialize)]
+pub struct Survivor {
+    /// What was changed.
+    pub mutation: String,
+    /// The kind of change.
+    pub kind: MutationKind,
+}
+
+/// One case's audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseAudit {
+    /// The case.
+    pub case_id: String,
+    /// Mutants tried.
+    pub mutants: usize,
+    /// Mutants whose trial did not pass.
+    pub killed: usize,
+    /// Mutants that passed though something observable differs from the reference: holes.
+    pub survivors: Vec<Survivor>,
+    /// Mutants that passed with the reference's own final state and answer.
+    pub equivalent: Vec<Survivor>,
+    /// Whether any survivor is a hole.
+    pub hackable: bool,
+    /// Killed over mutants that are not equivalent (`null` when there are none).
+    pub kill_rate: Option<f64>,
+    /// Why the case was not audited: no reference trajectory, or a reference that does not
+    /// pass its own checks (its status and failed evaluators).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// A suite's audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    /// The suite's name.
+    pub suite: String,
+    /// The seed.
+    pub seed: u64,
+    /// Every case, in suite order.
+    pub cases: Vec<CaseAudit>,
+    /// Cases with a hole.
+    pub hackable_cases: usize,
+    /// Cases audited (with a reference that passes).
+    pub audited_cases: usize,
+    /// Mutants tried in all.
+    pub mutants: usize,
+    /// Killed over non-equivalent mutants, over the suite.
+    pub kill_rate: Option<f64>,
+}
+
+/// Why a suite cannot be audited: the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The audit's run could not be planned (an unknown filter, a custom evaluator).
+    #[error(transparent)]
+    Plan(#[from] gauntlet_runner::PlanError),
+}
+
+impl gauntlet_model::Classified for AuditError {
+    fn kind(&self) -> gauntlet_model::ErrorKind {
+        match self {
+            AuditError::Plan(e) => e.kind(),
+        }
+    }
+}
+
+/// Plays each trial's plan: the reference at epoch 0, mutant `i` at epoch `i`.
+struct MutantAgent {
+    plans: HashMap<(String, u32), Vec<ReferenceStep>>,
+}
+
+impl Agent for MutantAgent {
+    fn run<'a>(
+        &'a self,
+        input: &'a AgentInput,
+        env: SharedEnv,
+    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
+        Box::pin(async move {
+            let plan = self
+                .plans
+                .get(&(input.case_id.clone(), input.epoch))
+                .map_or(&[][..], Vec::as_slice);
+            gauntlet_agent::play(plan, env).await
+        })
+    }
+}
+
+/// Audits a suite's checks: every case's mutants, played and judged.
+pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport, AuditError> {
+    let settings = Settings::resolve(
+        suite,
+        &RunOptions {
+            agent: Some("audit".into()),
+            seed: Some(options.seed),
+            epochs: Some(1),
+            filter: options.filter.clone(),
+            faults: Some("none".into()),
+            ..RunOptions::default()
+        },
+        None,
+        gauntlet_runner::now,
+        || format!("audit-{}", options.seed),
+    )?;
+    let cases = settings.cases(suite)?;
+    let bases = settings.trials(suite, &cases);
+    let mut plans = HashMap::new();
+    let mut trials: Vec<TrialPlan> = Vec::new();
+    let mut derived: Vec<(String, Vec<Mutant>)> = Vec::new();
+    for base in bases {
+        let case = &base.case;
+        let spec = base.world.spec();
+        let view = WorldView {
+            spec,
+            initial_state: &base.initial_state,
+            context: &base.context,
+        };
+        let list = mutants(case, view, options.seed);
+        if !case.reference_trajectory.is_empty() {
+            plans.insert((case.case_id.clone(), 0), case.reference_trajectory.clone());
+            trials.push(base.clone());
+            for (i, m) in list.iter().enumerate() {
+                let epoch = i as u32 + 1;
+                plans.insert((case.case_id.clone(), epoch), m.steps.clone());
+                let mut t = base.clone();
+                t.epoch = epoch;
+                t.trace_id = gauntlet_runner::trace_id(&settings.run_id, &case.case_id, epoch);
+                trials.push(t);
+            }
+        }
+        derived.push((case.case_id.clone(), list));
+    }
+    let plan = RunPlan {
+        header: settings.header(suite),
+        already_done: 0,
+        trials,
+        concurrency: options.concurrency.unwrap_or(8),
+        trial_timeout: std::time::Duration::from_secs(60),
+        custom: Arc::new(gauntlet_runner::plan::custom_evaluators(suite)?),
+        persona: None,
+        benchmark: suite.config.benchmark.clone().map(Arc::new),
+        judges: None,
+        services_sandbox: None,
+        trial_events: false,
+    };
+    // Only what the verdict needs is kept of each trial: states can be megabytes.
+    let mut records: HashMap<(String, u32), Outcome> = HashMap::new();
+    run_trials(plan, Arc::new(MutantAgent { plans }), |event| {
+        if let RunEvent::TrialFinished { record, .. } = event {
+            records.insert((record.case_id.clone(), record.epoch), Outcome::of(&record));
+        }
+    })
+    .await;
+    let cases: Vec<CaseAudit> = derived
+        .into_iter()
+        .map(|(case_id, list)| judge_case(case_id, &list, &records))
+        .collect();
+    let audited: Vec<&CaseAudit> = cases.iter().filter(|c| c.skipped.is_none()).collect();
+    let (killed, judged) = audited.iter().fold((0, 0), |(k, n), c| {
+        (k + c.killed, n + c.mutants - c.equivalent.len())
+    });
+    Ok(AuditReport {
+        suite: suite.config.name.clone(),
+        seed: options.seed,
+        hackable_cases: audited.iter().filter(|c| c.hackable).count(),
+        audited_cases: audited.len(),
+        mutants: audited.iter().map(|c| c.mutants).sum(),
+        kill_rate: (judged > 0).then(|| killed as f64 / judged as f64),
+        cases,
+    })
+}
+
+/// What the audit keeps of a trial: its status, why it did not pass, and what an observer
+/// sees of its end (the final answer, a digest of the final state).
+struct Outcome {
+    status: TrialStatus,
+    error: Option<String>,
+    failed: Vec<String>,
+    end: (Option<String>, String),
+}
+
+impl Outcome {
+    fn of(r: &TrialRecord) -> Outcome {
+        let state = serde_json::to_vec(&r.final_state).unwrap_or_default();
+        Outcome {
+            status: r.status,
+            error: r.error.clone(),
+            failed: r
+                .scores
+                .iter()
+                .filter(|s| s.fails_trial())
+                .map(|s| s.name.clone())
+                .collect(),
+            end: (
+                r.trajectory.final_answer.clone(),
+                gauntlet_model::digest::sha256_hex(&state),
+            ),
+        }
+    }
+}
+
+fn judge_case(
+    case_id: String,
+    list: &[Mutant],
+    records: &HashMap<(String, u32), Outcome>,
+) -> CaseAudit {
+    let skipped = |why: String| CaseAudit {
+        case_id: case_id.clone(),
+        mutants: 0,
+        killed: 0,
+        survivors: Vec::new(),
+        equivalent: Vec::new(),
+        hackable: false,
+        kill_rate: None,
+        skipped: Some(why),
+    };
+    let Some(reference) = records.get(&(case_id.clone(), 0)) else {
+        return skipped("no reference trajectory to derive mutants from".into());
+    };
+    if reference.status != TrialStatus::Passed {
+        let failed = &reference.failed;
+        return skipped(format!(
+            "the reference trajectory does not pass its own checks ({}: {})",
+            match reference.status {
+                TrialStatus::Passed => "passed",
+                TrialStatus::Failed => "failed",
+                TrialStatus::Error => "error",
+            },
+            match (&reference.error, failed.is_empty()) {
+                (Some(e), _) => e.clone(),
+                (None, true) => "no evaluator failed".into(),
+                (None, false) => failed.join(", "),
+            }
+        ));
+    }
+    let (mut killed, mut survivors, mut equivalent) = (0, Vec::new(), Vec::new());
+    for (i, m) in list.iter().enumerate() {
+        let Some(r) = records.get(&(case_id.clone(), i as u32 + 1)) else {
+            killed += 1; // never finished: not a pass
+            continue;
+        };
+        if r.status != TrialStatus::Passed {
+            killed += 1;
+            continue;
+        }
+        let s = Survivor {
+            mutation: m.mutation.clone(),
+            kind: m.kind,
+        };
+        if r.end == reference.end {
+            equivalent.push(s);
+        } else {
+            survivors.push(s);
+        }
+    }
+    let judged = list.len() - equivalent.len();
+    CaseAudit {
+        case_id,
+        mutants: list.len(),
+        killed,
+        hackable: !survivors.is_empty(),
+        kill_rate: (judged > 0).then(|| killed as f64 / judged as f64),
+        survivors,
+        equivalent,
+        skipped: None,
+    }
+}

@@ -1,0 +1,107 @@
+//! `gauntlet audit SUITE`: how much the suite's checks can be fooled, by mutants of each case's
+//! reference trajectory (`gauntlet_audit`), and `check --audit`.
+
+use std::path::Path;
+
+use gauntlet_audit::{AuditOptions, AuditReport, audit as run_audit};
+
+use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
+
+/// `gauntlet audit` as the command line asks for it.
+pub struct AuditArgs<'a> {
+    /// The suite.
+    pub suite: &'a Path,
+    /// Print the report as JSON.
+    pub json: bool,
+    /// The seed.
+    pub seed: u64,
+    /// Only cases whose id contains it.
+    pub filter: Option<String>,
+}
+
+/// Audits the suite; exit 0 when no case is hackable, 1 when some are.
+pub fn audit(args: AuditArgs<'_>) -> Result<i32, ExpectedError> {
+    let suite = crate::commands::shared::load_suite(args.suite)?;
+    let report = audit_suite(&suite, args.seed, args.filter)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| ExpectedError::harness(format!("failed to serialize the audit: {e}")))?;
+        println!("{text}");
+    } else {
+        crate::say!("{}", render(&report));
+    }
+    Ok(verdict(&report))
+}
+
+/// Runs the audit on a runtime of its own.
+pub fn audit_suite(
+    suite: &gauntlet_suite::Suite,
+    seed: u64,
+    filter: Option<String>,
+) -> Result<AuditReport, ExpectedError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let options = AuditOptions {
+        seed,
+        filter,
+        concurrency: None,
+    };
+    Ok(runtime.block_on(run_audit(suite, &options))?)
+}
+
+/// 1 when a case is hackable.
+pub fn verdict(report: &AuditReport) -> i32 {
+    if report.hackable_cases > 0 {
+        GATE_FAILED
+    } else {
+        GATES_PASSED
+    }
+}
+
+/// The audit for people: one line per case, its survivors named.
+pub fn render(report: &AuditReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let rate = |r: Option<f64>| r.map_or("-".to_owned(), |r| format!("{:.0}%", r * 100.0));
+    let width = report
+        .cases
+        .iter()
+        .map(|c| c.case_id.len())
+        .max()
+        .unwrap_or(4);
+    for c in &report.cases {
+        if let Some(why) = &c.skipped {
+            let _ = writeln!(out, "  {:<width$}  not audited: {why}", c.case_id);
+            continue;
+        }
+        let mark = if c.hackable { "HACKABLE" } else { "ok" };
+        let _ = write!(
+            out,
+            "  {:<width$}  {mark:<8}  {:>3} mutants, {:>3} killed ({})",
+            c.case_id,
+            c.mutants,
+            c.killed,
+            rate(c.kill_rate)
+        );
+        if !c.equivalent.is_empty() {
+            let _ = write!(out, ", {} equivalent", c.equivalent.len());
+        }
+        out.push('\n');
+        for s in &c.survivors {
+            let _ = writeln!(out, "  {:<width$}    survives: {}", "", s.mutation);
+        }
+    }
+    let _ = write!(
+        out,
+        "audit of `{}` (seed {}): {} of {} cases hackable; {} mutants, kill rate {}",
+        report.suite,
+        report.seed,
+        report.hackable_cases,
+        report.audited_cases,
+        report.mutants,
+        rate(report.kill_rate)
+    );
+    out
+}
