@@ -111,7 +111,13 @@ def run(
     )
     started_here = False
     if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except ConnectionError as e:
+            raise HarnessError(
+                f"no Ray cluster at {address!r} ({e}); start one with `ray start --head`, give "
+                "its address, or address=None for a local one"
+            ) from None
         started_here = True
     try:
         count = parts or _parts_for(planned["trials"], ray.cluster_resources().get("CPU", 1))

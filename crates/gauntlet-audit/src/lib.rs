@@ -26,7 +26,8 @@ pub struct AuditOptions {
     pub seed: u64,
     /// Only cases whose id contains it.
     pub filter: Option<String>,
-    /// Trials at once (default: 8).
+    /// Trials at once (default: one a core: scripted trials only compute, and each holds its
+    /// world's state several times over while it is judged).
     pub concurrency: Option<usize>,
 }
 
@@ -166,7 +167,9 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
         header: settings.header(suite),
         already_done: 0,
         trials,
-        concurrency: options.concurrency.unwrap_or(8),
+        concurrency: options.concurrency.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        }),
         trial_timeout: std::time::Duration::from_secs(60),
         custom: Arc::new(gauntlet_runner::plan::custom_evaluators(suite)?),
         persona: None,
