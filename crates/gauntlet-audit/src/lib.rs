@@ -16,6 +16,7 @@ use gauntlet_model::{ReferenceStep, RunEvent, TrialRecord, TrialStatus};
 use gauntlet_runner::{RunOptions, RunPlan, Settings, TrialPlan, run_trials};
 use gauntlet_suite::Suite;
 use serde::Serialize;
+use sha2::Digest;
 
 pub use mutate::{Mutant, MutationKind, WorldView, mutants};
 
@@ -216,7 +217,14 @@ struct Outcome {
 
 impl Outcome {
     fn of(r: &TrialRecord) -> Outcome {
-        let state = serde_json::to_vec(&r.final_state).unwrap_or_default();
+        // Hashed as it is written: a state can be megabytes.
+        let mut hasher = sha2::Sha256::new();
+        let _ = serde_json::to_writer(&mut hasher, &r.final_state);
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         Outcome {
             status: r.status,
             error: r.error.clone(),
@@ -226,10 +234,7 @@ impl Outcome {
                 .filter(|s| s.fails_trial())
                 .map(|s| s.name.clone())
                 .collect(),
-            end: (
-                r.trajectory.final_answer.clone(),
-                gauntlet_model::digest::sha256_hex(&state),
-            ),
+            end: (r.trajectory.final_answer.clone(), digest),
         }
     }
 }
