@@ -73,7 +73,10 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
         at: now(),
     });
     let semaphore = Arc::new(Semaphore::new(plan.concurrency.max(1)));
-    let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
+    // A finished trial's slot is given back only once its record is consumed: trials that end
+    // faster than records are stored (cheap trials, large states) wait instead of piling
+    // records up, so at most `concurrency` of them are held, whatever the run's length.
+    let (tx, mut rx) = mpsc::unbounded_channel::<Sent>();
     if plan.trials.iter().any(|t| t.world.spec().service.is_some()) {
         gauntlet_services::sweep_stale();
     }
@@ -93,26 +96,26 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
         let agent = Arc::clone(&agent);
         let tx = tx.clone();
         tokio::spawn(async move {
-            let Ok(_permit) = semaphore.acquire_owned().await else {
+            let Ok(permit) = semaphore.acquire_owned().await else {
                 return;
             };
-            let _ = tx.send(RunEvent::TrialStarted {
+            let _ = tx.send(Sent::event(RunEvent::TrialStarted {
                 index,
                 case_id: trial.case.case_id.clone(),
                 epoch: trial.epoch,
                 at: now(),
-            });
+            }));
             let spare = trial.clone();
             let tap = trial_events.then(|| {
                 let (tx, case_id, epoch) = (tx.clone(), trial.case.case_id.clone(), trial.epoch);
                 let tap: gauntlet_world::EventTap = Arc::new(move |event| {
-                    let _ = tx.send(RunEvent::TrialEvent {
+                    let _ = tx.send(Sent::event(RunEvent::TrialEvent {
                         index,
                         case_id: case_id.clone(),
                         epoch,
                         event: Box::new(event.clone()),
                         at: now(),
-                    });
+                    }));
                 });
                 tap
             });
@@ -124,26 +127,42 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
                 };
             if trial_events {
                 for score in &record.scores {
-                    let _ = tx.send(RunEvent::TrialScored {
+                    let _ = tx.send(Sent::event(RunEvent::TrialScored {
                         index,
                         case_id: record.case_id.clone(),
                         epoch: record.epoch,
                         score: Box::new(score.clone()),
                         at: now(),
-                    });
+                    }));
                 }
             }
-            let _ = tx.send(RunEvent::TrialFinished {
-                index,
-                record: Box::new(record),
-                initial_state: started_from.unwrap_or(spare.initial_state),
-                at: now(),
+            let _ = tx.send(Sent {
+                event: RunEvent::TrialFinished {
+                    index,
+                    record: Box::new(record),
+                    initial_state: started_from.unwrap_or(spare.initial_state),
+                    at: now(),
+                },
+                slot: Some(permit),
             });
         });
     }
     drop(tx);
-    while let Some(event) = rx.recv().await {
+    while let Some(Sent { event, slot }) = rx.recv().await {
         on_event(event);
+        drop(slot);
+    }
+}
+
+/// An event on its way to the consumer, with the trial slot it frees once consumed.
+struct Sent {
+    event: RunEvent,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Sent {
+    fn event(event: RunEvent) -> Sent {
+        Sent { event, slot: None }
     }
 }
 

@@ -191,9 +191,9 @@ fn the_tau_bench_airline_import_is_audited() {
         s(&suite),
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    // Eleven of the fifty cases (test-1, test-10 to test-19): the whole audit holds the states
-    // of every trial (3 MB each here) and takes minutes in a debug build; benches/peers/audit.sh
-    // audits all fifty with the release build.
+    // Eleven of the fifty cases (test-1, test-10 to test-19): every trial copies a 3 MB state,
+    // and all fifty take two minutes in a debug build; benches/peers/audit.sh audits all fifty
+    // with the release build.
     let (code, report) = audit_json(&suite, &["--filter", "airline-test-1"]);
     let cases = report["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 11);
