@@ -448,10 +448,42 @@ fn judge_view(o: &gauntlet_model::JudgeOutcome) -> JudgeView {
     }
 }
 
-fn plots(results: &RunResults, trials: &[TrialRecord]) -> Vec<(String, String)> {
+/// What a run's plots need of one trial.
+pub struct PlotTrial<'a> {
+    /// The evaluators whose verdict failed it.
+    pub failed: Vec<&'a str>,
+    /// Whether it ended in a harness error.
+    pub error: bool,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Wall time in milliseconds.
+    pub duration_ms: f64,
+    /// The agent's model cost in euros.
+    pub cost_eur: f64,
+}
+
+/// The plots of a run as `(title, SVG)`: pass rate by segment and by fault kind (from the
+/// run's segments), failures by evaluator, tool calls, latency and cost per trial (from its
+/// trials, streamed: what is kept is a count per evaluator and three columns of numbers).
+pub fn run_plots<'a>(
+    segments: &BTreeMap<String, BTreeMap<String, gauntlet_model::SegmentStats>>,
+    trials: impl IntoIterator<Item = PlotTrial<'a>>,
+) -> Vec<(String, String)> {
+    let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut errors, mut calls, mut latency, mut cost) =
+        (0usize, Vec::new(), Vec::new(), Vec::new());
+    for t in trials {
+        for name in t.failed {
+            *failures.entry(name.to_owned()).or_default() += 1;
+        }
+        errors += usize::from(t.error);
+        calls.push(f64::from(t.tool_calls));
+        latency.push(t.duration_ms);
+        cost.push(t.cost_eur);
+    }
     let mut out = Vec::new();
     let mut seg_bars = Vec::new();
-    for (kind, values) in &results.segments {
+    for (kind, values) in segments {
         for (value, s) in values {
             seg_bars.push(Bar {
                 label: format!("{kind}: {value}"),
@@ -469,20 +501,10 @@ fn plots(results: &RunResults, trials: &[TrialRecord]) -> Vec<(String, String)> 
             svg::bars("pass rate by segment", &seg_bars, 1.0),
         ));
     }
-    let mut failures: BTreeMap<&str, usize> = BTreeMap::new();
-    for t in trials {
-        for s in t.scores.iter().filter(|s| s.fails_trial()) {
-            *failures.entry(s.name.as_str()).or_default() += 1;
-        }
-    }
-    let errors = trials
-        .iter()
-        .filter(|t| t.status == TrialStatus::Error)
-        .count();
     let mut fail_bars: Vec<Bar> = failures
         .iter()
         .map(|(name, n)| Bar {
-            label: (*name).to_owned(),
+            label: name.clone(),
             value: *n as f64,
             interval: None,
             note: n.to_string(),
@@ -506,7 +528,7 @@ fn plots(results: &RunResults, trials: &[TrialRecord]) -> Vec<(String, String)> 
             svg::bars("failures by evaluator", &fail_bars, max),
         ));
     }
-    if let Some(faults) = results.segments.get("fault") {
+    if let Some(faults) = segments.get("fault") {
         let bars: Vec<Bar> = faults
             .iter()
             .map(|(k, s)| Bar {
@@ -522,20 +544,14 @@ fn plots(results: &RunResults, trials: &[TrialRecord]) -> Vec<(String, String)> 
             svg::bars("pass rate by fault kind", &bars, 1.0),
         ));
     }
-    let calls: Vec<f64> = trials
-        .iter()
-        .map(|t| t.trajectory.tool_calls().count() as f64)
-        .collect();
     out.push((
         "Tool calls per trial".to_owned(),
         svg::histogram("tool calls per trial", "calls", &calls, 10),
     ));
-    let latency: Vec<f64> = trials.iter().map(|t| t.duration_ms).collect();
     out.push((
         "Trial latency".to_owned(),
         svg::histogram("trial latency", "ms", &latency, 12),
     ));
-    let cost: Vec<f64> = trials.iter().map(|t| t.trajectory.cost_eur()).collect();
     if cost.iter().any(|c| *c > 0.0) {
         out.push((
             "Cost per trial".to_owned(),
@@ -566,7 +582,8 @@ fn comparison_chart(c: &gauntlet_model::compare::Comparison) -> String {
     svg::diverging("pass-rate change against the baseline", &bars, 1.0)
 }
 
-/// Renders the report of a run from its canonical result and its trial records; with a
+/// Renders the report of a run from its canonical result and the trial records it embeds (all
+/// of them, or a part: the report then says how many of the run's trials it shows); with a
 /// comparison against a baseline run, the report opens with its deltas.
 pub fn render_html(
     results: &RunResults,
@@ -610,10 +627,24 @@ pub fn render_html(
             serde_json::json!({"name": g.name, "expr": g.expr, "passed": g.passed, "inputs": inputs.join(", ")})
         })
         .collect();
-    let plots: Vec<Value> = plots(results, trials)
-        .into_iter()
-        .map(|(title, svg)| serde_json::json!({"title": title, "svg": svg}))
-        .collect();
+    let plots: Vec<Value> = run_plots(
+        &results.segments,
+        results.trials.iter().map(|t| PlotTrial {
+            failed: t
+                .scores
+                .iter()
+                .filter(|s| s.fails_trial())
+                .map(|s| s.name.as_str())
+                .collect(),
+            error: t.status == TrialStatus::Error,
+            tool_calls: t.tool_calls,
+            duration_ms: t.duration_ms,
+            cost_eur: t.cost_eur,
+        }),
+    )
+    .into_iter()
+    .map(|(title, svg)| serde_json::json!({"title": title, "svg": svg}))
+    .collect();
     use minijinja::Value as V;
     let trial_views: Vec<TrialView> = trials
         .iter()
@@ -632,6 +663,7 @@ pub fn render_html(
             svg => minijinja::Value::from_safe_string(p["svg"].as_str().unwrap_or_default().to_owned()),
         }).collect::<Vec<_>>(),
         trials => V::from(minijinja::value::Serde(&trial_views)),
+        total_trials => results.trials.len(),
         script => minijinja::Value::from_safe_string(SCRIPT.to_owned()),
         style => minijinja::Value::from_safe_string(STYLE.to_owned()),
         script_hash => script_hash,

@@ -15,7 +15,7 @@ mod terminal;
 
 pub use calibration::render_calibration;
 pub use compare::render_comparison;
-pub use html::{ReportError, render_html};
+pub use html::{PlotTrial, ReportError, render_html, run_plots};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use terminal::{

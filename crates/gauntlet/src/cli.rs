@@ -246,6 +246,23 @@ pub enum Command {
     /// SIGTERM: open traces are judged as they stand and everything is written.
     #[command(verbatim_doc_comment)]
     Online(OnlineArgs),
+    /// Browse runs in a local web page: suites and their trends, a run's gates, metrics and
+    /// trials, trajectories, two runs compared, labelling, the trace lake.
+    ///
+    /// Examples:
+    ///   gauntlet view
+    ///   gauntlet view examples/incident-desk lake/ --listen 127.0.0.1:8765
+    ///
+    /// Looks in each DIR (default: the current folder), its .gauntlet/runs, its subfolders and
+    /// theirs, and the folders the run indexes there list; a lake is a folder with a traces/
+    /// table (gauntlet online --lake). Runs are found again on each visit; a run still going
+    /// updates as its trials finish. Prints one JSON line on start: {"url": ..., "token": ...};
+    /// open the URL (it carries the token; every request needs it, as ?token= or
+    /// `Authorization: Bearer TOKEN`). The JSON API under /api/ is in the reference. Each run
+    /// gets view-index.json and view-summary.json beside its trials, written once, so it opens
+    /// fast the next time. Serves until Ctrl-C or SIGTERM.
+    #[command(verbatim_doc_comment)]
+    View(ViewArgs),
     /// Compare two windows of trajectories: has anything drifted?
     ///
     /// Examples:
@@ -777,6 +794,24 @@ impl RunArgs {
             api_key: gauntlet_runner::agents::upstream_key(),
         })
     }
+}
+
+/// Arguments of `gauntlet view`.
+#[derive(Debug, clap::Args)]
+pub struct ViewArgs {
+    /// Folders to look for runs and lakes in.
+    #[arg(default_value = ".")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to listen; loopback unless you say otherwise (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub listen: std::net::SocketAddr,
+    /// The label file the labelling page writes, as `gauntlet calibrate --labels` reads it
+    /// (default: the first DIR's .gauntlet/labels.jsonl).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// The token requests must carry (default: a random one; or GAUNTLET_VIEW_TOKEN).
+    #[arg(long)]
+    pub token: Option<String>,
 }
 
 /// Arguments of `gauntlet online`.

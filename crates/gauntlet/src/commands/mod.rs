@@ -21,6 +21,7 @@ mod score;
 mod serve;
 mod shadow;
 mod shared;
+mod view;
 
 use crate::cli::{Cli, Command};
 use crate::exit::ExpectedError;
@@ -99,6 +100,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
         } => serve::serve(&suite, &case, stdio, http),
         Command::Shadow(args) => shadow::shadow(*args),
         Command::Online(args) => online::online(args),
+        Command::View(args) => view::view(args),
         Command::Harvest {
             lake,
             out,

@@ -1,6 +1,5 @@
 //! `gauntlet online`: the receiver of production traces, until Ctrl-C or SIGTERM.
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -9,16 +8,8 @@ use gauntlet_online::receiver::{Settings, start};
 
 use crate::cli::OnlineArgs;
 use crate::commands::import_otlp::load_policy;
+use crate::commands::shared::{announce_and_wait, random_hex, server_runtime};
 use crate::exit::{ExpectedError, GATES_PASSED};
-
-/// 16 random bytes as hex, from the kernel.
-fn random_hex() -> Result<String, ExpectedError> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .map_err(|e| ExpectedError::harness(format!("cannot read /dev/urandom: {e}")))?;
-    Ok(gauntlet_model::digest::hex(&bytes))
-}
 
 pub fn online(args: OnlineArgs) -> Result<i32, ExpectedError> {
     let policy = load_policy(args.policy.as_deref())?;
@@ -69,36 +60,16 @@ pub fn online(args: OnlineArgs) -> Result<i32, ExpectedError> {
             .collect::<Result<Vec<_>, _>>()?;
         settings.export_to = Some((url.clone(), headers));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start a runtime: {e}")))?;
-    runtime.block_on(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| ExpectedError::harness(format!("cannot watch signals: {e}")))?;
+    server_runtime()?.block_on(async move {
         let running = start(args.listen, settings).await.map_err(|e| {
             ExpectedError::input(format!("cannot listen on {}: {e}", args.listen))
         })?;
-        if !running.addr.ip().is_loopback() {
-            eprintln!(
-                "gauntlet online: listening on {} (not loopback): anyone who can reach it needs the token",
-                running.addr
-            );
-        }
         let line = serde_json::json!({
             "url": format!("http://{}", running.addr),
             "token": token,
             "lake": args.lake,
         });
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
-        drop(out);
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+        announce_and_wait("online", running.addr, &line).await?;
         crate::note!("gauntlet online: stopping: judging open traces and writing the lake");
         let counters = running.stop().await;
         let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);

@@ -49,15 +49,42 @@ impl Format {
     }
 }
 
-/// Trial records in the order of the results (the log is in completion order).
-fn ordered_trials(dir: &Path, results: &RunResults) -> Result<Vec<TrialRecord>, ExpectedError> {
-    let mut records = Vec::with_capacity(results.trials.len());
+/// How many trajectories an HTML report embeds at most: a report stays a file people open in a
+/// browser, whatever the run's size (`gauntlet view` shows every trial of any run).
+pub const EMBEDDED_TRAJECTORIES: usize = 500;
+
+/// The trial records an HTML report embeds, in the order of the results (the log is in
+/// completion order): the failed and errored ones first, then passed ones, at most `limit`.
+/// The records are streamed; only those embedded are kept.
+fn embedded_trials(
+    dir: &Path,
+    results: &RunResults,
+    limit: usize,
+) -> Result<Vec<TrialRecord>, ExpectedError> {
+    use gauntlet_model::TrialStatus;
+    let failing = results
+        .trials
+        .iter()
+        .filter(|t| t.status != TrialStatus::Passed);
+    let passing = results
+        .trials
+        .iter()
+        .filter(|t| t.status == TrialStatus::Passed);
+    let mut chosen: std::collections::HashSet<(String, u32)> = failing
+        .chain(passing)
+        .take(limit)
+        .map(|t| (t.case_id.clone(), t.epoch))
+        .collect();
+    let mut records = Vec::with_capacity(chosen.len());
     // Reports show what changed; large states are read as their changed part.
     for r in read_trials_lean(dir)
         .map_err(|e| ExpectedError::input(format!("failed to read the trials: {e}")))?
     {
-        records
-            .push(r.map_err(|e| ExpectedError::input(format!("failed to read the trials: {e}")))?);
+        let r = r.map_err(|e| ExpectedError::input(format!("failed to read the trials: {e}")))?;
+        // A record written twice (a resumed run) is embedded once.
+        if chosen.remove(&(r.case_id.clone(), r.epoch)) {
+            records.push(r);
+        }
     }
     let order: std::collections::HashMap<(&str, u32), usize> = results
         .trials
@@ -92,7 +119,7 @@ pub fn render(
     Ok(match format {
         Format::Html => gauntlet_report::render_html(
             results,
-            &ordered_trials(dir, results)?,
+            &embedded_trials(dir, results, EMBEDDED_TRAJECTORIES)?,
             comparison.as_ref(),
         )
         .map_err(harness)?,

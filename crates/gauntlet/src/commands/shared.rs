@@ -127,3 +127,49 @@ pub fn write_files(
     }
     Ok(())
 }
+
+/// 16 random bytes as hex, from the kernel: tokens and keys.
+pub fn random_hex() -> Result<String, ExpectedError> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| ExpectedError::harness(format!("cannot read /dev/urandom: {e}")))?;
+    Ok(gauntlet_model::digest::hex(&bytes))
+}
+
+/// The runtime a server command (`online`, `view`) serves on, with its stop signal watched.
+pub fn server_runtime() -> Result<tokio::runtime::Runtime, ExpectedError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start a runtime: {e}")))
+}
+
+/// What a server command does once it listens on `addr`: warns when that is not loopback, prints
+/// `line` (its one JSON line) and flushes it, then waits for Ctrl-C or SIGTERM. Call it inside
+/// the server runtime; the signal handler is installed before the line is printed, so a client
+/// that reads the line and stops the server at once is heard.
+pub async fn announce_and_wait(
+    command: &str,
+    addr: std::net::SocketAddr,
+    line: &serde_json::Value,
+) -> Result<(), ExpectedError> {
+    use std::io::Write;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| ExpectedError::harness(format!("cannot watch signals: {e}")))?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "gauntlet {command}: listening on {addr} (not loopback): anyone who can reach it needs the token"
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    drop(out);
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

@@ -29,3 +29,4 @@ mod shadow;
 mod tau2_bench;
 mod tau_bench;
 mod trust;
+mod view;

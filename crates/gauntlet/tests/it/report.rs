@@ -57,26 +57,7 @@ fn a_stored_run_replayed_through_the_terminal_reporter_prints_the_live_summary()
 )]
 fn script_payloads_in_agent_and_tool_text_never_run_in_the_report() {
     let (tmp, suite) = example();
-    let payloads = [
-        "<script>window.__pwned=1</script>",
-        "<img src=x onerror=\"window.__pwned=2\">",
-        "\"><svg onload=\"window.__pwned=3\">",
-        "<a href=\"javascript:window.__pwned=4\">click</a>",
-        "</pre></details></section><script>window.__pwned=5</script>",
-        "</script><script>window.__pwned=6</script><!--",
-    ];
-    let all = payloads.join(" ");
-    let trajectory = serde_json::json!({
-        "task_id": "TC-SQL-FIX-001",
-        "goal": all,
-        "final_answer": all,
-        "final_state": {"max_connections": all, "status": "healthy"},
-        "steps": [{
-            "step_number": 1,
-            "thought": all,
-            "tool_calls": [{"tool_name": format!("read_log_file{}", payloads[1]), "arguments": {"file_path": all}, "observation": all}]
-        }]
-    });
+    let (_, trajectory) = evil_trajectory();
     let file = tmp.path().join("evil.json");
     std::fs::write(&file, trajectory.to_string()).unwrap();
     let out = suite.join("evil-run");
@@ -235,4 +216,52 @@ fn figures_read_as_people_read_them_in_every_report_and_json_keeps_full_precisio
             "{format} shows {score}"
         );
     }
+}
+
+#[test]
+fn the_html_report_of_a_large_run_embeds_the_failing_trajectories_first_and_says_so() {
+    let (_tmp, suite) = example();
+    let out = suite.join("large");
+    // 23 cases × 25 epochs: more trials than a report embeds.
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:flaky",
+        "--epochs",
+        "25",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let trials = results["trials"].as_array().unwrap();
+    assert!(trials.len() > 500);
+    let failing = trials.iter().filter(|t| t["status"] != "passed").count();
+    assert!(failing > 0 && failing < 500, "{failing}");
+    let html = run(&["report", s(&out), "--format", "html"]).stdout;
+    assert_eq!(html.matches("<details class=\"trajectory ").count(), 500);
+    let embedded_failing = html.matches("<details class=\"trajectory failed\"").count()
+        + html.matches("<details class=\"trajectory error\"").count();
+    assert_eq!(embedded_failing, failing, "every failing trial is embedded");
+    assert!(html.contains(&format!(
+        "This report embeds 500 of the run's {} trials",
+        trials.len()
+    )));
+    // A run within the bound embeds all of its trials and says nothing of it.
+    let small = suite.join("small");
+    run(&[
+        "run",
+        s(&suite),
+        "--agent",
+        "script:flaky",
+        "--out",
+        s(&small),
+        "--quiet",
+    ]);
+    let html = run(&["report", s(&small), "--format", "html"]).stdout;
+    assert_eq!(html.matches("<details class=\"trajectory ").count(), 23);
+    assert!(!html.contains("This report embeds"));
 }

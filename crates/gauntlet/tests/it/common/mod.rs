@@ -549,3 +549,30 @@ macro_rules! gauntlet_snapshot {
         o
     }};
 }
+
+/// Script payloads (each sets `window.__pwned` if it ever runs) and an article-layout trajectory
+/// carrying them in every text a report or the viewer shows: the goal, the thought, the tool's
+/// name, arguments and observation, the final answer and the final state.
+pub fn evil_trajectory() -> ([&'static str; 6], Value) {
+    let payloads = [
+        "<script>window.__pwned=1</script>",
+        "<img src=x onerror=\"window.__pwned=2\">",
+        "\"><svg onload=\"window.__pwned=3\">",
+        "<a href=\"javascript:window.__pwned=4\">click</a>",
+        "</pre></details></section><script>window.__pwned=5</script>",
+        "</script><script>window.__pwned=6</script><!--",
+    ];
+    let all = payloads.join(" ");
+    let trajectory = serde_json::json!({
+        "task_id": "TC-SQL-FIX-001",
+        "goal": all,
+        "final_answer": all,
+        "final_state": {"max_connections": all, "status": "healthy"},
+        "steps": [{
+            "step_number": 1,
+            "thought": all,
+            "tool_calls": [{"tool_name": format!("read_log_file{}", payloads[1]), "arguments": {"file_path": all}, "observation": all}]
+        }]
+    });
+    (payloads, trajectory)
+}

@@ -1,0 +1,385 @@
+//! The runs and lakes under the folders `gauntlet view` was given: found again on every listing
+//! (a run started since appears), each run's summary and trial index kept once read.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use gauntlet_model::{RunHeader, TrialStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ViewError;
+use crate::trials::{TrialIndex, trials_file};
+
+/// The file beside `results.json` that keeps what the viewer reads of it.
+pub const SUMMARY_FILE: &str = "view-summary.json";
+
+/// A run unfinished whose trials grew within this many seconds is `running`; older, `unfinished`.
+const LIVE_SECONDS: u64 = 120;
+
+/// What `results.json` says of a finished run, without its trial summaries (counted only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// `results.json`'s size and modification time when read.
+    stamp: (u64, u128),
+    pub finished_at: String,
+    pub verdict: Value,
+    pub metrics: Value,
+    pub intervals: Value,
+    pub evaluators: Value,
+    pub segments: Value,
+    pub flaky_cases: Value,
+    pub rubric: Value,
+    pub gates: Value,
+    pub judges: Value,
+    pub trials: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+}
+
+#[derive(Deserialize)]
+struct StatusOnly {
+    status: TrialStatus,
+}
+
+#[derive(Deserialize)]
+struct ResultsLite {
+    finished_at: String,
+    verdict: Value,
+    metrics: Value,
+    #[serde(default)]
+    intervals: Value,
+    #[serde(default)]
+    evaluators: Value,
+    #[serde(default)]
+    segments: Value,
+    #[serde(default)]
+    flaky_cases: Value,
+    #[serde(default)]
+    rubric: Value,
+    #[serde(default)]
+    gates: Value,
+    #[serde(default)]
+    judges: Value,
+    trials: Vec<StatusOnly>,
+}
+
+fn stamp(path: &Path) -> Option<(u64, u128)> {
+    let m = std::fs::metadata(path).ok()?;
+    let t = m
+        .modified()
+        .ok()?
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()?;
+    Some((m.len(), t.as_nanos()))
+}
+
+/// One run folder.
+pub struct Run {
+    pub dir: PathBuf,
+    pub header: RunHeader,
+    summary: Option<Summary>,
+    index: Option<TrialIndex>,
+}
+
+impl Run {
+    fn open(dir: &Path) -> Result<Run, ViewError> {
+        let header = gauntlet_store::read_header(dir).map_err(|e| ViewError::Io(e.to_string()))?;
+        Ok(Run {
+            dir: dir.to_owned(),
+            header,
+            summary: None,
+            index: None,
+        })
+    }
+
+    /// The summary of its `results.json`, `None` while the run has none (it is going, or it
+    /// stopped before the end). Read once and kept beside the run.
+    pub fn summary(&mut self) -> Result<Option<&Summary>, ViewError> {
+        let path = self.dir.join("results.json");
+        let Some(now) = stamp(&path) else {
+            self.summary = None;
+            return Ok(None);
+        };
+        if self.summary.as_ref().is_none_or(|s| s.stamp != now) {
+            let kept = std::fs::read(self.dir.join(SUMMARY_FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Summary>(&b).ok())
+                .filter(|s| s.stamp == now);
+            self.summary = Some(match kept {
+                Some(s) => s,
+                None => {
+                    let s = read_summary(&path, now)?;
+                    if let Ok(bytes) = serde_json::to_vec(&s) {
+                        let _ = std::fs::write(self.dir.join(SUMMARY_FILE), bytes);
+                    }
+                    s
+                }
+            });
+        }
+        Ok(self.summary.as_ref())
+    }
+
+    /// Its trial index, brought up to date with `trials.jsonl`.
+    pub fn index(&mut self) -> Result<&TrialIndex, ViewError> {
+        let finished = self.dir.join("results.json").is_file();
+        let index = self
+            .index
+            .get_or_insert_with(|| TrialIndex::load(&self.dir));
+        if index.refresh(&trials_file(&self.dir))? && finished {
+            index.save(&self.dir);
+        }
+        Ok(index)
+    }
+
+    /// `running` while its trials grow, `unfinished` when they stopped without a result, else
+    /// the verdict.
+    fn state(&mut self) -> Result<String, ViewError> {
+        if let Some(s) = self.summary()? {
+            return Ok(s.verdict.as_str().unwrap_or("failed").to_owned());
+        }
+        let fresh = std::fs::metadata(trials_file(&self.dir))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() < LIVE_SECONDS);
+        Ok(if fresh { "running" } else { "unfinished" }.to_owned())
+    }
+
+    /// The run as `/api/runs` lists it.
+    pub fn listing(&mut self) -> Result<Value, ViewError> {
+        let verdict = self.state()?;
+        let (trials, passed, failed, errors, metrics, intervals, finished_at) =
+            match self.summary()?.cloned() {
+                Some(s) => (
+                    s.trials,
+                    s.passed,
+                    s.failed,
+                    s.errors,
+                    s.metrics,
+                    s.intervals,
+                    Some(s.finished_at),
+                ),
+                None => {
+                    let entries = self.index()?.entries();
+                    let count = |st| entries.iter().filter(|e| e.status == st).count();
+                    let (p, f, e) = (
+                        count(TrialStatus::Passed),
+                        count(TrialStatus::Failed),
+                        count(TrialStatus::Error),
+                    );
+                    let rate = (!entries.is_empty()).then(|| p as f64 / entries.len() as f64);
+                    (
+                        entries.len(),
+                        p,
+                        f,
+                        e,
+                        serde_json::json!({ "pass_rate": rate }),
+                        Value::Object(Default::default()),
+                        None,
+                    )
+                }
+            };
+        let h = &self.header;
+        Ok(serde_json::json!({
+            "run_id": h.run_id,
+            "suite": h.suite,
+            "agent": h.agent,
+            "started_at": h.started_at,
+            "finished_at": finished_at,
+            "epochs": h.epochs,
+            "seed": h.seed,
+            "trials": trials,
+            "passed": passed,
+            "failed": failed,
+            "errors": errors,
+            "verdict": verdict,
+            "live": verdict == "running",
+            "metrics": metrics,
+            "intervals": intervals,
+            "dir": self.dir.display().to_string(),
+        }))
+    }
+}
+
+fn read_summary(path: &Path, now: (u64, u128)) -> Result<Summary, ViewError> {
+    let file =
+        std::fs::File::open(path).map_err(|e| ViewError::Io(format!("{}: {e}", path.display())))?;
+    let r: ResultsLite = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, file))
+        .map_err(|e| ViewError::Io(format!("{}: {e}", path.display())))?;
+    let count = |st| r.trials.iter().filter(|t| t.status == st).count();
+    Ok(Summary {
+        stamp: now,
+        trials: r.trials.len(),
+        passed: count(TrialStatus::Passed),
+        failed: count(TrialStatus::Failed),
+        errors: count(TrialStatus::Error),
+        finished_at: r.finished_at,
+        verdict: r.verdict,
+        metrics: r.metrics,
+        intervals: r.intervals,
+        evaluators: r.evaluators,
+        segments: r.segments,
+        flaky_cases: r.flaky_cases,
+        rubric: r.rubric,
+        gates: r.gates,
+        judges: r.judges,
+    })
+}
+
+/// Everything under the folders given.
+pub struct Catalog {
+    roots: Vec<PathBuf>,
+    runs: Mutex<BTreeMap<String, Arc<Mutex<Run>>>>,
+}
+
+impl Catalog {
+    /// A catalog of what is under `roots` (nothing read until the first scan).
+    pub fn new(roots: Vec<PathBuf>) -> Catalog {
+        Catalog {
+            roots,
+            runs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Looks for run folders again: the folders given, their `.gauntlet/runs/*`, their
+    /// subfolders, the subfolders' `.gauntlet/runs/*`, and the folders the run indexes there
+    /// list (runs written with `--out`). A run id in two folders is the finished copy's.
+    pub fn rescan(&self) {
+        let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for dir in run_folders(&self.roots) {
+            let Ok(header) = gauntlet_store::read_header(&dir) else {
+                continue;
+            };
+            let better = match found.get(&header.run_id) {
+                None => true,
+                Some(old) => {
+                    !old.join("results.json").is_file() && dir.join("results.json").is_file()
+                }
+            };
+            if better {
+                found.insert(header.run_id, dir);
+            }
+        }
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.retain(|id, run| {
+            found
+                .get(id)
+                .is_some_and(|d| run.lock().unwrap_or_else(|p| p.into_inner()).dir == *d)
+        });
+        for (id, dir) in found {
+            if runs.contains_key(&id) {
+                continue;
+            }
+            if let Ok(run) = Run::open(&dir) {
+                runs.insert(id, Arc::new(Mutex::new(run)));
+            }
+        }
+    }
+
+    /// Every run found at the last scan.
+    pub fn runs(&self) -> Vec<Arc<Mutex<Run>>> {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.values().cloned().collect()
+    }
+
+    /// The run `run_id` (found again when it is not known yet).
+    pub fn run(&self, run_id: &str) -> Option<Arc<Mutex<Run>>> {
+        let known = self
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(run_id)
+            .cloned();
+        known.or_else(|| {
+            self.rescan();
+            self.runs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(run_id)
+                .cloned()
+        })
+    }
+
+    /// The trace lakes (`gauntlet online --lake`) among the folders given and their
+    /// subfolders: folders with a `traces` table.
+    pub fn lakes(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for root in &self.roots {
+            for dir in std::iter::once(root.clone()).chain(subfolders(root)) {
+                if is_lake(&dir) && !out.contains(&dir) {
+                    out.push(dir);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn is_lake(dir: &Path) -> bool {
+    std::fs::read_dir(dir.join("traces")).is_ok_and(|mut days| {
+        days.any(|d| d.is_ok_and(|d| d.file_name().to_string_lossy().starts_with("day=")))
+    })
+}
+
+/// Folders never looked into for runs (builds, dependencies, history).
+const SKIPPED: &[&str] = &["target", "node_modules", ".git", ".venv", "__pycache__"];
+
+fn subfolders(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            !name.starts_with(".parts-") && !SKIPPED.contains(&name.as_str())
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+fn run_folders(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let consider = |dir: PathBuf, out: &mut Vec<PathBuf>| {
+        if dir.join("run.json").is_file() && !out.contains(&dir) {
+            out.push(dir);
+        }
+    };
+    for root in roots {
+        let mut suites = vec![root.clone()];
+        suites.extend(subfolders(root));
+        for suite in suites {
+            consider(suite.clone(), &mut out);
+            let state = suite.join(".gauntlet");
+            for dir in subfolders(&state.join("runs")) {
+                consider(dir, &mut out);
+            }
+            if suite != *root {
+                continue;
+            }
+            for dir in subfolders(root) {
+                for sub in subfolders(&dir) {
+                    consider(sub, &mut out);
+                }
+            }
+        }
+        for suite in std::iter::once(root.clone()).chain(subfolders(root)) {
+            let db = suite.join(".gauntlet").join("index.sqlite");
+            if !db.is_file() {
+                continue;
+            }
+            if let Ok(rows) = gauntlet_store::Index::open(&db).and_then(|i| i.list(100_000)) {
+                for row in rows {
+                    consider(PathBuf::from(row.dir), &mut out);
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,47 @@
+//! `gauntlet view [DIR...]`: the web viewer over runs and lakes, until Ctrl-C or SIGTERM.
+
+use gauntlet_view::{Settings, start};
+
+use crate::cli::ViewArgs;
+use crate::commands::shared::{announce_and_wait, random_hex, server_runtime};
+use crate::exit::{ExpectedError, GATES_PASSED};
+
+pub fn view(args: ViewArgs) -> Result<i32, ExpectedError> {
+    for dir in &args.dirs {
+        if !dir.is_dir() {
+            return Err(ExpectedError::input(format!(
+                "{}: not a folder (gauntlet view takes folders holding runs, suites or a lake)",
+                dir.display()
+            )));
+        }
+    }
+    let token = match args
+        .token
+        .clone()
+        .or_else(|| std::env::var("GAUNTLET_VIEW_TOKEN").ok())
+    {
+        Some(t) if !t.is_empty() => t,
+        _ => random_hex()?,
+    };
+    let labels = args
+        .labels
+        .clone()
+        .unwrap_or_else(|| args.dirs[0].join(".gauntlet").join("labels.jsonl"));
+    let settings = Settings {
+        dirs: args.dirs.clone(),
+        labels,
+        token: token.clone(),
+    };
+    server_runtime()?.block_on(async move {
+        let running = start(args.listen, settings)
+            .await
+            .map_err(|e| ExpectedError::input(format!("cannot listen on {}: {e}", args.listen)))?;
+        let line = serde_json::json!({
+            "url": format!("http://{}/?token={token}", running.addr),
+            "token": token,
+        });
+        announce_and_wait("view", running.addr, &line).await?;
+        running.stop().await;
+        Ok(GATES_PASSED)
+    })
+}
