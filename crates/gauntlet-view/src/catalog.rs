@@ -41,11 +41,6 @@ pub struct Summary {
 }
 
 #[derive(Deserialize)]
-struct StatusOnly {
-    status: TrialStatus,
-}
-
-#[derive(Deserialize)]
 struct ResultsLite {
     finished_at: String,
     verdict: Value,
@@ -64,11 +59,12 @@ struct ResultsLite {
     gates: Value,
     #[serde(default)]
     judges: Value,
-    trials: Vec<StatusOnly>,
 }
 
+/// Size and modification time of a regular file (a pipe or a device is not read: opening one
+/// would block the viewer).
 fn stamp(path: &Path) -> Option<(u64, u128)> {
-    let m = std::fs::metadata(path).ok()?;
+    let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
     let t = m
         .modified()
         .ok()?
@@ -114,7 +110,7 @@ impl Run {
                 None => {
                     let s = read_summary(&path, now)?;
                     if let Ok(bytes) = serde_json::to_vec(&s) {
-                        let _ = std::fs::write(self.dir.join(SUMMARY_FILE), bytes);
+                        let _ = crate::write::replace_file(&self.dir.join(SUMMARY_FILE), &bytes);
                     }
                     s
                 }
@@ -205,18 +201,45 @@ impl Run {
     }
 }
 
+/// Reads the top of `results.json` up to its trial summaries (the last field, the bulk of a
+/// large run's file), which are not read: the trial counts are in the metrics.
 fn read_summary(path: &Path, now: (u64, u128)) -> Result<Summary, ViewError> {
-    let file =
-        std::fs::File::open(path).map_err(|e| ViewError::Io(format!("{}: {e}", path.display())))?;
-    let r: ResultsLite = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, file))
-        .map_err(|e| ViewError::Io(format!("{}: {e}", path.display())))?;
-    let count = |st| r.trials.iter().filter(|t| t.status == st).count();
+    use serde::de::{Deserializer as _, Error as _, MapAccess, Visitor};
+    const STOP: &str = "gauntlet-view: the trial summaries start here";
+    struct Top<'a>(&'a mut serde_json::Map<String, Value>);
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a results.json object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "trials" {
+                    return Err(A::Error::custom(STOP));
+                }
+                let value = map.next_value::<Value>()?;
+                self.0.insert(key, value);
+            }
+            Ok(())
+        }
+    }
+    let error = |e: &dyn std::fmt::Display| ViewError::Io(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| error(&e))?;
+    let mut top = serde_json::Map::new();
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
+    match de.deserialize_map(Top(&mut top)) {
+        Ok(()) => {}
+        Err(e) if e.to_string().starts_with(STOP) => {}
+        Err(e) => return Err(error(&e)),
+    }
+    let r: ResultsLite = serde_json::from_value(Value::Object(top)).map_err(|e| error(&e))?;
+    let count = |name: &str| r.metrics[name].as_f64().unwrap_or(0.0) as usize;
     Ok(Summary {
         stamp: now,
-        trials: r.trials.len(),
-        passed: count(TrialStatus::Passed),
-        failed: count(TrialStatus::Failed),
-        errors: count(TrialStatus::Error),
+        trials: count("trials"),
+        passed: count("passed"),
+        failed: count("failed"),
+        errors: count("errors"),
         finished_at: r.finished_at,
         verdict: r.verdict,
         metrics: r.metrics,
@@ -233,7 +256,9 @@ fn read_summary(path: &Path, now: (u64, u128)) -> Result<Summary, ViewError> {
 /// Everything under the folders given.
 pub struct Catalog {
     roots: Vec<PathBuf>,
-    runs: Mutex<BTreeMap<String, Arc<Mutex<Run>>>>,
+    /// Each run by id, with its folder (read without taking the run's lock, which a request
+    /// reading a large run may hold).
+    runs: Mutex<BTreeMap<String, (PathBuf, Arc<Mutex<Run>>)>>,
 }
 
 impl Catalog {
@@ -265,17 +290,13 @@ impl Catalog {
             }
         }
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        runs.retain(|id, run| {
-            found
-                .get(id)
-                .is_some_and(|d| run.lock().unwrap_or_else(|p| p.into_inner()).dir == *d)
-        });
+        runs.retain(|id, (dir, _)| found.get(id) == Some(dir));
         for (id, dir) in found {
             if runs.contains_key(&id) {
                 continue;
             }
             if let Ok(run) = Run::open(&dir) {
-                runs.insert(id, Arc::new(Mutex::new(run)));
+                runs.insert(id, (dir, Arc::new(Mutex::new(run))));
             }
         }
     }
@@ -283,7 +304,7 @@ impl Catalog {
     /// Every run found at the last scan.
     pub fn runs(&self) -> Vec<Arc<Mutex<Run>>> {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        runs.values().cloned().collect()
+        runs.values().map(|(_, run)| run.clone()).collect()
     }
 
     /// The run `run_id` (found again when it is not known yet).
@@ -293,14 +314,14 @@ impl Catalog {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(run_id)
-            .cloned();
+            .map(|(_, run)| run.clone());
         known.or_else(|| {
             self.rescan();
             self.runs
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(run_id)
-                .cloned()
+                .map(|(_, run)| run.clone())
         })
     }
 
@@ -382,4 +403,43 @@ fn run_folders(roots: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_is_read_up_to_the_trials_and_a_pipe_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        // The trial summaries, last, are not read: garbage there does not matter.
+        std::fs::write(
+            &path,
+            r#"{"format_version": 1, "finished_at": "t", "verdict": "failed",
+                "metrics": {"trials": 3.0, "passed": 1.0, "failed": 1.0, "errors": 1.0},
+                "gates": [{"name": "g"}], "trials": [not json at all"#,
+        )
+        .unwrap();
+        let s = read_summary(&path, (0, 0)).unwrap();
+        assert_eq!((s.trials, s.passed, s.failed, s.errors), (3, 1, 1, 1));
+        assert_eq!(s.verdict, "failed");
+        assert_eq!(s.gates[0]["name"], "g");
+        // A file that is not JSON up to there is an error naming it.
+        std::fs::write(&path, "{\"finished_at\": oops").unwrap();
+        assert!(
+            read_summary(&path, (0, 0))
+                .unwrap_err()
+                .to_string()
+                .contains("results.json")
+        );
+        // A pipe in place of results.json is never opened (it would block).
+        std::fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(stamp(&path).is_none());
+    }
 }

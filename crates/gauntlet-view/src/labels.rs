@@ -50,6 +50,12 @@ impl LabelFile {
     }
 
     fn read_unlocked(&self) -> Result<Vec<Label>, ViewError> {
+        if std::fs::metadata(&self.path).is_ok_and(|m| !m.is_file()) {
+            return Err(ViewError::Io(format!(
+                "{}: not a regular file",
+                self.path.display()
+            )));
+        }
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -76,8 +82,12 @@ impl LabelFile {
         let Some((case, epoch)) = posted.item.rsplit_once('#') else {
             return bad("item: CASE#EPOCH");
         };
-        if case.is_empty() || epoch.parse::<u32>().is_err() || posted.item.len() > 500 {
-            return bad("item: CASE#EPOCH");
+        let canonical = epoch.parse::<u32>().is_ok_and(|n| n.to_string() == epoch);
+        if case.is_empty() || !canonical || posted.item.len() > 500 {
+            return bad("item: CASE#EPOCH, the epoch a number as trials are named (0, 1, ...)");
+        }
+        if rater.chars().any(char::is_control) {
+            return bad("rater: a name without control characters");
         }
         let value = match posted.label.as_str() {
             "pass" => true,
@@ -95,6 +105,20 @@ impl LabelFile {
             note: posted.note.filter(|n| !n.trim().is_empty()),
         };
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| ViewError::Io(format!("{}: {e}", parent.display())))?;
+        }
+        // Viewers in other processes may share the file: one change at a time across them.
+        let lock_path = self.path.with_extension("jsonl.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| ViewError::Io(format!("{}: {e}", lock_path.display())))?;
+        lock.lock()
+            .map_err(|e| ViewError::Io(format!("{}: {e}", lock_path.display())))?;
         let mut labels = self.read_unlocked()?;
         labels.retain(|l| !(l.item == label.item && l.rater.as_deref() == Some(rater)));
         labels.push(label.clone());
@@ -103,13 +127,7 @@ impl LabelFile {
             text.push_str(&serde_json::to_string(l).map_err(|e| ViewError::Io(e.to_string()))?);
             text.push('\n');
         }
-        if let Some(parent) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| ViewError::Io(format!("{}: {e}", parent.display())))?;
-        }
-        let tmp = self.path.with_extension("jsonl.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &self.path))
+        crate::write::replace_file(&self.path, text.as_bytes())
             .map_err(|e| ViewError::Io(format!("{}: {e}", self.path.display())))?;
         Ok(label)
     }

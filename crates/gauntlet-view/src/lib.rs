@@ -11,12 +11,14 @@ mod catalog;
 mod labels;
 mod lake;
 mod trials;
+mod write;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -30,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use catalog::{Catalog, SUMMARY_FILE};
 pub use trials::{INDEX_FILE, TrialIndex};
+pub use write::replace_file;
 
 use crate::catalog::Run;
 use crate::labels::{LabelFile, Posted};
@@ -58,6 +61,15 @@ impl IntoResponse for ViewError {
         };
         (status, axum::Json(json!({"error": self.to_string()}))).into_response()
     }
+}
+
+/// Whether a token can guard the viewer: at least 16 characters a URL carries as they are
+/// (letters, digits, `-`, `_`, `.`, `~`).
+pub fn token_is_usable(token: &str) -> bool {
+    token.len() >= 16
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~'))
 }
 
 /// What the viewer serves.
@@ -147,6 +159,11 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         })
     };
     Ok(Running { addr, stop, server })
+}
+
+/// A query string the route cannot read, as the API's JSON error.
+fn bad_query(e: QueryRejection) -> ViewError {
+    ViewError::BadRequest(e.body_text())
 }
 
 /// Equal in time whatever the first difference.
@@ -326,8 +343,9 @@ struct PageQuery {
 async fn trial_page(
     State(s): State<Arc<Shared>>,
     axum::extract::Path(run_id): axum::extract::Path<String>,
-    Query(q): Query<PageQuery>,
+    q: Result<Query<PageQuery>, QueryRejection>,
 ) -> Result<axum::Json<Value>, ViewError> {
+    let Query(q) = q.map_err(bad_query)?;
     blocking(move || {
         let run = find(&s, &run_id)?;
         let mut run = lock(&run);
@@ -361,8 +379,9 @@ struct TrialQuery {
 async fn trial(
     State(s): State<Arc<Shared>>,
     axum::extract::Path(run_id): axum::extract::Path<String>,
-    Query(q): Query<TrialQuery>,
+    q: Result<Query<TrialQuery>, QueryRejection>,
 ) -> Result<axum::Json<Value>, ViewError> {
+    let Query(q) = q.map_err(bad_query)?;
     blocking(move || {
         let run = find(&s, &run_id)?;
         let mut run = lock(&run);
@@ -389,8 +408,9 @@ struct CompareQuery {
 
 async fn compare(
     State(s): State<Arc<Shared>>,
-    Query(q): Query<CompareQuery>,
+    q: Result<Query<CompareQuery>, QueryRejection>,
 ) -> Result<axum::Json<Value>, ViewError> {
+    let Query(q) = q.map_err(bad_query)?;
     blocking(move || {
         let dir = |id: &str| -> Result<PathBuf, ViewError> {
             let run = find(&s, id)?;
@@ -459,8 +479,9 @@ struct CandidateQuery {
 
 async fn candidates(
     State(s): State<Arc<Shared>>,
-    Query(q): Query<CandidateQuery>,
+    q: Result<Query<CandidateQuery>, QueryRejection>,
 ) -> Result<axum::Json<Value>, ViewError> {
+    let Query(q) = q.map_err(bad_query)?;
     blocking(move || {
         let dir = s
             .lakes

@@ -20,6 +20,17 @@ pub const INDEX_FILE: &str = "view-index.json";
 /// Version of [`INDEX_FILE`]'s layout; another version is rebuilt, not read.
 const INDEX_VERSION: u32 = 1;
 
+/// How much of `trials.jsonl` is parsed at a time.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Whole lines read from `trials.jsonl`: their bytes, and each line's offset in the file and
+/// span in the bytes.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    lines: Vec<(u64, usize, usize)>,
+}
+
 /// Search text kept per trial: the case, the error and the start of the final answer.
 const TEXT_CHARS: usize = 240;
 
@@ -52,6 +63,10 @@ pub struct TrialIndex {
     version: u32,
     /// How much of `trials.jsonl` has been read (whole lines only).
     indexed_bytes: u64,
+    /// The file's length when the last refresh found a line not ended yet: while it stays that
+    /// long, the line is not read again.
+    #[serde(skip)]
+    unfinished_at: Option<u64>,
     entries: Vec<Entry>,
     #[serde(skip)]
     by_key: HashMap<(String, u32), usize>,
@@ -62,6 +77,7 @@ impl Default for TrialIndex {
         TrialIndex {
             version: INDEX_VERSION,
             indexed_bytes: 0,
+            unfinished_at: None,
             entries: Vec::new(),
             by_key: HashMap::new(),
         }
@@ -149,12 +165,17 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ViewError + '_ {
 }
 
 impl TrialIndex {
-    /// The index kept in `dir`, if there is one of this layout; else an empty one.
+    /// The index kept in `dir`, if there is one of this layout that holds together (entries in
+    /// order, each within what was read); else an empty one. It is a cache: it is only trusted
+    /// as far as that, and a record read through it is checked against its entry.
     pub fn load(dir: &Path) -> TrialIndex {
-        let mut index = std::fs::read(dir.join(INDEX_FILE))
-            .ok()
+        let path = dir.join(INDEX_FILE);
+        let regular = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
+        let mut index = regular
+            .then(|| std::fs::read(&path).ok())
+            .flatten()
             .and_then(|bytes| serde_json::from_slice::<TrialIndex>(&bytes).ok())
-            .filter(|i| i.version == INDEX_VERSION)
+            .filter(|i| i.version == INDEX_VERSION && i.holds_together())
             .unwrap_or_default();
         index.by_key = index
             .entries
@@ -165,15 +186,22 @@ impl TrialIndex {
         index
     }
 
+    fn holds_together(&self) -> bool {
+        let mut end = 0;
+        self.entries.iter().all(|e| {
+            let ok = e.offset >= end
+                && e.offset
+                    .checked_add(e.len)
+                    .is_some_and(|x| x <= self.indexed_bytes);
+            end = e.offset + e.len;
+            ok
+        })
+    }
+
     /// Keeps the index beside the run (a folder it cannot write to keeps it in memory only).
     pub fn save(&self, dir: &Path) {
-        let tmp = dir.join(format!("{INDEX_FILE}.tmp"));
-        let written = serde_json::to_vec(self)
-            .ok()
-            .and_then(|bytes| std::fs::write(&tmp, bytes).ok())
-            .and_then(|()| std::fs::rename(&tmp, dir.join(INDEX_FILE)).ok());
-        if written.is_none() {
-            let _ = std::fs::remove_file(&tmp);
+        if let Ok(bytes) = serde_json::to_vec(self) {
+            let _ = crate::write::replace_file(&dir.join(INDEX_FILE), &bytes);
         }
     }
 
@@ -181,50 +209,97 @@ impl TrialIndex {
     /// resumed run drops a line cut short). Whether anything was added.
     pub fn refresh(&mut self, trials: &Path) -> Result<bool, ViewError> {
         let len = match std::fs::metadata(trials) {
-            Ok(m) => m.len(),
+            // A pipe or a device is not read (opening one would block).
+            Ok(m) if m.is_file() => m.len(),
+            Ok(_) => 0,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(io(trials)(e)),
         };
         if len < self.indexed_bytes {
             *self = TrialIndex::default();
         }
-        if len == self.indexed_bytes {
+        if len == self.indexed_bytes || self.unfinished_at == Some(len) {
             return Ok(false);
         }
+        self.unfinished_at = None;
         let mut file = File::open(trials).map_err(io(trials))?;
         file.seek(SeekFrom::Start(self.indexed_bytes))
             .map_err(io(trials))?;
         let mut reader = BufReader::with_capacity(1 << 20, file.take(len - self.indexed_bytes));
-        let mut line = Vec::new();
+        // Lines are read in batches and each batch is parsed on every core, in order.
+        let mut batch = Batch::default();
         let mut added = false;
         loop {
-            line.clear();
-            let read = reader.read_until(b'\n', &mut line).map_err(io(trials))?;
-            // A line still being written is read on the next call.
-            if read == 0 || line.last() != Some(&b'\n') {
+            let start = batch.bytes.len();
+            let read = reader
+                .read_until(b'\n', &mut batch.bytes)
+                .map_err(io(trials))?;
+            // A line still being written is read once the file grows.
+            let whole = read > 0 && batch.bytes.last() == Some(&b'\n');
+            if whole {
+                batch
+                    .lines
+                    .push((self.indexed_bytes, start, batch.bytes.len()));
+                self.indexed_bytes += read as u64;
+            } else {
+                batch.bytes.truncate(start);
+                if read > 0 {
+                    self.unfinished_at = Some(len);
+                }
+            }
+            if !whole || batch.bytes.len() >= BATCH_BYTES {
+                added |= self.take(&batch);
+                batch.bytes.clear();
+                batch.lines.clear();
+            }
+            if !whole {
                 break;
             }
-            let offset = self.indexed_bytes;
-            self.indexed_bytes += read as u64;
-            let body = trim_newline(&line);
-            if body.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let Ok(parsed) = serde_json::from_slice::<Line>(body) else {
-                // Not a record (a disk error, a hand edit): the run's readers name it; the
-                // viewer shows the rest.
-                continue;
-            };
+        }
+        Ok(added)
+    }
+
+    /// Adds a batch's records, parsed on every core; whether any was new.
+    fn take(&mut self, batch: &Batch) -> bool {
+        let body = |&(_, from, to): &(u64, usize, usize)| trim_newline(&batch.bytes[from..to]);
+        let parse = |lines: &[(u64, usize, usize)]| -> Vec<Option<Line>> {
+            lines
+                .iter()
+                // A line that is not a record (a disk error, a hand edit) is passed over: the
+                // run's readers name it; the viewer shows the rest.
+                .map(|l| serde_json::from_slice::<Line>(body(l)).ok())
+                .collect()
+        };
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+        let parsed: Vec<Option<Line>> = if workers == 1 || batch.lines.len() < 64 {
+            parse(&batch.lines)
+        } else {
+            let size = batch.lines.len().div_ceil(workers);
+            std::thread::scope(|scope| {
+                let parts: Vec<_> = batch
+                    .lines
+                    .chunks(size)
+                    .map(|part| scope.spawn(move || parse(part)))
+                    .collect();
+                parts
+                    .into_iter()
+                    .flat_map(|p| p.join().unwrap_or_default())
+                    .collect()
+            })
+        };
+        let mut added = false;
+        for (line, parsed) in batch.lines.iter().zip(parsed) {
+            let Some(parsed) = parsed else { continue };
             let key = (parsed.case_id.clone(), parsed.epoch);
             if self.by_key.contains_key(&key) {
                 continue; // A resumed run may have written a record twice: the first counts.
             }
             self.by_key.insert(key, self.entries.len());
             self.entries
-                .push(entry_of(parsed, offset, body.len() as u64));
+                .push(entry_of(parsed, line.0, body(line).len() as u64));
             added = true;
         }
-        Ok(added)
+        added
     }
 
     /// Every trial, in the order they finished.
@@ -273,12 +348,31 @@ impl TrialIndex {
             return Ok(None);
         };
         let e = &self.entries[i];
+        let size = std::fs::metadata(trials)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0, |m| m.len());
+        let changed = || {
+            ViewError::Io(format!(
+                "{}: the file changed under the viewer's index; reload the page",
+                trials.display()
+            ))
+        };
+        if e.offset.checked_add(e.len).is_none_or(|end| end > size) {
+            return Err(changed());
+        }
         let mut file = File::open(trials).map_err(io(trials))?;
         file.seek(SeekFrom::Start(e.offset)).map_err(io(trials))?;
-        let mut line = vec![0u8; e.len as usize];
-        file.read_exact(&mut line).map_err(io(trials))?;
+        let mut line = Vec::new();
+        (&mut file)
+            .take(e.len)
+            .read_to_end(&mut line)
+            .map_err(io(trials))?;
         let mut record: TrialRecord = serde_json::from_slice(&line)
             .map_err(|err| ViewError::Io(format!("{}: {err}", trials.display())))?;
+        if record.case_id != e.case_id || record.epoch != e.epoch {
+            return Err(changed());
+        }
         let mut states = gauntlet_store::StateReader::for_file(trials);
         let (initial, final_state) = (
             std::mem::take(&mut record.initial_state),
@@ -475,5 +569,48 @@ mod tests {
             index.page(&f("maybe", ""), 0, 1),
             Err(ViewError::BadRequest(_))
         ));
+    }
+
+    #[test]
+    fn a_large_file_parsed_on_every_core_keeps_its_order_and_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trials.jsonl");
+        let text: String = (0..700)
+            .map(|i| format!("{}\n", line(&format!("c{i}"), i % 7, "passed", &[])))
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let mut index = TrialIndex::default();
+        index.refresh(&path).unwrap();
+        let cases: Vec<String> = index.entries().iter().map(|e| e.case_id.clone()).collect();
+        let expected: Vec<String> = (0..700).map(|i| format!("c{i}")).collect();
+        assert_eq!(cases, expected);
+        let r = index.record(&path, "c654", 654 % 7).unwrap().unwrap();
+        assert_eq!(r.case_id, "c654");
+    }
+
+    #[test]
+    fn a_planted_index_that_does_not_hold_together_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trials.jsonl");
+        std::fs::write(&path, format!("{}\n", line("a", 0, "passed", &[]))).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let planted = serde_json::json!({"version": INDEX_VERSION, "indexed_bytes": size,
+            "entries": [{"offset": 0, "len": 4611686018427387904u64, "case_id": "a", "epoch": 0,
+                         "status": "passed", "tool_calls": 0, "duration_ms": 0.0, "cost_eur": 0.0}]});
+        std::fs::write(dir.path().join(INDEX_FILE), planted.to_string()).unwrap();
+        let mut index = TrialIndex::load(dir.path());
+        assert!(
+            index.entries().is_empty(),
+            "rebuilt from the records instead"
+        );
+        index.refresh(&path).unwrap();
+        assert_eq!(index.record(&path, "a", 0).unwrap().unwrap().case_id, "a");
+        // One that holds together but names another record than the line holds is refused.
+        let lying = serde_json::json!({"version": INDEX_VERSION, "indexed_bytes": size,
+            "entries": [{"offset": 0, "len": size - 1, "case_id": "b", "epoch": 0,
+                         "status": "passed", "tool_calls": 0, "duration_ms": 0.0, "cost_eur": 0.0}]});
+        std::fs::write(dir.path().join(INDEX_FILE), lying.to_string()).unwrap();
+        let index = TrialIndex::load(dir.path());
+        assert!(matches!(index.record(&path, "b", 0), Err(ViewError::Io(_))));
     }
 }

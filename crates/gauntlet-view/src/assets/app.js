@@ -76,7 +76,9 @@
 
   function route() {
     if (timer) { clearInterval(timer); timer = null; }
-    var parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    var parts = location.hash.replace(/^#\/?/, "").split("/").map(function (p) {
+      try { return decodeURIComponent(p); } catch (e) { return p; }
+    });
     var page = parts[0] || "";
     if (page === "run") { runPage(parts[1]); }
     else if (page === "trial") { trialPage(parts[1], parts[2], parts[3]); }
@@ -139,8 +141,11 @@
 
   function runsPage() {
     api("/api/runs").then(function (runs) {
-      var bySuite = {};
-      runs.forEach(function (r) { (bySuite[r.suite] = bySuite[r.suite] || []).push(r); });
+      var bySuite = new Map();
+      runs.forEach(function (r) {
+        if (!bySuite.has(r.suite)) { bySuite.set(r.suite, []); }
+        bySuite.get(r.suite).push(r);
+      });
       var picked = [];
       var compareButton = el("button", { id: "compare", disabled: true, onclick: function () {
         location.hash = "#/compare/" + enc(picked[0]) + "/" + enc(picked[1]);
@@ -152,8 +157,8 @@
         document.querySelectorAll("input.pick").forEach(function (c) { c.checked = picked.indexOf(c.value) >= 0; });
         compareButton.disabled = picked.length !== 2;
       }
-      var sections = Object.keys(bySuite).sort().map(function (suite) {
-        var rs = bySuite[suite];
+      var sections = Array.from(bySuite.keys()).sort().map(function (suite) {
+        var rs = bySuite.get(suite);
         return el("section", { class: "suite", "data-suite": suite },
           el("h2", {}, suite, " ", el("span", { class: "muted" }, rs.length + " run(s)")),
           trend(rs),
@@ -370,11 +375,14 @@
       return Promise.all([api("/api/runs/" + enc(id) + "/trials?" + q), api("/api/labels")]).then(function (res) {
         var page = res[0], file = res[1];
         saved.textContent = file.labels.length + " label(s) in " + file.file;
-        var byItem = {};
-        file.labels.forEach(function (l) { (byItem[l.item] = byItem[l.item] || []).push(l); });
+        var byItem = new Map();
+        file.labels.forEach(function (l) {
+          if (!byItem.has(l.item)) { byItem.set(l.item, []); }
+          byItem.get(l.item).push(l);
+        });
         box.replaceChildren(table(["trial", "status", "answer or error", "labels so far", "your label", "note", ""], page.trials.map(function (t) {
           var item = t.case_id + "#" + t.epoch;
-          var mine = (byItem[item] || []).filter(function (l) { return l.rater === rater.value.trim(); })[0];
+          var mine = (byItem.get(item) || []).filter(function (l) { return l.rater === rater.value.trim(); })[0];
           var note = el("input", { class: "note", size: 24, value: mine && mine.note ? mine.note : "" });
           var result = el("span", { class: "result muted" });
           function send(verdict) {
@@ -388,7 +396,7 @@
             el("td", {}, link("#/trial/" + enc(id) + "/" + enc(t.case_id) + "/" + t.epoch, item)),
             el("td", {}, status(t.status)),
             el("td", { class: "text" }, t.text),
-            el("td", { class: "others" }, (byItem[item] || []).map(function (l) { return el("span", { class: "badge" }, l.rater + ": " + (l.label === true ? "pass" : l.label === false ? "fail" : String(l.label))); })),
+            el("td", { class: "others" }, (byItem.get(item) || []).map(function (l) { return el("span", { class: "badge" }, l.rater + ": " + (l.label === true ? "pass" : l.label === false ? "fail" : String(l.label))); })),
             el("td", { class: "your" }, mine ? (mine.label ? "pass" : "fail") : ""),
             el("td", {}, note),
             el("td", {}, el("button", { class: "label-pass", onclick: function () { send("pass"); } }, "pass"), " ",

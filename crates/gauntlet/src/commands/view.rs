@@ -20,7 +20,15 @@ pub fn view(args: ViewArgs) -> Result<i32, ExpectedError> {
         .clone()
         .or_else(|| std::env::var("GAUNTLET_VIEW_TOKEN").ok())
     {
-        Some(t) if !t.is_empty() => t,
+        Some(t) if !t.is_empty() => {
+            if !gauntlet_view::token_is_usable(&t) {
+                return Err(ExpectedError::input(
+                    "--token (or GAUNTLET_VIEW_TOKEN): at least 16 characters, letters, digits, \
+                     `-`, `_`, `.` or `~` (it travels in the URL)",
+                ));
+            }
+            t
+        }
         _ => random_hex()?,
     };
     let labels = args
