@@ -12,7 +12,8 @@ likewise), then the viewer is timed as a person meets it, cold (nothing indexed 
 and `gauntlet report RUN --format html` is measured for its file size.
 
 usage: benches/peers/view_scale.py [TRIALS]   (default 100000)
-env:   BIN (default target/release/gauntlet), KEEP=1 keeps the generated run
+env:   BIN (default target/release/gauntlet), KEEP=1 keeps the generated run (and prints where),
+       WORK=DIR reuses a run kept so (its viewer caches removed first)
 """
 
 import json
@@ -109,10 +110,17 @@ def session(root: str, run_id: str, last: tuple) -> dict:
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="view-scale-")
+    reuse = os.environ.get("WORK")
+    work = reuse or tempfile.mkdtemp(prefix="view-scale-")
     try:
         t0 = time.perf_counter()
-        big = generate(work)
+        if reuse:
+            big = os.path.join(work, "runs", "big")
+            for cache in ("view-index.json", "view-summary.json"):
+                if os.path.exists(os.path.join(big, cache)):
+                    os.remove(os.path.join(big, cache))
+        else:
+            big = generate(work)
         size = os.path.getsize(os.path.join(big, "trials.jsonl"))
         print(f"generated {TRIALS} trials in {time.perf_counter() - t0:.1f} s: trials.jsonl "
               f"{size / 1e6:.0f} MB, results.json "
@@ -134,7 +142,7 @@ def main():
         print(f"report.html at {TRIALS} trials: {os.path.getsize(html) / 1e6:.1f} MB "
               f"in {time.perf_counter() - t0:.1f} s")
     finally:
-        if os.environ.get("KEEP") != "1":
+        if os.environ.get("KEEP") != "1" and not reuse:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print("kept", work)

@@ -110,7 +110,8 @@ impl Run {
                 None => {
                     let s = read_summary(&path, now)?;
                     if let Ok(bytes) = serde_json::to_vec(&s) {
-                        let _ = crate::write::replace_file(&self.dir.join(SUMMARY_FILE), &bytes);
+                        let _ =
+                            crate::write::replace_file(&self.dir.join(SUMMARY_FILE), &bytes, false);
                     }
                     s
                 }
@@ -258,8 +259,11 @@ pub struct Catalog {
     roots: Vec<PathBuf>,
     /// Each run by id, with its folder (read without taking the run's lock, which a request
     /// reading a large run may hold).
-    runs: Mutex<BTreeMap<String, (PathBuf, Arc<Mutex<Run>>)>>,
+    runs: Mutex<BTreeMap<String, Known>>,
 }
+
+/// A run found: its folder, and the run behind its own lock.
+type Known = (PathBuf, Arc<Mutex<Run>>);
 
 impl Catalog {
     /// A catalog of what is under `roots` (nothing read until the first scan).

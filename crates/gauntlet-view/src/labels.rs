@@ -127,7 +127,7 @@ impl LabelFile {
             text.push_str(&serde_json::to_string(l).map_err(|e| ViewError::Io(e.to_string()))?);
             text.push('\n');
         }
-        crate::write::replace_file(&self.path, text.as_bytes())
+        crate::write::replace_file(&self.path, text.as_bytes(), true)
             .map_err(|e| ViewError::Io(format!("{}: {e}", self.path.display())))?;
         Ok(label)
     }

@@ -201,7 +201,7 @@ impl TrialIndex {
     /// Keeps the index beside the run (a folder it cannot write to keeps it in memory only).
     pub fn save(&self, dir: &Path) {
         if let Ok(bytes) = serde_json::to_vec(self) {
-            let _ = crate::write::replace_file(&dir.join(INDEX_FILE), &bytes);
+            let _ = crate::write::replace_file(&dir.join(INDEX_FILE), &bytes, false);
         }
     }
 

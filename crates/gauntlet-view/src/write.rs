@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Replaces `path` with `bytes`.
-pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Replaces `path` with `bytes`; with `durable`, synced to disk before the rename (the label
+/// file; a cache that a crash loses is built again).
+pub fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -24,7 +25,10 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            if durable { f.sync_all() } else { Ok(()) }
+        })
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -43,7 +47,7 @@ mod tests {
         std::fs::write(&victim, "keep").unwrap();
         let cache = dir.path().join("view-summary.json");
         std::os::unix::fs::symlink(&victim, &cache).unwrap();
-        replace_file(&cache, b"{}").unwrap();
+        replace_file(&cache, b"{}", false).unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(std::fs::read_to_string(&cache).unwrap(), "{}");
         assert!(
