@@ -165,10 +165,18 @@ fn now_ms() -> i64 {
 
 /// A TCP listener whose connections time out reads: a client that sends nothing for the
 /// timeout (headers sent slowly or in part, or a connection left idle) is disconnected, so it
-/// neither holds a socket for ever nor keeps a graceful stop waiting.
-struct TimedListener {
+/// neither holds a socket for ever nor keeps a graceful stop waiting. The viewer serves on one
+/// too.
+pub struct TimedListener {
     inner: tokio::net::TcpListener,
     timeout: Duration,
+}
+
+impl TimedListener {
+    /// Connections accepted by `inner` time out after `timeout` without a byte read.
+    pub fn new(inner: tokio::net::TcpListener, timeout: Duration) -> TimedListener {
+        TimedListener { inner, timeout }
+    }
 }
 
 impl axum::serve::Listener for TimedListener {
@@ -189,10 +197,10 @@ impl axum::serve::Listener for TimedListener {
 
 /// Binds `listen` and starts the receiver.
 pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Running> {
-    let listener = TimedListener {
-        inner: tokio::net::TcpListener::bind(listen).await?,
-        timeout: settings.idle_timeout,
-    };
+    let listener = TimedListener::new(
+        tokio::net::TcpListener::bind(listen).await?,
+        settings.idle_timeout,
+    );
     let addr = axum::serve::Listener::local_addr(&listener)?;
     let counters = Arc::new(Counters::default());
     let monitor = Arc::new(std::sync::Mutex::new(Monitor::default()));

@@ -80,6 +80,8 @@ pub struct Settings {
     pub labels: PathBuf,
     /// The token every request must carry.
     pub token: String,
+    /// How long a connection may stay silent before it is closed ([`IDLE_TIMEOUT`]).
+    pub idle_timeout: std::time::Duration,
 }
 
 struct Shared {
@@ -107,6 +109,9 @@ impl Running {
     }
 }
 
+/// How long a connection may stay silent by default.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 const PAGE: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
@@ -119,6 +124,9 @@ fn hash(text: &str) -> String {
 pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Running> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
+    // A client that sends nothing for this long (headers never finished, a connection left
+    // idle) is disconnected: it holds no socket for ever and keeps no stop waiting.
+    let listener = gauntlet_online::receiver::TimedListener::new(listener, settings.idle_timeout);
     let page = PAGE
         .replace("/*STYLE*/", STYLE)
         .replace("/*SCRIPT*/", SCRIPT);
@@ -497,4 +505,46 @@ async fn candidates(
         )?))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn a_connection_that_never_finishes_its_headers_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let running = start(
+            "127.0.0.1:0".parse().unwrap(),
+            Settings {
+                dirs: vec![dir.path().to_owned()],
+                labels: dir.path().join("labels.jsonl"),
+                token: "0123456789abcdef".into(),
+                idle_timeout: std::time::Duration::from_millis(200),
+            },
+        )
+        .await
+        .unwrap();
+        let mut slow = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        slow.write_all(b"GET /api/runs HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let closed = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            slow.read_to_end(&mut buf),
+        )
+        .await;
+        assert!(closed.is_ok(), "the connection was left open");
+        // The server still answers others, and stops.
+        let mut ok = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        ok.write_all(b"GET /api/runs?token=0123456789abcdef HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        ok.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        running.stop().await;
+    }
 }

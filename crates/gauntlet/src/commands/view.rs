@@ -39,6 +39,7 @@ pub fn view(args: ViewArgs) -> Result<i32, ExpectedError> {
         dirs: args.dirs.clone(),
         labels,
         token: token.clone(),
+        idle_timeout: gauntlet_view::IDLE_TIMEOUT,
     };
     server_runtime()?.block_on(async move {
         let running = start(args.listen, settings)
