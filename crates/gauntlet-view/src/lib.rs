@@ -90,7 +90,6 @@ struct Shared {
     token: String,
     page: String,
     csp: String,
-    lakes: Mutex<Vec<PathBuf>>,
 }
 
 /// A viewer serving.
@@ -142,7 +141,6 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         token: settings.token,
         page,
         csp,
-        lakes: Mutex::new(Vec::new()),
     });
     let app = Router::new()
         .route("/", get(index))
@@ -471,7 +469,6 @@ async fn lakes(State(s): State<Arc<Shared>>) -> Result<axum::Json<Value>, ViewEr
                 json!({"lake": i, "dir": dir.display().to_string(), "days": lake::days(dir)?}),
             );
         }
-        *s.lakes.lock().unwrap_or_else(|p| p.into_inner()) = found;
         Ok(Value::Array(out))
     })
     .await
@@ -491,10 +488,10 @@ async fn candidates(
 ) -> Result<axum::Json<Value>, ViewError> {
     let Query(q) = q.map_err(bad_query)?;
     blocking(move || {
+        // Lakes are numbered as `/api/lakes` lists them, found again in the same order.
         let dir = s
-            .lakes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .catalog
+            .lakes()
             .get(q.lake)
             .cloned()
             .ok_or_else(|| ViewError::NotFound(format!("no lake {}", q.lake)))?;
