@@ -204,8 +204,11 @@ def test_ctrl_c_stops_a_run_and_its_folder_resumes(suite, tmp_path):
     import subprocess
 
     out = tmp_path / "run"
+    # Ctrl-C as at a terminal: a command started in the background by a non-interactive shell
+    # (as CI starts its jobs) inherits SIGINT ignored, and Python then installs no handler.
     script = (
-        "import sys, time, gauntlet\n"
+        "import signal, sys, time, gauntlet\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "def agent(case, tools, user):\n"
         "    time.sleep(0.2 if len(sys.argv) == 1 else 0)\n"
         "    return 'slow'\n"
