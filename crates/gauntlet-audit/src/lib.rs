@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv};
 use gauntlet_model::{ReferenceStep, RunEvent, TrialRecord, TrialStatus};
-use gauntlet_runner::{RunOptions, RunPlan, Settings, TrialPlan, run_trials};
+use gauntlet_runner::{RunOptions, RunPlan, Settings, TrialPlan, Trials, run_trials};
 use gauntlet_suite::Suite;
 use serde::Serialize;
 use sha2::Digest;
@@ -167,7 +167,7 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
     let plan = RunPlan {
         header: settings.header(suite),
         already_done: 0,
-        trials,
+        trials: Trials::of(trials),
         concurrency: options.concurrency.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
         }),

@@ -642,7 +642,17 @@ impl RunResults {
     /// the first one's reason (one indented line per line of it).
     pub fn nothing_ran(&self) -> Option<String> {
         let trials = &self.trials;
-        if trials.is_empty() || !trials.iter().all(|t| t.status == TrialStatus::Error) {
+        if trials.is_empty() {
+            // Too many to list here (they are in `results.json`): the counts tell.
+            let count = |name| self.metrics.get(name).copied().flatten().unwrap_or(0.0);
+            let n = count(crate::names::metric::TRIALS);
+            return (n > 0.0 && count(crate::names::metric::ERRORS) == n).then(|| {
+                format!(
+                    "no trial could run: all {n} ended in a harness error; each one's reason is in the run folder's trials.jsonl"
+                )
+            });
+        }
+        if !trials.iter().all(|t| t.status == TrialStatus::Error) {
             return None;
         }
         let first = &trials[0];

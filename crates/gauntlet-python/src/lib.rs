@@ -324,11 +324,25 @@ fn run<'py>(
             .call_method1("write", (note,))?;
     }
     let Finished {
-        results,
+        mut results,
         gate_errors,
         dir,
         shard: _,
+        spill,
     } = executed?.map_err(|e| errors::classified(py, &e))?;
+    // A run too large to hold its summaries kept them on disk: `Results` lists every trial, so
+    // they are read back from `results.json`.
+    if spill.is_some() {
+        results = py
+            .detach(|| gauntlet_store::read_results(&dir))
+            .map_err(|e| {
+                errors::of_kind(
+                    py,
+                    ErrorKind::Harness,
+                    &[format!("failed to read the run: {e}")],
+                )
+            })?;
+    }
     observer.send(&gauntlet_model::events::run_finished_wire(
         &results,
         &gauntlet_runner::now(),

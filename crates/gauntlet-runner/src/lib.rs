@@ -15,12 +15,13 @@ pub mod plan;
 mod recorder;
 mod run;
 mod session;
+pub mod tally;
 
 pub use gauntlet_model::RunEvent;
 pub use gauntlet_store::clock::{now, stamp};
 pub use ids::{new_run_id, new_run_id_for, trace_id, trial_seed};
 pub use ordered::{WorkerPanicked, ordered_map};
-pub use plan::{PlanError, RunOptions, Settings};
+pub use plan::{PlanError, RunOptions, Settings, TrialPlans};
 pub use recorder::Recorder;
-pub use run::{RunPlan, TrialPlan, run_trials};
+pub use run::{RunPlan, TrialPlan, Trials, run_trials};
 pub use session::{Finished, Notice, Observer, Run, RunError, agent_fn};

@@ -8,7 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use gauntlet_eval::{Accumulator, CompiledGate, CompiledRubric, results_of};
+use gauntlet_eval::{CompiledGate, CompiledRubric};
+
+use crate::tally::{Tallied, Tally};
 use gauntlet_model::{Classified, ErrorKind, RunHeader, RunResults, Shard, TrialSummary};
 use gauntlet_store::{
     ResultsBrief, RunWriter, SpilledSummaries, StoreError, StoredTrials, read_results_brief,
@@ -249,9 +251,7 @@ pub fn merge_parts(
         readers.push(StoredTrials::open(dir).map_err(store("failed to read a part's trials"))?);
     }
     let total: usize = parts.iter().map(|p| p.1.trials.len()).sum();
-    let mut tally = Accumulator::with_judges(&header.judges);
-    let mut kept: Vec<TrialSummary> = Vec::new();
-    let mut spill: Option<SpilledSummaries> = None;
+    let mut tally = Tally::new(&header.judges, keep, out);
     // Reading the parts in turn restores plan order (see `Shard::holds`).
     for position in 0..total {
         let (j, k) = (position % parts.len(), position / parts.len());
@@ -268,38 +268,17 @@ pub fn merge_parts(
         writer
             .append_stored(&trial)
             .map_err(store("failed to write the merged trials"))?;
-        let summary = TrialSummary::of(&trial.record);
-        tally.push(&summary);
-        match &mut spill {
-            Some(spill) => spill
-                .push(&summary)
-                .map_err(store("failed to set trial summaries aside"))?,
-            None if kept.len() < keep => kept.push(summary),
-            None => {
-                let mut s = SpilledSummaries::create(Some(out))
-                    .map_err(store("failed to set trial summaries aside"))?;
-                for t in kept.drain(..).chain(std::iter::once(summary)) {
-                    s.push(&t)
-                        .map_err(store("failed to set trial summaries aside"))?;
-                }
-                spill = Some(s);
-            }
-        }
+        tally
+            .push(TrialSummary::of(&trial.record))
+            .map_err(store("failed to set trial summaries aside"))?;
     }
-    let seed = header.seed;
-    let (results, gate_errors) = results_of(
-        header,
-        finished_at(),
-        tally.finish(seed, None),
-        kept,
-        &gates,
-        rubric.as_ref(),
-    );
-    match &mut spill {
-        Some(s) => writer.finish_spilled(&results, s),
-        None => writer.finish(&results),
-    }
-    .map_err(store("failed to write results"))?;
+    let Tallied {
+        results,
+        gate_errors,
+        spill,
+    } = tally
+        .finish(header, finished_at(), &gates, rubric.as_ref(), writer)
+        .map_err(store("failed to write results"))?;
     Ok(Merged {
         results,
         gate_errors,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::{RunHeader, Shard, TrialSummary, Versions};
+use gauntlet_model::{RunHeader, Shard, Versions};
 use gauntlet_suite::{EvaluatorSource, LoadedCase, Suite};
 use gauntlet_world::{FaultPlan, FaultRule};
 use serde_json::Value;
@@ -217,57 +217,158 @@ impl Settings {
     /// Every trial of `cases` (each case's epochs in turn), or this shard's share of them, in
     /// plan order.
     pub fn trials(&self, suite: &Suite, cases: &[&LoadedCase]) -> Vec<TrialPlan> {
-        let mut trials = Vec::new();
+        self.plans(suite, cases).iter().collect()
+    }
+
+    /// The trials of `cases` as [`Settings::trials`] lists them, made one at a time when
+    /// wanted: what a plan holds grows with its cases, not its trials.
+    pub fn plans(&self, suite: &Suite, cases: &[&LoadedCase]) -> TrialPlans {
         // Cases without their own initial_state share their world's state.
         let mut world_states: HashMap<String, Arc<Value>> = HashMap::new();
-        for lc in cases {
-            let mut case = lc.case.clone();
-            if let Some((_, attack)) = &self.attack {
-                case.attack = Some(attack.clone());
-            }
-            let case = Arc::new(case);
-            let world = suite.world_of(lc);
-            let initial_state = if case.initial_state.is_empty() && case.attack.is_none() {
-                let name = world.world.spec().name.clone();
-                Arc::clone(
-                    world_states
-                        .entry(name)
-                        .or_insert_with(|| Arc::new(suite.initial_state(lc))),
-                )
-            } else {
-                Arc::new(suite.initial_state_of(lc, &case))
-            };
-            let context = context_of(suite, lc);
-            let rules: Vec<FaultRule> = case_rules(lc)
-                .into_iter()
-                .chain(self.profile_rules.iter().cloned())
-                .collect();
-            for epoch in 0..self.epochs {
-                let seed = trial_seed(self.seed, &lc.case.case_id, epoch);
-                trials.push(TrialPlan {
-                    case: Arc::clone(&case),
+        let cases: Vec<CasePlan> = cases
+            .iter()
+            .map(|lc| {
+                let mut case = lc.case.clone();
+                if let Some((_, attack)) = &self.attack {
+                    case.attack = Some(attack.clone());
+                }
+                let case = Arc::new(case);
+                let world = suite.world_of(lc);
+                let initial_state = if case.initial_state.is_empty() && case.attack.is_none() {
+                    let name = world.world.spec().name.clone();
+                    Arc::clone(
+                        world_states
+                            .entry(name)
+                            .or_insert_with(|| Arc::new(suite.initial_state(lc))),
+                    )
+                } else {
+                    Arc::new(suite.initial_state_of(lc, &case))
+                };
+                CasePlan {
+                    case,
                     world: Arc::clone(&world.world),
-                    initial_state: Arc::clone(&initial_state),
-                    context: context.clone(),
-                    epoch,
-                    seed,
-                    faults: FaultPlan {
-                        rules: rules.clone(),
-                        seed,
-                    },
-                    trace_id: trace_id(&self.run_id, &lc.case.case_id, epoch),
-                });
-            }
+                    initial_state,
+                    context: context_of(suite, lc),
+                    rules: case_rules(lc)
+                        .into_iter()
+                        .chain(self.profile_rules.iter().cloned())
+                        .collect(),
+                }
+            })
+            .collect();
+        let at = cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.case.case_id.clone(), i))
+            .collect();
+        TrialPlans {
+            inner: Arc::new(PlansInner {
+                cases,
+                at,
+                epochs: self.epochs,
+                seed: self.seed,
+                run_id: self.run_id.clone(),
+                shard: self.shard,
+            }),
         }
-        match self.shard {
-            Some(shard) => trials
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| shard.holds(*i))
-                .map(|(_, t)| t)
-                .collect(),
-            None => trials,
+    }
+}
+
+/// The trials of a run in plan order (each case's epochs in turn; a shard's share of them),
+/// each made when it is wanted from what its case shares: a million trials are never held at
+/// once. Positions are in the unsharded plan, so a part's and the whole's agree.
+#[derive(Clone)]
+pub struct TrialPlans {
+    inner: Arc<PlansInner>,
+}
+
+struct PlansInner {
+    cases: Vec<CasePlan>,
+    /// Each case's place in `cases`, by id.
+    at: HashMap<String, usize>,
+    epochs: u32,
+    seed: u64,
+    run_id: String,
+    shard: Option<Shard>,
+}
+
+/// What every trial of a case shares.
+struct CasePlan {
+    case: Arc<gauntlet_model::Case>,
+    world: Arc<gauntlet_world::World>,
+    initial_state: Arc<Value>,
+    context: gauntlet_model::Context,
+    rules: Vec<FaultRule>,
+}
+
+impl TrialPlans {
+    /// Trials in the unsharded plan.
+    fn whole(&self) -> usize {
+        self.inner.cases.len() * self.inner.epochs as usize
+    }
+
+    /// Trials in this plan (a shard's share).
+    pub fn len(&self) -> usize {
+        let whole = self.whole();
+        match self.inner.shard {
+            // Positions p < whole with p mod count = index - 1.
+            Some(s) => (whole + s.count as usize - s.index as usize) / s.count as usize,
+            None => whole,
         }
+    }
+
+    /// Whether the plan has no trial.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The unsharded plan positions of this plan's trials, in order.
+    pub fn positions(&self) -> impl Iterator<Item = usize> + Send + 'static {
+        let (whole, shard) = (self.whole(), self.inner.shard);
+        let (first, step) = shard.map_or((0, 1), |s| ((s.index - 1) as usize, s.count as usize));
+        (first..whole).step_by(step.max(1))
+    }
+
+    /// The plan position of `case_id`'s `epoch`, if this plan holds it.
+    pub fn position_of(&self, case_id: &str, epoch: u32) -> Option<usize> {
+        let i = *self.inner.at.get(case_id)?;
+        let p = i * self.inner.epochs as usize + epoch as usize;
+        (epoch < self.inner.epochs && self.inner.shard.is_none_or(|s| s.holds(p))).then_some(p)
+    }
+
+    /// The trial at plan position `position` (see [`TrialPlans::positions`]).
+    pub fn trial(&self, position: usize) -> TrialPlan {
+        let p = &*self.inner;
+        let c = &p.cases[position / p.epochs as usize];
+        let epoch = (position % p.epochs as usize) as u32;
+        let seed = trial_seed(p.seed, &c.case.case_id, epoch);
+        TrialPlan {
+            case: Arc::clone(&c.case),
+            world: Arc::clone(&c.world),
+            initial_state: Arc::clone(&c.initial_state),
+            context: c.context.clone(),
+            epoch,
+            seed,
+            faults: FaultPlan {
+                rules: c.rules.clone(),
+                seed,
+            },
+            trace_id: trace_id(&p.run_id, &c.case.case_id, epoch),
+        }
+    }
+
+    /// This plan's trials, in order.
+    pub fn iter(&self) -> impl Iterator<Item = TrialPlan> + Send + 'static {
+        let plans = self.clone();
+        self.positions().map(move |p| plans.trial(p))
+    }
+
+    /// Whether any trial runs in a real-service world.
+    pub fn has_services(&self) -> bool {
+        self.inner
+            .cases
+            .iter()
+            .any(|c| c.world.spec().service.is_some())
     }
 }
 
@@ -354,19 +455,6 @@ pub fn check_unchanged(then: &RunHeader, now: &RunHeader) -> Result<(), PlanErro
     } else {
         Err(PlanError::ChangedSinceStart(changed.join(", ")))
     }
-}
-
-/// The summaries a resumed run already has, by plan position (`None`: still to run). A trial
-/// stored twice counts once.
-pub fn already_done(trials: &[TrialPlan], done: Vec<TrialSummary>) -> Vec<Option<TrialSummary>> {
-    let mut done: HashMap<(String, u32), TrialSummary> = done
-        .into_iter()
-        .map(|t| ((t.case_id.clone(), t.epoch), t))
-        .collect();
-    trials
-        .iter()
-        .map(|t| done.remove(&(t.case.case_id.clone(), t.epoch)))
-        .collect()
 }
 
 /// The suite's custom evaluators, their scripts read.
@@ -556,22 +644,48 @@ mod tests {
     }
 
     #[test]
-    fn a_trial_stored_twice_counts_once_when_resuming() {
+    fn a_plan_made_one_trial_at_a_time_is_the_plan_listed() {
         let suite = example();
-        let s = resolve(&suite, &RunOptions::default(), None).unwrap();
-        let cases = s.cases(&suite).unwrap();
-        let trials = s.trials(&suite, &cases);
-        let summary = |case: &str| -> TrialSummary {
-            serde_json::from_value(serde_json::json!({
-                "case_id": case, "epoch": 0, "trace_id": "", "status": "passed", "scores": [],
-                "tool_calls": 0, "steps": 0, "tokens": 0, "cost_eur": 0.0, "duration_ms": 0.0,
-                "final_state": null
-            }))
-            .unwrap()
-        };
-        let first = trials[0].case.case_id.clone();
-        let done = already_done(&trials, vec![summary(&first), summary(&first)]);
-        assert_eq!(done.iter().flatten().count(), 1);
-        assert!(done[0].is_some());
+        for shard in [
+            None,
+            Some(Shard { index: 2, count: 3 }),
+            Some(Shard { index: 5, count: 5 }),
+        ] {
+            let s = resolve(
+                &suite,
+                &RunOptions {
+                    epochs: Some(3),
+                    shard,
+                    ..RunOptions::default()
+                },
+                None,
+            )
+            .unwrap();
+            let cases = s.cases(&suite).unwrap();
+            let plans = s.plans(&suite, &cases);
+            let listed = s.trials(&suite, &cases);
+            assert_eq!(plans.len(), listed.len());
+            assert_eq!(plans.positions().count(), listed.len());
+            for (p, t) in plans.positions().zip(&listed) {
+                let made = plans.trial(p);
+                assert_eq!(plans.position_of(&t.case.case_id, t.epoch), Some(p));
+                assert_eq!(
+                    (&made.case.case_id, made.epoch, made.seed, &made.trace_id),
+                    (&t.case.case_id, t.epoch, t.seed, &t.trace_id)
+                );
+                assert_eq!(made.faults.rules.len(), t.faults.rules.len());
+            }
+            // A trial another part holds, or no plan has, has no position in this one.
+            let first = &cases[0].case.case_id;
+            let held = (0..3)
+                .filter(|e| plans.position_of(first, *e).is_some())
+                .count();
+            assert_eq!(
+                held,
+                listed.iter().filter(|t| &t.case.case_id == first).count()
+            );
+            assert_eq!(plans.position_of(first, 3), None);
+            assert_eq!(plans.position_of("no-such-case", 0), None);
+        }
     }
 }

@@ -43,7 +43,7 @@ pub struct RunPlan {
     /// Trials a resumed run already has (not in `trials`).
     pub already_done: usize,
     /// The trials still to run, in case then epoch order.
-    pub trials: Vec<TrialPlan>,
+    pub trials: Trials,
     /// How many trials run at once.
     pub concurrency: usize,
     /// Wall-time limit of one trial; the trial errs when exceeded.
@@ -62,22 +62,45 @@ pub struct RunPlan {
     pub trial_events: bool,
 }
 
+/// The trials still to run, made one at a time as slots free up: however many there are, only
+/// those in flight are held.
+pub struct Trials {
+    /// How many.
+    pub len: usize,
+    /// Whether any runs in a real-service world.
+    pub services: bool,
+    /// The trials, in order.
+    pub iter: Box<dyn Iterator<Item = TrialPlan> + Send>,
+}
+
+impl Trials {
+    /// Trials already made.
+    pub fn of(trials: Vec<TrialPlan>) -> Trials {
+        Trials {
+            len: trials.len(),
+            services: trials.iter().any(|t| t.world.spec().service.is_some()),
+            iter: Box::new(trials.into_iter()),
+        }
+    }
+}
+
 /// Runs every trial, calling `on_event` with `RunStarted`, then as trials start and finish (and,
 /// with `trial_events`, with what happens inside each). `RunFinished` is the caller's to send
 /// once it has judged the run.
 pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl FnMut(RunEvent)) {
     on_event(RunEvent::RunStarted {
-        planned: plan.trials.len() + plan.already_done,
+        planned: plan.trials.len + plan.already_done,
         already_done: plan.already_done,
         header: Box::new(plan.header),
         at: now(),
     });
     let semaphore = Arc::new(Semaphore::new(plan.concurrency.max(1)));
-    // A finished trial's slot is given back only once its record is consumed: trials that end
-    // faster than records are stored (cheap trials, large states) wait instead of piling
-    // records up, so at most `concurrency` of them are held, whatever the run's length.
+    // A trial is made and started only once it has a slot, and its slot is given back only once
+    // its record is consumed: trials that end faster than records are stored (cheap trials,
+    // large states) wait instead of piling records up, so at most `concurrency` of them are
+    // held, whatever the run's length.
     let (tx, mut rx) = mpsc::unbounded_channel::<Sent>();
-    if plan.trials.iter().any(|t| t.world.spec().service.is_some()) {
+    if plan.trials.services {
         gauntlet_services::sweep_stale();
     }
     let shared = Arc::new(TrialShared {
@@ -90,68 +113,102 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
         sandbox: plan.services_sandbox.clone(),
     });
     let trial_events = plan.trial_events;
-    for (index, trial) in plan.trials.into_iter().enumerate() {
-        let shared = Arc::clone(&shared);
-        let semaphore = Arc::clone(&semaphore);
-        let agent = Arc::clone(&agent);
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let Ok(permit) = semaphore.acquire_owned().await else {
-                return;
-            };
-            let _ = tx.send(Sent::event(RunEvent::TrialStarted {
-                index,
-                case_id: trial.case.case_id.clone(),
-                epoch: trial.epoch,
-                at: now(),
-            }));
-            let spare = trial.clone();
-            let tap = trial_events.then(|| {
-                let (tx, case_id, epoch) = (tx.clone(), trial.case.case_id.clone(), trial.epoch);
-                let tap: gauntlet_world::EventTap = Arc::new(move |event| {
-                    let _ = tx.send(Sent::event(RunEvent::TrialEvent {
-                        index,
-                        case_id: case_id.clone(),
-                        epoch,
-                        event: Box::new(event.clone()),
-                        at: now(),
-                    }));
-                });
-                tap
-            });
-            // A panicking agent or evaluator must cost its trial only.
-            let (record, started_from) =
-                match tokio::spawn(run_one(trial, agent, shared, tap)).await {
-                    Ok(r) => r,
-                    Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
+    let mut trials = plan.trials.iter.enumerate();
+    let mut sender = Some(tx);
+    loop {
+        let (open, semaphore) = (sender.is_some(), Arc::clone(&semaphore));
+        let slot = async move {
+            match open {
+                true => semaphore.acquire_owned().await.ok(),
+                false => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            // Records first: a consumed one frees the slot the next trial takes.
+            biased;
+            sent = rx.recv() => match sent {
+                Some(Sent { event, slot }) => {
+                    on_event(event);
+                    drop(slot);
+                }
+                None => break,
+            },
+            permit = slot => {
+                let (Some(permit), Some(tx)) = (permit, &sender) else {
+                    sender = None;
+                    continue;
                 };
-            if trial_events {
-                for score in &record.scores {
-                    let _ = tx.send(Sent::event(RunEvent::TrialScored {
-                        index,
-                        case_id: record.case_id.clone(),
-                        epoch: record.epoch,
-                        score: Box::new(score.clone()),
-                        at: now(),
-                    }));
+                match trials.next() {
+                    Some((index, trial)) => {
+                        start_trial(index, trial, permit, tx.clone(), &agent, &shared, trial_events);
+                    }
+                    // The last trial has started: the stream ends when it has been told.
+                    None => sender = None,
                 }
             }
-            let _ = tx.send(Sent {
-                event: RunEvent::TrialFinished {
+        }
+    }
+}
+
+/// Starts a trial on its own task, holding `permit` until its record is consumed.
+fn start_trial(
+    index: usize,
+    trial: TrialPlan,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    tx: mpsc::UnboundedSender<Sent>,
+    agent: &Arc<dyn Agent>,
+    shared: &Arc<TrialShared>,
+    trial_events: bool,
+) {
+    let shared = Arc::clone(shared);
+    let agent = Arc::clone(agent);
+    tokio::spawn(async move {
+        let _ = tx.send(Sent::event(RunEvent::TrialStarted {
+            index,
+            case_id: trial.case.case_id.clone(),
+            epoch: trial.epoch,
+            at: now(),
+        }));
+        let spare = trial.clone();
+        let tap = trial_events.then(|| {
+            let (tx, case_id, epoch) = (tx.clone(), trial.case.case_id.clone(), trial.epoch);
+            let tap: gauntlet_world::EventTap = Arc::new(move |event| {
+                let _ = tx.send(Sent::event(RunEvent::TrialEvent {
                     index,
-                    record: Box::new(record),
-                    initial_state: started_from.unwrap_or(spare.initial_state),
+                    case_id: case_id.clone(),
+                    epoch,
+                    event: Box::new(event.clone()),
                     at: now(),
-                },
-                slot: Some(permit),
+                }));
             });
+            tap
         });
-    }
-    drop(tx);
-    while let Some(Sent { event, slot }) = rx.recv().await {
-        on_event(event);
-        drop(slot);
-    }
+        // A panicking agent or evaluator must cost its trial only.
+        let (record, started_from) = match tokio::spawn(run_one(trial, agent, shared, tap)).await {
+            Ok(r) => r,
+            Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
+        };
+        if trial_events {
+            for score in &record.scores {
+                let _ = tx.send(Sent::event(RunEvent::TrialScored {
+                    index,
+                    case_id: record.case_id.clone(),
+                    epoch: record.epoch,
+                    score: Box::new(score.clone()),
+                    at: now(),
+                }));
+            }
+        }
+        let _ = tx.send(Sent {
+            event: RunEvent::TrialFinished {
+                index,
+                record: Box::new(record),
+                initial_state: started_from.unwrap_or(spare.initial_state),
+                at: now(),
+            },
+            slot: Some(permit),
+        });
+    });
 }
 
 /// An event on its way to the consumer, with the trial slot it frees once consumed.

@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,8 +28,9 @@ use gauntlet_store::{RunWriter, StoreError};
 use gauntlet_suite::Suite;
 
 use crate::agents::{ChosenAgent, GatewayOptions, choose_agent, persona_models, start_gateway};
-use crate::plan::{already_done, check_unchanged, custom_evaluators};
-use crate::{PlanError, RunOptions, RunPlan, Settings, run_trials, stamp};
+use crate::plan::{check_unchanged, custom_evaluators};
+use crate::tally::{InOrder, Tallied, Tally};
+use crate::{PlanError, RunOptions, RunPlan, Settings, Trials, run_trials, stamp};
 
 /// What a run tells its caller besides the event stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,6 +116,9 @@ pub struct Finished {
     pub dir: PathBuf,
     /// The part of a sharded run it is (its gates saw this part only).
     pub shard: Option<gauntlet_model::Shard>,
+    /// The trial summaries, on disk, for a run with more than [`Run::keep_summaries`]: the
+    /// results' `trials` are then empty, and `results.json` has them all.
+    pub spill: Option<gauntlet_store::SpilledSummaries>,
 }
 
 /// The agent of a run: named by a spec, or given.
@@ -135,6 +140,7 @@ pub struct Run<'s> {
     out: Option<PathBuf>,
     resume: Option<(PathBuf, bool)>,
     workdir: Option<PathBuf>,
+    keep: usize,
 }
 
 impl<'s> Run<'s> {
@@ -153,6 +159,7 @@ impl<'s> Run<'s> {
             out: None,
             resume: None,
             workdir: None,
+            keep: crate::offline::KEPT_SUMMARIES,
         }
     }
 
@@ -232,6 +239,15 @@ impl<'s> Run<'s> {
     /// records aside and run their trials again).
     pub fn resume(mut self, dir: impl Into<PathBuf>, set_aside_corrupt: bool) -> Self {
         self.resume = Some((dir.into(), set_aside_corrupt));
+        self
+    }
+
+    /// Trial summaries the results hold in memory, at most (default
+    /// [`KEPT_SUMMARIES`](crate::offline::KEPT_SUMMARIES)): past this they wait on disk, the
+    /// returned results list none ([`Finished::spill`]) and memory stays flat however long the
+    /// run.
+    pub fn keep_summaries(mut self, summaries: usize) -> Self {
+        self.keep = summaries;
         self
     }
 
@@ -321,14 +337,17 @@ impl<'s> Run<'s> {
         if let Some(old) = old {
             check_unchanged(old, &header)?;
         }
-        let trials = settings.trials(suite, &cases);
-        let total = trials.len();
+        let plans = settings.plans(suite, &cases);
+        let total = plans.len();
         // Records are written as trials end and only their summaries are kept; a resumed
         // run's earlier trials are summarised from their records and not run again.
-        let (out, mut writer, mut summaries) = match resumed {
+        let (out, mut writer, done) = match resumed {
             Some((writer, _, done)) => {
-                let summaries = already_done(&trials, done);
-                (writer.dir().to_owned(), writer, summaries)
+                let done: BTreeMap<usize, TrialSummary> = done
+                    .into_iter()
+                    .filter_map(|t| Some((plans.position_of(&t.case_id, t.epoch)?, t)))
+                    .collect();
+                (writer.dir().to_owned(), writer, done)
             }
             None => {
                 let folder = match settings.shard {
@@ -341,22 +360,19 @@ impl<'s> Run<'s> {
                         doing: "failed to create the run folder",
                         source,
                     })?;
-                (out, writer, vec![None; total])
+                (out, writer, BTreeMap::new())
             }
         };
+        // Stored trials the plan does not hold (another filter's) are not this run's.
+        let already_done = plans.positions().filter(|p| done.contains_key(p)).count();
         observer.notice(Notice::Folder {
             dir: out.clone(),
-            already_done: summaries.iter().flatten().count(),
+            already_done,
             planned: total,
         });
-        // The plan position of each trial still to run.
-        let (positions, trials): (Vec<usize>, Vec<_>) = trials
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| summaries[*i].is_none())
-            .unzip();
         // The servers of real-service worlds run in the same sandbox as command agents.
-        let services_sandbox = if trials.iter().any(|t| t.world.spec().service.is_some()) {
+        let services = plans.has_services();
+        let services_sandbox = if services {
             let (sandbox, warning) = gauntlet_agent::Sandbox::detect(self.isolation)
                 .map_err(|e| RunError::Input(e.to_string()))?;
             if let Some(w) = warning {
@@ -369,10 +385,22 @@ impl<'s> Run<'s> {
         } else {
             None
         };
+        // The trials still to run, made as they start.
+        let to_run = {
+            let (plans, done) = (plans.clone(), done.keys().copied().collect::<HashSet<_>>());
+            plans
+                .positions()
+                .filter(move |p| !done.contains(p))
+                .map(move |p| plans.trial(p))
+        };
         let plan = RunPlan {
             header: header.clone(),
-            already_done: total - trials.len(),
-            trials,
+            already_done,
+            trials: Trials {
+                len: total - already_done,
+                services,
+                iter: Box::new(to_run),
+            },
             concurrency: self.concurrency,
             trial_timeout: self.trial_timeout,
             custom: Arc::new(custom_evaluators(suite)?),
@@ -382,6 +410,16 @@ impl<'s> Run<'s> {
             services_sandbox,
             trial_events: observer.follows_trials(),
         };
+        let store = |doing| move |source| RunError::Store { doing, source };
+        let mut tally = InOrder::new(
+            Tally::new(&header.judges, self.keep, &out),
+            Box::new(plans.positions()),
+        );
+        for (position, summary) in done {
+            tally
+                .push(position, summary)
+                .map_err(store("failed to set trial summaries aside"))?;
+        }
         let mut write_error = None;
         // The store consumes each event first (a record is summarised as stored: a large
         // final state is its reference then), the observer after.
@@ -389,8 +427,11 @@ impl<'s> Run<'s> {
             if let Err(e) = writer.consume(&mut event) {
                 write_error.get_or_insert(e);
             }
-            if let RunEvent::TrialFinished { index, record, .. } = &event {
-                summaries[positions[*index]] = Some(TrialSummary::of(record));
+            if let RunEvent::TrialFinished { record, .. } = &event
+                && let Some(position) = plans.position_of(&record.case_id, record.epoch)
+                && let Err(e) = tally.push(position, TrialSummary::of(record))
+            {
+                write_error.get_or_insert(e);
             }
             observer.event(&event);
         })
@@ -406,23 +447,20 @@ impl<'s> Run<'s> {
                 source,
             });
         }
-        let summaries: Vec<TrialSummary> = summaries.into_iter().flatten().collect();
-        let (results, gate_errors) = gauntlet_eval::build_results(
-            header,
-            stamp(),
-            summaries,
-            &suite.gates,
-            suite.rubric.as_ref(),
-        );
-        writer.finish(&results).map_err(|source| RunError::Store {
-            doing: "failed to write results",
-            source,
-        })?;
+        let Tallied {
+            results,
+            gate_errors,
+            spill,
+        } = tally
+            .into_tally()
+            .and_then(|t| t.finish(header, stamp(), &suite.gates, suite.rubric.as_ref(), writer))
+            .map_err(store("failed to write results"))?;
         Ok(Finished {
             results,
             gate_errors,
             dir: out,
             shard: settings.shard,
+            spill,
         })
     }
 }

@@ -119,6 +119,7 @@ impl RunWriter {
             return Err(StoreError::Finished(dir.to_owned()));
         }
         let header = read_header(dir)?;
+        crate::spill::sweep_stale(dir);
         let path = dir.join("trials.jsonl");
         // Streamed: each record is summarised as it is read, and only the summaries are kept.
         let mut summaries: Vec<TrialSummary> = Vec::new();

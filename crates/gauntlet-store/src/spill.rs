@@ -12,9 +12,29 @@ use crate::StoreError;
 use crate::run_dir::io;
 
 /// Trial summaries in a temporary file (one JSON object per line), deleted when dropped.
+#[derive(Debug)]
 pub struct SpilledSummaries {
     file: BufWriter<tempfile::NamedTempFile>,
     count: u64,
+}
+
+/// The names spill files in a run folder go by (a random part between them).
+const PREFIX: &str = ".summaries-";
+const SUFFIX: &str = ".jsonl";
+
+/// Deletes the spill files a stopped process left in a run folder (a kill never deletes its
+/// own): only the process finishing the run writes one, so any found when resuming is stale.
+pub(crate) fn sweep_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(PREFIX) && name.ends_with(SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A trial summary serialised for a spill file (see [`SpilledSummaries::encode`]).
@@ -28,8 +48,8 @@ impl SpilledSummaries {
     pub fn create(dir: Option<&Path>) -> Result<SpilledSummaries, StoreError> {
         let where_ = dir.map_or_else(std::env::temp_dir, Path::to_owned);
         let file = tempfile::Builder::new()
-            .prefix(".summaries-")
-            .suffix(".jsonl")
+            .prefix(PREFIX)
+            .suffix(SUFFIX)
             .tempfile_in(&where_)
             .map_err(io(&where_))?;
         Ok(SpilledSummaries {

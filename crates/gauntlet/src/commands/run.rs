@@ -20,16 +20,23 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let run = library_run(&args, &suite)?;
     let mut terminal = Terminal::new(&args, &runtime)?;
     let Finished {
-        results,
+        mut results,
         gate_errors,
         dir: out,
         shard,
+        spill,
     } = runtime.block_on(run.execute(&mut terminal))?;
     terminal.progress.finish();
     // A part of a sharded run is listed once merged.
     if shard.is_none() {
         index_run(&suite.state_dir(), &results, &out);
     }
+    // A run too large to hold: its summaries are read back only for what lists every trial.
+    if spill.is_some() && (args.json || args.report.iter().any(|f| f.lists_trials())) {
+        results = gauntlet_store::read_results(&out)
+            .map_err(|e| ExpectedError::harness(format!("failed to read the run: {e}")))?;
+    }
+    drop(spill);
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
     if let Some(lines) = terminal.events.as_mut() {
         let at = gauntlet_runner::now();
@@ -73,7 +80,8 @@ fn library_run<'s>(
         .concurrency(args.concurrency)
         .trial_timeout(Duration::from_secs_f64(args.trial_timeout))
         .isolation(args.isolation.into())
-        .user_model(args.user_model.clone());
+        .user_model(args.user_model.clone())
+        .keep_summaries(crate::commands::score::kept_summaries());
     if let Some(out) = &args.out {
         run = run.out(out);
     }

@@ -160,6 +160,146 @@ fn the_same_run_gives_byte_identical_statistics() {
 }
 
 #[test]
+fn a_run_too_large_to_hold_keeps_its_summaries_on_disk_and_gives_the_same_results() {
+    let (_tmp, suite) = example();
+    let (held, spilled, resumed) = (
+        suite.join("held"),
+        suite.join("spilled"),
+        suite.join("resumed"),
+    );
+    let with_agent = |out: &Path, concurrency: &str, agent: &str| -> Vec<String> {
+        [
+            "run",
+            s(&suite),
+            "--out",
+            s(out),
+            "--epochs",
+            "3",
+            "--agent",
+            agent,
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain(
+            [
+                "--seed",
+                "9",
+                "--run-id",
+                "r-9",
+                "--concurrency",
+                concurrency,
+            ]
+            .map(String::from),
+        )
+        .collect()
+    };
+    let args = |out: &Path, concurrency: &str| with_agent(out, concurrency, "script:flaky");
+    let o = gauntlet().args(args(&held, "1")).output().unwrap();
+    assert!(o.status.code().unwrap() <= 1, "{o:?}");
+    // More than 5 summaries wait on disk; trials end in any order at concurrency 8.
+    let o = gauntlet()
+        .env("GAUNTLET_SCORE_KEEP", "5")
+        .args(args(&spilled, "8"))
+        .output()
+        .unwrap();
+    assert!(o.status.code().unwrap() <= 1, "{o:?}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("69 trials: too many to list here"),
+        "{stdout}"
+    );
+    let results = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    };
+    // What does not read the wall clock is the same, trial by trial and in plan order.
+    let timeless = |r: &Value| -> Value {
+        let trials: Vec<Value> = r["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                serde_json::json!([
+                    t["case_id"],
+                    t["epoch"],
+                    t["trace_id"],
+                    t["status"],
+                    t["tool_calls"]
+                ])
+            })
+            .collect();
+        serde_json::json!([
+            timeless(&r["metrics"]),
+            timeless(&r["intervals"]),
+            r["segments"],
+            r["flaky_cases"],
+            r["verdict"],
+            r["gates"],
+            trials
+        ])
+    };
+    let (a, b) = (results(&held), results(&spilled));
+    assert_eq!(b["trials"].as_array().unwrap().len(), 69);
+    assert_eq!(timeless(&a), timeless(&b));
+    let left = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".summaries"))
+            .collect()
+    };
+    assert_eq!(
+        left(&spilled),
+        Vec::<String>::new(),
+        "the spill file is gone"
+    );
+    // `--json` prints every trial, read back from the run folder.
+    let o = gauntlet()
+        .env("GAUNTLET_SCORE_KEEP", "5")
+        .args(args(&suite.join("json"), "4"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let printed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(timeless(&printed), timeless(&a));
+    // A resumed run feeds its stored trials and the new ones through the same order.
+    let mut child = std::process::Command::new(gauntlet_bin())
+        .env("GAUNTLET_SCORE_KEEP", "5")
+        .args(with_agent(&resumed, "1", "cmd:sleep 0.05; echo done"))
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    let lines = || {
+        std::fs::read_to_string(resumed.join("trials.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    while lines() < 10 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = gauntlet()
+        .env("GAUNTLET_SCORE_KEEP", "5")
+        .args(["run", "--resume", s(&resumed), s(&suite), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.code().unwrap() <= 1, "{o:?}");
+    let o = gauntlet()
+        .args(with_agent(&suite.join("whole"), "3", "cmd:echo done"))
+        .output()
+        .unwrap();
+    assert!(o.status.code().unwrap() <= 1, "{o:?}");
+    let (c, d) = (results(&resumed), results(&suite.join("whole")));
+    assert_eq!(c["trials"].as_array().unwrap().len(), 69);
+    assert_eq!(
+        timeless(&c)[6],
+        timeless(&d)[6],
+        "every trial once, in plan order"
+    );
+    assert_eq!(left(&resumed), Vec::<String>::new());
+}
+
+#[test]
 fn help_reads_well() {
     for (name, args) in [
         ("help", vec!["--help"]),

@@ -576,3 +576,15 @@ pub fn evil_trajectory() -> ([&'static str; 6], Value) {
     });
     (payloads, trajectory)
 }
+
+/// Metrics (or intervals) without those that read the wall clock (latencies, `_ms`, durations):
+/// what two runs of the same plan share.
+pub fn timeless(metrics: &Value) -> Value {
+    metrics
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| !k.contains("latency") && !k.contains("_ms") && !k.contains("duration"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
