@@ -27,7 +27,7 @@ pub const MAX_PROBLEMS: usize = 50;
 const CHUNK: usize = 64;
 
 /// Summaries held in memory by default; past this they wait on disk.
-pub const KEPT_SUMMARIES: usize = 10_000;
+pub const KEPT_SUMMARIES: usize = 1_000;
 
 /// Scoring threads by default: one a core, at most 8.
 pub fn default_workers() -> usize {

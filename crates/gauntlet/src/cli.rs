@@ -127,7 +127,7 @@ pub enum Command {
     /// The parts must come from the same suite, agent, seed, epochs and options, one of each
     /// part; the merged run lists its trials in the order an unsharded run would, so its
     /// statistics and gates are the unsharded run's. Records are streamed from the parts, and
-    /// past 10,000 trials (GAUNTLET_SCORE_KEEP) their summaries wait on disk: memory stays
+    /// past 1,000 trials (GAUNTLET_SCORE_KEEP) their summaries wait on disk: memory stays
     /// small however large the run.
     #[command(verbatim_doc_comment)]
     Merge {
