@@ -56,6 +56,18 @@ def test_results_carry_verdict_metrics_gates_and_trials(suite):
     assert [t.case_id for t in again.trials] == [t.case_id for t in results.trials]
 
 
+def test_a_run_too_large_to_hold_lists_every_trial_in_plan_order(suite, tmp_path):
+    # Past 1,000 trials the run keeps its summaries on disk; the results still list them all.
+    big = gauntlet.run(suite, agent="script:reference", epochs=50, concurrency=8,
+                       out=tmp_path / "big")
+    assert big.metrics["trials"] == 1150 and len(big.raw["trials"]) == 1150
+    keys = [(t["case_id"], t["epoch"]) for t in big.raw["trials"]]
+    cases = list(dict.fromkeys(c for c, _ in keys))
+    assert keys == [(c, e) for c in cases for e in range(50)], "plan order: each case's epochs"
+    assert [(t.case_id, t.epoch) for t in big.trials] == keys
+    assert not list((tmp_path / "big").glob(".summaries-*")), "the spill file is gone"
+
+
 def test_tool_calls_land_in_the_trajectory_with_errors_and_keys(suite):
     seen = {}
 
