@@ -26,6 +26,9 @@ pub const MAX_PROBLEMS: usize = 50;
 /// Items a scoring thread takes at a time.
 const CHUNK: usize = 64;
 
+/// Trials with a made-up trace id named in [`OfflineScore::derived`], at most.
+pub const DERIVED_NAMED: usize = 5;
+
 /// Summaries held in memory by default; past this they wait on disk.
 pub const KEPT_SUMMARIES: usize = 1_000;
 
@@ -87,8 +90,9 @@ pub struct OfflineScore {
     /// Items that could not be scored, each naming the file and line (at most
     /// [`MAX_PROBLEMS`], then a line saying the file was not read further).
     pub problems: Vec<String>,
-    /// Trials whose trace id was made up, as `CASE#EPOCH`.
-    pub derived: Vec<String>,
+    /// How many trials had their trace id made up, and the first [`DERIVED_NAMED`] of them as
+    /// `CASE#EPOCH` (a file of a million such trials must not keep a million names).
+    pub derived: (usize, Vec<String>),
     /// The trial summaries kept on disk, when there were too many for memory.
     pub spill: Option<SpilledSummaries>,
 }
@@ -178,7 +182,7 @@ pub fn score_file(
         spill: None,
         keep,
         listing: true,
-        derived: Vec::new(),
+        derived: (0, Vec::new()),
         epochs: header.epochs,
     };
     let mut problems = Vec::new();
@@ -219,7 +223,12 @@ pub fn score_file(
                     for w in warnings {
                         warn(format!("{file}:{line}: {w}"));
                     }
-                    sink.derived.extend(derived);
+                    if let Some(d) = derived {
+                        sink.derived.0 += 1;
+                        if sink.derived.1.len() < DERIVED_NAMED {
+                            sink.derived.1.push(d);
+                        }
+                    }
                     if let Err(e) = sink.take(ready) {
                         failure = Some(e);
                         return ControlFlow::Break(());
@@ -462,8 +471,8 @@ struct Sink<'a> {
     summaries_needed: bool,
     keep: usize,
     listing: bool,
-    /// Trials whose trace id was made up, as `CASE#EPOCH`.
-    derived: Vec<String>,
+    /// Trials whose trace id was made up: how many, the first named.
+    derived: (usize, Vec<String>),
     epochs: u32,
 }
 

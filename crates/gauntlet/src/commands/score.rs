@@ -63,17 +63,12 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         derived,
         mut spill,
     } = scored?;
-    if !derived.is_empty() && !args.quiet && !args.json {
-        let shown: Vec<&str> = derived.iter().take(5).map(String::as_str).collect();
+    let (derived, named) = derived;
+    if derived > 0 && !args.quiet && !args.json {
         eprintln!(
-            "note: {} trajectories had no valid trace id and got a deterministic one (from the file name, line, case and epoch): {}{}",
-            derived.len(),
-            shown.join(", "),
-            if derived.len() > shown.len() {
-                ", ..."
-            } else {
-                ""
-            }
+            "note: {derived} trajectories had no valid trace id and got a deterministic one (from the file name, line, case and epoch): {}{}",
+            named.join(", "),
+            if derived > named.len() { ", ..." } else { "" }
         );
     }
     match &mut spill {

@@ -3,6 +3,31 @@
 use crate::common::*;
 
 #[test]
+fn trajectories_without_a_trace_id_are_counted_and_the_first_five_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("examples/trajectories/article-sample.json")).unwrap(),
+    )
+    .unwrap();
+    let file = tmp.path().join("seven.jsonl");
+    std::fs::write(&file, format!("{sample}\n").repeat(7)).unwrap();
+    let o = run(&[
+        "score",
+        s(&file),
+        "--cases",
+        s(&repo().join("examples/incident-desk")),
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let note = o
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("note: 7 trajectories had no valid trace id"))
+        .unwrap_or_else(|| panic!("{}", o.stderr));
+    assert_eq!(note.matches('#').count(), 5, "{note}");
+    assert!(note.ends_with(", ..."), "{note}");
+}
+
+#[test]
 fn score_gives_the_articles_values_on_its_example() {
     let o = run(&[
         "score",
