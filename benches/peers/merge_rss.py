@@ -9,40 +9,13 @@ usage: benches/peers/merge_rss.py [TRIALS ...]   (default: 10000 30000 100000)
 env:   BIN (default target/release/gauntlet), PARTS (default "4 16"), SUITE (default the example)
 """
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("BIN", os.path.join(ROOT, "target", "release", "gauntlet"))
-SUITE = os.environ.get("SUITE", os.path.join(ROOT, "examples", "incident-desk"))
-
-
-def cases() -> int:
-    """Trials in one epoch of the suite (one run of it)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(
-            [BIN, "run", SUITE, "--agent", "script:reference", "--out", tmp + "/r", "--json"],
-            capture_output=True, text=True,
-        )
-        if out.returncode > 1:
-            sys.exit(f"gauntlet run failed: {out.stderr}")
-        return int(json.loads(out.stdout)["metrics"]["trials"])
-
-
-def peak_rss_mb(argv: list) -> tuple:
-    """Runs argv under /usr/bin/time -v: (exit code, seconds, peak RSS in MB)."""
-    t0 = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-v"] + argv, capture_output=True, text=True)
-    took = time.monotonic() - t0
-    rss = next(
-        int(line.split(":")[1]) for line in p.stderr.splitlines() if "Maximum resident" in line
-    )
-    return p.returncode, took, rss / 1024
+from rss import BIN, SUITE, cases, peak_rss_mb
 
 
 def main() -> None:
@@ -68,7 +41,7 @@ def main() -> None:
                         sys.exit(f"part {i}/{n} exited {code}")
                     parts.append(part)
                 merged = os.path.join(work, "merged")
-                code, took, rss = peak_rss_mb([BIN, "merge", *parts, "--out", merged])
+                code, took, rss, _ = peak_rss_mb([BIN, "merge", *parts, "--out", merged])
                 if code > 1:
                     sys.exit(f"merge exited {code}")
                 size_mb = os.path.getsize(os.path.join(merged, "trials.jsonl")) / 1e6

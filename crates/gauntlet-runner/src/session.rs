@@ -343,6 +343,7 @@ impl<'s> Run<'s> {
         // run's earlier trials are summarised from their records and not run again.
         let (out, mut writer, done) = match resumed {
             Some((writer, _, done)) => {
+                // Stored trials the plan does not hold (another filter's) are not this run's.
                 let done: BTreeMap<usize, TrialSummary> = done
                     .into_iter()
                     .filter_map(|t| Some((plans.position_of(&t.case_id, t.epoch)?, t)))
@@ -363,8 +364,7 @@ impl<'s> Run<'s> {
                 (out, writer, BTreeMap::new())
             }
         };
-        // Stored trials the plan does not hold (another filter's) are not this run's.
-        let already_done = plans.positions().filter(|p| done.contains_key(p)).count();
+        let already_done = done.len();
         observer.notice(Notice::Folder {
             dir: out.clone(),
             already_done,

@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet_runner::merge::{Merged, merge_parts};
-use gauntlet_store::read_results;
 
-use crate::commands::shared::{print_results, verdict_code};
+use crate::commands::shared::{listing_trials, print_results, verdict_code};
 use crate::exit::ExpectedError;
 
 pub fn merge(
@@ -16,7 +15,7 @@ pub fn merge(
     json: bool,
 ) -> Result<i32, ExpectedError> {
     let Merged {
-        mut results,
+        results,
         gate_errors,
         spill,
     } = merge_parts(
@@ -30,12 +29,7 @@ pub fn merge(
     if let Some(state) = state.filter(|s| s.file_name().is_some_and(|n| n == ".gauntlet")) {
         crate::commands::shared::index_run(state, &results, out);
     }
-    // A run too large to hold: its summaries are read back only for what lists every trial.
-    let listed = spill.is_some() && (json || reports.iter().any(|f| f.lists_trials()));
-    if listed {
-        results = read_results(out)
-            .map_err(|e| ExpectedError::harness(format!("failed to read the merged run: {e}")))?;
-    }
+    let results = listing_trials(results, spill.is_some(), json, reports, out)?;
     let written = crate::commands::report::write_reports(out, &results, reports)?;
     print_results(&results, json, false);
     if !json {

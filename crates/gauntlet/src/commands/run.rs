@@ -8,7 +8,9 @@ use gauntlet_model::RunEvent;
 use gauntlet_runner::{Finished, Notice, Observer, Run};
 
 use crate::cli::RunArgs;
-use crate::commands::shared::{index_run, load_suite, report_finished, verdict_code};
+use crate::commands::shared::{
+    index_run, listing_trials, load_suite, report_finished, verdict_code,
+};
 use crate::exit::ExpectedError;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
@@ -20,7 +22,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let run = library_run(&args, &suite)?;
     let mut terminal = Terminal::new(&args, &runtime)?;
     let Finished {
-        mut results,
+        results,
         gate_errors,
         dir: out,
         shard,
@@ -31,11 +33,7 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     if shard.is_none() {
         index_run(&suite.state_dir(), &results, &out);
     }
-    // A run too large to hold: its summaries are read back only for what lists every trial.
-    if spill.is_some() && (args.json || args.report.iter().any(|f| f.lists_trials())) {
-        results = gauntlet_store::read_results(&out)
-            .map_err(|e| ExpectedError::harness(format!("failed to read the run: {e}")))?;
-    }
+    let results = listing_trials(results, spill.is_some(), args.json, &args.report, &out)?;
     drop(spill);
     let reports = crate::commands::report::write_reports(&out, &results, &args.report)?;
     if let Some(lines) = terminal.events.as_mut() {

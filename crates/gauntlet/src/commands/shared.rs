@@ -81,6 +81,23 @@ pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResul
     }
 }
 
+/// The results with every trial listed, for what lists them (`json`, or a report in
+/// `reports` that does): a run too large to hold returned its results without them (`spilled`),
+/// so they are read back from `dir/results.json`; otherwise `results` as they are.
+pub fn listing_trials(
+    results: RunResults,
+    spilled: bool,
+    json: bool,
+    reports: &[crate::commands::report::Format],
+    dir: &Path,
+) -> Result<RunResults, ExpectedError> {
+    if !spilled || !(json || reports.iter().any(|f| f.lists_trials())) {
+        return Ok(results);
+    }
+    gauntlet_store::read_results(dir)
+        .map_err(|e| ExpectedError::harness(format!("failed to read the run: {e}")))
+}
+
 /// Lists a stored run in its suite's index. The index only makes past runs listable: a failure
 /// to update it loses no result, and is a warning.
 pub fn index_run(state: &Path, results: &RunResults, out: &Path) {
