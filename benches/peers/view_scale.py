@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`gauntlet view` and the HTML report at any run size: a run of TRIALS trials is generated from
-a real run of the example suite (its records repeated over epochs, its results.json's summaries
+a real run of the example suite (its records repeated over epochs, its summaries.jsonl's summaries
 likewise), then the viewer is timed as a person meets it, cold (nothing indexed yet) and warm
 (the index kept beside the run from the first open):
 
@@ -58,14 +58,15 @@ def generate(work: str) -> str:
                     break
                 out.write(epoch.sub(f'"epoch":{e}', line, count=1))
                 n += 1
-    summaries = results["trials"]
-    trials = []
-    for e in range(epochs):
-        for s in summaries:
-            if len(trials) == TRIALS:
-                break
-            trials.append(dict(s, epoch=e))
-    results["trials"] = trials
+    summaries = [json.loads(l) for l in open(os.path.join(seed_run, "summaries.jsonl")) if l.strip()]
+    n = 0
+    with open(os.path.join(big, "summaries.jsonl"), "w") as out:
+        for e in range(epochs):
+            for s in summaries:
+                if n == TRIALS:
+                    break
+                out.write(json.dumps(dict(s, epoch=e)) + "\n")
+                n += 1
     results["header"] = header
     json.dump(results, open(os.path.join(big, "results.json"), "w"))
     return big

@@ -58,12 +58,37 @@ impl CommandAgent {
     }
 }
 
-/// The process groups of the agents running now.
-static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// The process groups of the agents running now, and whether gauntlet is stopping.
+struct Live {
+    groups: BTreeSet<i32>,
+    stopping: bool,
+}
 
-/// The registry, even if a thread panicked holding it (it is a plain set).
-fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
-    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    groups: BTreeSet::new(),
+    stopping: false,
+});
+
+/// The registry, even if a thread panicked holding it (it is plain data).
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the agent's process and registers its group with the registry held: a stop either
+/// finds the agent registered and kills it, or came first and no agent starts.
+fn spawn_registered(
+    cmd: &mut tokio::process::Command,
+) -> std::io::Result<(tokio::process::Child, GroupGuard)> {
+    let mut live = live();
+    if live.stopping {
+        return Err(std::io::Error::other("gauntlet is stopping"));
+    }
+    let child = cmd.spawn()?;
+    let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+    if let Some(g) = pgid {
+        live.groups.insert(g);
+    }
+    Ok((child, GroupGuard(pgid)))
 }
 
 fn kill_group(pgid: i32) {
@@ -75,32 +100,24 @@ fn kill_group(pgid: i32) {
 }
 
 /// Kills every running agent's process group (gauntlet is being stopped); returns how many.
+/// No agent starts after it: the process is about to exit.
 pub fn kill_all_agents() -> usize {
-    let groups = live_groups();
-    for &pgid in groups.iter() {
+    let mut live = live();
+    live.stopping = true;
+    for &pgid in live.groups.iter() {
         kill_group(pgid);
     }
-    groups.len()
+    live.groups.len()
 }
 
 /// Kills the agent's whole process group when dropped (the trial ended, timed out or failed).
 struct GroupGuard(Option<i32>);
 
-impl GroupGuard {
-    fn new(pid: Option<u32>) -> Self {
-        let pgid = pid.and_then(|p| i32::try_from(p).ok());
-        if let Some(g) = pgid {
-            live_groups().insert(g);
-        }
-        GroupGuard(pgid)
-    }
-}
-
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
             kill_group(pgid);
-            live_groups().remove(&pgid);
+            live().groups.remove(&pgid);
         }
     }
 }
@@ -263,10 +280,8 @@ impl CommandAgent {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
+        let (mut child, _group) = spawn_registered(&mut cmd)
             .map_err(|e| AgentError(format!("cannot start `{}`: {e}", self.command)))?;
-        let _group = GroupGuard::new(child.id());
         let stdin_body = json!({
             "case_id": input.case_id, "user_input": input.user_input, "epoch": input.epoch,
             "seed": input.seed, "mcp": {"url": url, "token": token},

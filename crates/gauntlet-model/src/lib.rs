@@ -50,8 +50,9 @@ pub use matcher::{Expectation, Matcher, MatcherError, MatcherSyntaxError, Reserv
 pub use rubric::{DimensionDef, RubricDef};
 pub use run::{
     Evaluation, EvaluatorStats, FORMAT_VERSION, FlakyCase, GateOutcome, Interval, IntervalMethod,
-    Observed, Price, RubricDimensionOutcome, RubricOutcome, RunHeader, RunResults, SegmentStats,
-    Shard, ShardSyntaxError, TrialRecord, TrialStatus, TrialSummary, Verdict, Versions,
+    OLDEST_READABLE_FORMAT, Observed, Price, RubricDimensionOutcome, RubricOutcome, RunHeader,
+    RunResults, SUMMARIES_FILE, SegmentStats, Shard, ShardSyntaxError, TrialRecord, TrialStatus,
+    TrialSummary, Verdict, Versions,
 };
 pub use score::{Dimension, Needs, NotApplicable, Score, Severity};
 pub use trajectory::{Event, SideEffect, StateChange, ToolCall, ToolError, Trajectory};

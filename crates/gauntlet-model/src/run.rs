@@ -1,7 +1,8 @@
 //! The run log: a header, one record per trial, and the canonical `results.json`.
 //!
 //! [`FORMAT_VERSION`] is written into every header and result; a reader refuses a version it
-//! does not know. A new field is added together with its reader, with a default for old logs.
+//! does not know (it reads every one from [`OLDEST_READABLE_FORMAT`]). A new field is added
+//! together with its reader, with a default for old logs.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,16 @@ use crate::score::Score;
 use crate::trajectory::Trajectory;
 
 /// Version of the on-disk run format (`run.json`, `trials.jsonl`, `results.json`).
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2 keeps the trial summaries out of `results.json`, one per line of `summaries.jsonl`
+/// in plan order, so that `results.json` is the same size whatever the trial count; version 1
+/// listed them in its `trials`.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest run format this release still reads.
+pub const OLDEST_READABLE_FORMAT: u32 = 1;
+
+/// The file beside `results.json` with a run's trial summaries (format 2 on).
+pub const SUMMARIES_FILE: &str = "summaries.jsonl";
 
 /// Content hashes of everything that determines a run's behaviour.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -632,11 +642,34 @@ pub struct RunResults {
     /// Each LLM judge over the run: outcomes, cost (apart from the agent's), splits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<crate::JudgeReport>,
-    /// One summary per trial, in case then epoch order.
+    /// One summary per trial, in case then epoch order. The full view has them (`--json`,
+    /// `gauntlet report RUN --format json`, the library); the stored `results.json` (format 2
+    /// on) does not: they are the lines of `summaries.jsonl` beside it.
+    #[serde(default)]
     pub trials: Vec<TrialSummary>,
 }
 
 impl RunResults {
+    /// Everything but the trial summaries: what the stored `results.json` holds.
+    pub fn without_trials(&self) -> RunResults {
+        RunResults {
+            format_version: self.format_version,
+            header: self.header.clone(),
+            finished_at: self.finished_at.clone(),
+            verdict: self.verdict,
+            metrics: self.metrics.clone(),
+            intervals: self.intervals.clone(),
+            evaluators: self.evaluators.clone(),
+            segments: self.segments.clone(),
+            flaky_cases: self.flaky_cases.clone(),
+            first_wrong_steps: self.first_wrong_steps.clone(),
+            rubric: self.rubric.clone(),
+            gates: self.gates.clone(),
+            judges: self.judges.clone(),
+            trials: Vec::new(),
+        }
+    }
+
     /// Why no trial could run, when every trial ended in a harness error: the harness's
     /// failure, not a verdict on the agent. The message names how many trials there were and
     /// the first one's reason (one indented line per line of it).

@@ -55,8 +55,8 @@ fn cases<'py>(py: Python<'py>, suite: PathBuf) -> PyResult<Bound<'py, PyAny>> {
     Ok(pythonize::pythonize(py, &cases)?)
 }
 
-/// A stored run's `results.json`, checked as `gauntlet report` reads it, as `{results, run_dir,
-/// errors}`.
+/// A stored run's results (`results.json` and `summaries.jsonl`), checked as `gauntlet report`
+/// reads them, as `{results, run_dir, errors}`.
 #[pyfunction]
 fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let file = run_dir.join("results.json");
@@ -331,7 +331,7 @@ fn run<'py>(
         spill,
     } = executed?.map_err(|e| errors::classified(py, &e))?;
     // A run too large to hold its summaries kept them on disk: `Results` lists every trial, so
-    // they are read back from `results.json`.
+    // they are read back from the run folder (`summaries.jsonl`).
     if spill.is_some() {
         results = py
             .detach(|| gauntlet_store::read_results(&dir))

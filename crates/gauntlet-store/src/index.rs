@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use gauntlet_model::names::metric;
 use gauntlet_model::{RunResults, TrialStatus};
 use rusqlite::{Connection, params};
 
@@ -136,11 +137,17 @@ impl Index {
         let p = Path::new("index");
         let tx = self.conn.transaction().map_err(db(p))?;
         let h = &results.header;
-        let passed = results
-            .trials
-            .iter()
-            .filter(|t| t.status == TrialStatus::Passed)
-            .count();
+        // From the counts: a run too large to hold returns its results without the summaries.
+        let count = |name| results.metrics.get(name).copied().flatten().unwrap_or(0.0) as i64;
+        let (trials, passed) = if results.trials.is_empty() {
+            (count(metric::TRIALS), count(metric::PASSED))
+        } else {
+            let passed = results
+                .trials
+                .iter()
+                .filter(|t| t.status == TrialStatus::Passed);
+            (results.trials.len() as i64, passed.count() as i64)
+        };
         tx.execute(
             "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
@@ -151,8 +158,8 @@ impl Index {
                 h.started_at,
                 results.finished_at,
                 format!("{:?}", results.verdict).to_lowercase(),
-                results.trials.len() as i64,
-                passed as i64,
+                trials,
+                passed,
                 // Absolute, so that `runs` and `--prune` find it from any working directory.
                 std::fs::canonicalize(dir)
                     .unwrap_or_else(|_| dir.to_owned())

@@ -4,7 +4,10 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use gauntlet_model::{FORMAT_VERSION, RunEvent, RunHeader, RunResults, TrialRecord, TrialSummary};
+use gauntlet_model::{
+    FORMAT_VERSION, OLDEST_READABLE_FORMAT, RunEvent, RunHeader, RunResults, SUMMARIES_FILE,
+    TrialRecord, TrialSummary,
+};
 use serde_json::Value;
 
 pub use crate::error::StoreError;
@@ -322,31 +325,61 @@ impl RunWriter {
         Ok(())
     }
 
-    /// Writes `results.json` atomically; the run is complete. The header is written again
-    /// from the results when it changed (a scored file's epoch count is known at its end).
+    /// Writes the trial summaries into `summaries.jsonl`, then `results.json` (everything else),
+    /// each atomically; the run is complete once `results.json` is there. The header is written
+    /// again from the results when it changed (a scored file's epoch count is known at its end).
     pub fn finish(mut self, results: &RunResults) -> Result<(), StoreError> {
-        let path = self.dir.join("trials.jsonl");
-        self.trials.flush().map_err(io(&path))?;
-        if self.header != results.header {
-            write_atomic(&self.dir.join("run.json"), &results.header)?;
-        }
-        write_atomic(&self.dir.join("results.json"), results)
+        self.close(results)?;
+        write_atomic_with(&self.dir.join(SUMMARIES_FILE), |w, tmp| {
+            for summary in &results.trials {
+                serde_json::to_writer(&mut *w, summary).map_err(|e| StoreError::Format {
+                    path: tmp.to_owned(),
+                    line: 1,
+                    message: e.to_string(),
+                })?;
+                w.write_all(b"\n").map_err(io(tmp))?;
+            }
+            Ok(())
+        })?;
+        write_results_file(&self.dir, results)
     }
 
-    /// Finishes the run as [`RunWriter::finish`], with the results' trial summaries (left
-    /// empty in `results`) copied from `spill`.
+    /// Finishes the run as [`RunWriter::finish`], with the trial summaries (left empty in
+    /// `results`) those of `spill`, whose file becomes `summaries.jsonl`.
     pub fn finish_spilled(
         mut self,
         results: &RunResults,
         spill: &mut crate::SpilledSummaries,
     ) -> Result<(), StoreError> {
+        self.close(results)?;
+        spill.keep_as(&self.dir.join(SUMMARIES_FILE))?;
+        write_results_file(&self.dir, results)
+    }
+
+    /// Flushes the records, and writes the header again when the results' differs.
+    fn close(&mut self, results: &RunResults) -> Result<(), StoreError> {
         let path = self.dir.join("trials.jsonl");
         self.trials.flush().map_err(io(&path))?;
         if self.header != results.header {
             write_atomic(&self.dir.join("run.json"), &results.header)?;
         }
-        spill.write_results_file(results, &self.dir)
+        Ok(())
     }
+}
+
+/// Writes `dir/results.json`: `results` but its trial summaries (which are in `summaries.jsonl`).
+fn write_results_file(dir: &Path, results: &RunResults) -> Result<(), StoreError> {
+    let path = dir.join("results.json");
+    let mut value =
+        serde_json::to_value(results.without_trials()).map_err(|e| StoreError::Format {
+            path: path.clone(),
+            line: 1,
+            message: e.to_string(),
+        })?;
+    if let Some(map) = value.as_object_mut() {
+        map.remove("trials");
+    }
+    write_atomic(&path, &value)
 }
 
 /// Moves the 1-based `lines` of the first `kept` bytes of `path` to the end of `aside`, and
@@ -390,13 +423,15 @@ fn check_format(path: &Path, text: &str) -> Result<(), StoreError> {
     let version = serde_json::from_str::<Versioned>(text)
         .ok()
         .and_then(|v| v.format_version);
+    let readable = u64::from(OLDEST_READABLE_FORMAT)..=u64::from(FORMAT_VERSION);
     match version {
-        Some(v) if v != u64::from(FORMAT_VERSION) => Err(StoreError::Format {
+        Some(v) if !readable.contains(&v) => Err(StoreError::Format {
             path: path.to_owned(),
             line: 1,
             message: format!(
-                "run format version {v} is not supported (this gauntlet reads {FORMAT_VERSION}): \
-                 read it with the gauntlet release that wrote it, or run the suite again"
+                "run format version {v} is not supported (this gauntlet reads {OLDEST_READABLE_FORMAT} \
+                 to {FORMAT_VERSION}): read it with the gauntlet release that wrote it, or run the \
+                 suite again"
             ),
         }),
         _ => Ok(()),
@@ -415,8 +450,40 @@ pub fn read_header(dir: &Path) -> Result<RunHeader, StoreError> {
     })
 }
 
-/// Reads `results.json` of a run directory (or the file itself).
+/// Reads a finished run whole: `results.json` of a run directory (or the file itself) with its
+/// trial summaries (from `summaries.jsonl` beside it, format 2 on). Memory grows with the
+/// trials: [`read_results_head`] and [`read_summaries`] read a large run in bounded memory.
 pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
+    let (file, mut results) = read_results_file(path)?;
+    if results.format_version >= 2 {
+        results.trials = summaries_of(&file)?.collect::<Result<_, _>>()?;
+    }
+    Ok(results)
+}
+
+/// Reads a finished run without its trial summaries (`trials` empty): bounded memory, whatever
+/// the run's size, for a run in format 2 on.
+pub fn read_results_head(path: &Path) -> Result<RunResults, StoreError> {
+    let (_, mut results) = read_results_file(path)?;
+    results.trials = Vec::new();
+    Ok(results)
+}
+
+/// Streams a finished run's trial summaries, in plan order, one at a time (a run in format 1
+/// has them in its `results.json`, which is read whole).
+pub fn read_summaries(
+    path: &Path,
+) -> Result<Box<dyn Iterator<Item = Result<TrialSummary, StoreError>>>, StoreError> {
+    let (file, results) = read_results_file(path)?;
+    if results.format_version >= 2 {
+        Ok(Box::new(summaries_of(&file)?))
+    } else {
+        Ok(Box::new(results.trials.into_iter().map(Ok)))
+    }
+}
+
+/// The `results.json` of `path` (a run folder or the file) and what it holds as it is.
+fn read_results_file(path: &Path) -> Result<(PathBuf, RunResults), StoreError> {
     let file = if path.is_dir() {
         path.join("results.json")
     } else {
@@ -424,11 +491,55 @@ pub fn read_results(path: &Path) -> Result<RunResults, StoreError> {
     };
     let text = std::fs::read_to_string(&file).map_err(io(&file))?;
     check_format(&file, &text)?;
-    serde_json::from_str(&text).map_err(|e| StoreError::Format {
+    let results = serde_json::from_str(&text).map_err(|e| StoreError::Format {
         path: file.clone(),
         line: e.line(),
         message: e.to_string(),
-    })
+    })?;
+    Ok((file, results))
+}
+
+/// The summaries in `summaries.jsonl` beside `results` (a `results.json`), one at a time.
+fn summaries_of(
+    results: &Path,
+) -> Result<impl Iterator<Item = Result<TrialSummary, StoreError>> + use<>, StoreError> {
+    lines_of::<TrialSummary>(&summaries_beside(results))
+}
+
+/// Where the summaries of the `results.json` at `results` are.
+fn summaries_beside(results: &Path) -> PathBuf {
+    results.with_file_name(SUMMARIES_FILE)
+}
+
+/// The JSON lines of `path` read as `T`, one at a time; an error names the file and line.
+fn lines_of<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<T, StoreError>> + use<T>, StoreError> {
+    let file = File::open(path).map_err(|e| StoreError::Io {
+        path: path.to_owned(),
+        source: if e.kind() == std::io::ErrorKind::NotFound {
+            std::io::Error::new(
+                e.kind(),
+                "the run's trial summaries are missing: a finished run (format 2 on) has them \
+                 beside results.json",
+            )
+        } else {
+            e
+        },
+    })?;
+    let path = path.to_owned();
+    Ok(BufReader::with_capacity(1 << 16, file)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
+        .map(move |(i, line)| {
+            let line = line.map_err(io(&path))?;
+            serde_json::from_str(&line).map_err(|e| StoreError::Format {
+                path: path.clone(),
+                line: i + 1,
+                message: e.to_string(),
+            })
+        }))
 }
 
 /// What a finished run's `results.json` holds besides its trial summaries, of which only the
@@ -456,6 +567,7 @@ pub fn read_results_brief(dir: &Path) -> Result<ResultsBrief, StoreError> {
         format_version: Option<u64>,
         header: RunHeader,
         gates: Vec<gauntlet_model::GateOutcome>,
+        #[serde(default)]
         trials: Vec<Key>,
     }
     let file = dir.join("results.json");
@@ -468,14 +580,15 @@ pub fn read_results_brief(dir: &Path) -> Result<ResultsBrief, StoreError> {
     if let Some(v) = brief.format_version {
         check_format(&file, &format!("{{\"format_version\": {v}}}"))?;
     }
+    let keys = if brief.format_version.unwrap_or(FORMAT_VERSION.into()) >= 2 {
+        lines_of::<Key>(&summaries_beside(&file))?.collect::<Result<Vec<_>, _>>()?
+    } else {
+        brief.trials
+    };
     Ok(ResultsBrief {
         header: brief.header,
         gates: brief.gates,
-        trials: brief
-            .trials
-            .into_iter()
-            .map(|k| (k.case_id, k.epoch))
-            .collect(),
+        trials: keys.into_iter().map(|k| (k.case_id, k.epoch)).collect(),
     })
 }
 
@@ -873,6 +986,113 @@ mod tests {
             assert!(
                 message.contains("run format version 99 is not supported")
                     && message.contains("run the suite again"),
+                "{message}"
+            );
+        }
+    }
+
+    /// A finished run of `n` trials through [`RunWriter::finish`], or through a spill file
+    /// with `spilled`; its folder and summaries.
+    fn run_of(n: usize, spilled: bool) -> (tempfile::TempDir, PathBuf, Vec<TrialSummary>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let mut writer = RunWriter::create(&dir, &header()).unwrap();
+        let mut summaries = Vec::new();
+        for i in 0..n {
+            let mut r = record(&format!("case-{:03}", n - i));
+            r.epoch = i as u32 % 3;
+            writer.append(&r).unwrap();
+            summaries.push(TrialSummary::of(&r));
+        }
+        if spilled {
+            let mut spill = crate::SpilledSummaries::create(Some(&dir)).unwrap();
+            for t in &summaries {
+                spill.push(t).unwrap();
+            }
+            writer.finish_spilled(&results(vec![]), &mut spill).unwrap();
+            drop(spill);
+        } else {
+            writer.finish(&results(summaries.clone())).unwrap();
+        }
+        (tmp, dir, summaries)
+    }
+
+    #[test]
+    fn results_json_is_the_same_size_whatever_the_trial_count_and_the_summaries_lie_beside_it() {
+        let size = |dir: &Path| std::fs::metadata(dir.join("results.json")).unwrap().len();
+        let (_a, few, _) = run_of(3, false);
+        for spilled in [false, true] {
+            let (_b, many, summaries) = run_of(300, spilled);
+            assert_eq!(size(&many), size(&few), "spilled {spilled}");
+            let stored: Value =
+                serde_json::from_str(&std::fs::read_to_string(many.join("results.json")).unwrap())
+                    .unwrap();
+            assert_eq!(stored["format_version"], FORMAT_VERSION);
+            assert!(stored.get("trials").is_none(), "{stored}");
+            let lines = std::fs::read_to_string(many.join(SUMMARIES_FILE)).unwrap();
+            assert_eq!(lines.lines().count(), 300);
+            // Read whole, head only, streamed, and as keys: the same trials in the same order.
+            assert_eq!(read_results(&many).unwrap().trials, summaries);
+            assert_eq!(
+                read_results(&many.join("results.json")).unwrap().trials,
+                summaries
+            );
+            assert!(read_results_head(&many).unwrap().trials.is_empty());
+            let streamed: Vec<TrialSummary> =
+                read_summaries(&many).unwrap().map(Result::unwrap).collect();
+            assert_eq!(streamed, summaries);
+            let keys: Vec<(String, u32)> = summaries
+                .iter()
+                .map(|t| (t.case_id.clone(), t.epoch))
+                .collect();
+            assert_eq!(read_results_brief(&many).unwrap().trials, keys);
+            // The full view streamed from the file is the results read whole.
+            let mut full = Vec::new();
+            crate::write_full_results(
+                &read_results_head(&many).unwrap(),
+                &many.join(SUMMARIES_FILE),
+                &mut full,
+            )
+            .unwrap();
+            let full: RunResults = serde_json::from_slice(&full).unwrap();
+            assert_eq!(full, read_results(&many).unwrap());
+            // No spill file is left behind.
+            let names: Vec<String> = std::fs::read_dir(&many)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with('.'))
+                .collect();
+            assert!(names.is_empty(), "{names:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_of_format_1_with_its_summaries_in_results_json_is_still_read() {
+        let (_tmp, dir, summaries) = run_of(5, false);
+        let mut v = serde_json::to_value(read_results(&dir).unwrap()).unwrap();
+        v["format_version"] = json!(1);
+        std::fs::write(dir.join("results.json"), v.to_string()).unwrap();
+        std::fs::remove_file(dir.join(SUMMARIES_FILE)).unwrap();
+        let read = read_results(&dir).unwrap();
+        assert_eq!((read.format_version, read.trials), (1, summaries.clone()));
+        assert!(read_results_head(&dir).unwrap().trials.is_empty());
+        let streamed: Vec<TrialSummary> =
+            read_summaries(&dir).unwrap().map(Result::unwrap).collect();
+        assert_eq!(streamed, summaries);
+        assert_eq!(read_results_brief(&dir).unwrap().trials.len(), 5);
+    }
+
+    #[test]
+    fn a_finished_run_without_its_summaries_says_which_file_is_missing() {
+        let (_tmp, dir, _) = run_of(2, false);
+        std::fs::remove_file(dir.join(SUMMARIES_FILE)).unwrap();
+        for e in [
+            read_results(&dir).map(|_| ()).unwrap_err(),
+            read_results_brief(&dir).map(|_| ()).unwrap_err(),
+        ] {
+            let message = e.to_string();
+            assert!(
+                message.contains(SUMMARIES_FILE) && message.contains("missing"),
                 "{message}"
             );
         }

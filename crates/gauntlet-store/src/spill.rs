@@ -1,20 +1,25 @@
 //! Trial summaries kept on disk rather than in memory, for runs too large to hold: `score` on a
-//! big file tallies its metrics as trials stream by and writes their summaries here; the
-//! results are then written with the summaries copied in from the file, so memory stays flat
-//! however many trials there are, and `results.json` keeps its format.
+//! big file and `run` past its kept summaries tally their metrics as trials stream by and write
+//! their summaries here, in plan order; the file then becomes the run folder's
+//! `summaries.jsonl`, so memory stays flat however many trials there are.
 
-use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use gauntlet_model::{RunResults, TrialSummary};
 
 use crate::StoreError;
 use crate::run_dir::io;
 
-/// Trial summaries in a temporary file (one JSON object per line), deleted when dropped.
+/// Trial summaries in a file (one JSON object per line): a temporary file, deleted when dropped,
+/// until [`SpilledSummaries::keep_as`] names it.
 #[derive(Debug)]
 pub struct SpilledSummaries {
-    file: BufWriter<tempfile::NamedTempFile>,
+    file: BufWriter<File>,
+    path: PathBuf,
+    /// Deletes the file when dropped, until it is kept.
+    temp: Option<tempfile::TempPath>,
     count: u64,
 }
 
@@ -47,15 +52,34 @@ impl SpilledSummaries {
     /// A spill file in `dir` (a run folder), or in the system's temporary folder.
     pub fn create(dir: Option<&Path>) -> Result<SpilledSummaries, StoreError> {
         let where_ = dir.map_or_else(std::env::temp_dir, Path::to_owned);
-        let file = tempfile::Builder::new()
+        let (file, temp) = tempfile::Builder::new()
             .prefix(PREFIX)
             .suffix(SUFFIX)
             .tempfile_in(&where_)
-            .map_err(io(&where_))?;
+            .map_err(io(&where_))?
+            .into_parts();
         Ok(SpilledSummaries {
             file: BufWriter::with_capacity(1 << 16, file),
+            path: temp.to_path_buf(),
+            temp: Some(temp),
             count: 0,
         })
+    }
+
+    /// Keeps the file as `to` (renamed, or copied across file systems), synced: it is no longer
+    /// deleted when dropped.
+    pub fn keep_as(&mut self, to: &Path) -> Result<(), StoreError> {
+        self.file.flush().map_err(io(&self.path))?;
+        self.file.get_ref().sync_all().map_err(io(&self.path))?;
+        if let Some(temp) = self.temp.take() {
+            if let Err(e) = temp.persist(to) {
+                // Another file system (a spill outside the run folder): copied, then deleted.
+                std::fs::copy(&e.path, to).map_err(io(to))?;
+                File::open(to).and_then(|f| f.sync_all()).map_err(io(to))?;
+            }
+            self.path = to.to_owned();
+        }
+        Ok(())
     }
 
     /// Summaries written so far.
@@ -79,7 +103,7 @@ impl SpilledSummaries {
     /// Adds one summary serialised by [`SpilledSummaries::encode`].
     pub fn push_encoded(&mut self, summary: &EncodedSummary) -> Result<(), StoreError> {
         if let Err(e) = self.file.write_all(&summary.0) {
-            return Err(io(self.file.get_ref().path())(e));
+            return Err(io(&self.path)(e));
         }
         self.count += 1;
         Ok(())
@@ -88,7 +112,7 @@ impl SpilledSummaries {
     /// Adds one summary.
     pub fn push(&mut self, summary: &TrialSummary) -> Result<(), StoreError> {
         let line = Self::encode(summary).map_err(|e| StoreError::Format {
-            path: self.file.get_ref().path().to_owned(),
+            path: self.path.clone(),
             line: self.count as usize + 1,
             message: e.to_string(),
         })?;
@@ -100,53 +124,51 @@ impl SpilledSummaries {
     pub fn write_results(
         &mut self,
         results: &RunResults,
-        mut out: impl Write,
+        out: impl Write,
     ) -> Result<(), StoreError> {
-        let path = self.file.get_ref().path().to_owned();
-        let format = |message: String| StoreError::Format {
-            path: path.clone(),
-            line: 1,
-            message,
-        };
-        self.file.flush().map_err(io(&path))?;
-        let mut value = serde_json::to_value(results).map_err(|e| format(e.to_string()))?;
-        value["trials"] = serde_json::Value::String(SLOT.to_owned());
-        let text = serde_json::to_string_pretty(&value).map_err(|e| format(e.to_string()))?;
-        let slot = serde_json::to_string(SLOT).map_err(|e| format(e.to_string()))?;
-        let Some((before, after)) = text.split_once(&slot) else {
-            return Err(format("the results have no trials slot".to_owned()));
-        };
-        let mut file = self.file.get_ref().reopen().map_err(io(&path))?;
-        file.rewind().map_err(io(&path))?;
-        let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes);
-        let mut run = |out: &mut dyn Write| -> std::io::Result<()> {
-            write(out, before.as_bytes())?;
-            write(out, b"[")?;
-            let mut first = true;
-            for line in BufReader::with_capacity(1 << 16, &mut file).split(b'\n') {
-                let line = line?;
-                if line.is_empty() {
-                    continue;
-                }
-                write(out, if first { b"\n    " } else { b",\n    " })?;
-                write(out, &line)?;
-                first = false;
-            }
-            write(out, if first { b"]" } else { b"\n  ]" })?;
-            write(out, after.as_bytes())?;
-            write(out, b"\n")
-        };
-        run(&mut out).map_err(io(&path))
+        self.file.flush().map_err(io(&self.path))?;
+        write_full_results(results, &self.path, out)
     }
+}
 
-    /// Writes the results into `dir/results.json` (atomically), as [`Self::write_results`].
-    pub fn write_results_file(
-        &mut self,
-        results: &RunResults,
-        dir: &Path,
-    ) -> Result<(), StoreError> {
-        crate::run_dir::write_atomic_with(&dir.join("results.json"), |w, _| {
-            self.write_results(results, w)
-        })
-    }
+/// Writes `results` (whose `trials` are left out) as pretty JSON to `out` with its `trials`
+/// being the summaries of the file `summaries` (one per line), streamed: the full view of a run
+/// of any size in the memory of one summary.
+pub fn write_full_results(
+    results: &RunResults,
+    summaries: &Path,
+    mut out: impl Write,
+) -> Result<(), StoreError> {
+    let format = |message: String| StoreError::Format {
+        path: summaries.to_owned(),
+        line: 1,
+        message,
+    };
+    let mut value =
+        serde_json::to_value(results.without_trials()).map_err(|e| format(e.to_string()))?;
+    value["trials"] = serde_json::Value::String(SLOT.to_owned());
+    let text = serde_json::to_string_pretty(&value).map_err(|e| format(e.to_string()))?;
+    let slot = serde_json::to_string(SLOT).map_err(|e| format(e.to_string()))?;
+    let Some((before, after)) = text.split_once(&slot) else {
+        return Err(format("the results have no trials slot".to_owned()));
+    };
+    let file = File::open(summaries).map_err(io(summaries))?;
+    let run = |out: &mut dyn Write| -> std::io::Result<()> {
+        out.write_all(before.as_bytes())?;
+        out.write_all(b"[")?;
+        let mut first = true;
+        for line in BufReader::with_capacity(1 << 16, &file).split(b'\n') {
+            let line = line?;
+            if line.is_empty() {
+                continue;
+            }
+            out.write_all(if first { b"\n    " } else { b",\n    " })?;
+            out.write_all(&line)?;
+            first = false;
+        }
+        out.write_all(if first { b"]" } else { b"\n  ]" })?;
+        out.write_all(after.as_bytes())?;
+        out.write_all(b"\n")
+    };
+    run(&mut out).map_err(io(summaries))
 }

@@ -141,7 +141,7 @@ pub enum Command {
         /// summary.md).
         #[arg(long, value_enum, value_delimiter = ',')]
         report: Vec<crate::commands::report::Format>,
-        /// Print results.json on stdout instead of the summary.
+        /// Print the results (results.json with its trial summaries) on stdout instead of the summary.
         #[arg(long)]
         json: bool,
     },
@@ -591,7 +591,7 @@ pub struct RunArgs {
     /// The global `--quiet`, set by dispatch.
     #[arg(skip)]
     pub quiet: bool,
-    /// Print results.json on stdout instead of the summary.
+    /// Print the results (results.json with its trial summaries) on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
     /// Write the run's event stream to this file as it happens (`-` for stdout, which then

@@ -4,12 +4,47 @@
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{RunResults, TrialRecord};
-use gauntlet_store::{read_results, read_trials_lean};
+use gauntlet_store::{read_results, read_results_head, read_trials_lean};
 
 use gauntlet_report::TerminalReporter;
 
 use crate::commands::shared::summary_options;
 use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// Writes the full results of a run folder (format 2 on: `results.json` and `summaries.jsonl`)
+/// to `out` or stdout, the summaries streamed; false for a run of format 1, read whole instead.
+fn json_streamed(dir: &Path, out: Option<&Path>) -> Result<bool, ExpectedError> {
+    let head = read_results_head(dir)
+        .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
+    if head.format_version < 2 {
+        return Ok(false);
+    }
+    let summaries = dir.join(gauntlet_model::SUMMARIES_FILE);
+    let written = match out {
+        Some(path) => std::fs::File::create(path)
+            .map_err(|e| gauntlet_store::StoreError::Io {
+                path: path.to_owned(),
+                source: e,
+            })
+            .and_then(|f| {
+                let mut w = std::io::BufWriter::new(f);
+                gauntlet_store::write_full_results(&head, &summaries, &mut w)?;
+                std::io::Write::flush(&mut w).map_err(|e| gauntlet_store::StoreError::Io {
+                    path: path.to_owned(),
+                    source: e,
+                })
+            }),
+        None => gauntlet_store::write_full_results(&head, &summaries, std::io::stdout().lock()),
+    };
+    written.map_err(|e| {
+        crate::exit::exit_if_closed_pipe(&e);
+        ExpectedError::harness(format!("failed to write the results: {e}"))
+    })?;
+    if let Some(path) = out {
+        crate::note!("wrote {}", path.display());
+    }
+    Ok(true)
+}
 
 /// A report format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,7 +55,7 @@ pub enum Format {
     Junit,
     /// A Markdown summary for a pull-request comment.
     Md,
-    /// The canonical results.json.
+    /// The canonical results, whole: results.json with its trial summaries.
     Json,
     /// The summary a live run prints, from the stored run replayed as its event stream.
     Terminal,
@@ -187,6 +222,10 @@ pub fn report(
     } else {
         run.parent().unwrap_or(Path::new(".")).to_owned()
     };
+    // The full results are streamed from the run folder: a run of any size in constant memory.
+    if format == Format::Json && baseline.is_none() && json_streamed(&dir, out)? {
+        return Ok(GATES_PASSED);
+    }
     let results = read_results(&dir)
         .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
     // The event stream is written as it is read: a run of any size in constant memory.

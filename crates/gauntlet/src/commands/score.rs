@@ -10,7 +10,7 @@ use crate::exit::ExpectedError;
 use gauntlet_runner::stamp;
 
 /// Trial summaries `score` and `merge` hold in memory, at most ([`KEPT_SUMMARIES`] unless
-/// `GAUNTLET_SCORE_KEEP` says otherwise): past this, they wait on disk for `results.json` (or,
+/// `GAUNTLET_SCORE_KEEP` says otherwise): past this, they go to the run folder's `summaries.jsonl` (or,
 /// when nothing needs them whole, are not kept), so memory stays flat.
 pub fn kept_summaries() -> usize {
     std::env::var("GAUNTLET_SCORE_KEEP")

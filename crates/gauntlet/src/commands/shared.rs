@@ -83,7 +83,7 @@ pub fn report_finished(results: RunResults, json: bool, quiet: bool) -> RunResul
 
 /// The results with every trial listed, for what lists them (`json`, or a report in
 /// `reports` that does): a run too large to hold returned its results without them (`spilled`),
-/// so they are read back from `dir/results.json`; otherwise `results` as they are.
+/// so they are read back from the run folder; otherwise `results` as they are.
 pub fn listing_trials(
     results: RunResults,
     spilled: bool,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::{read_trials, run, s};
+use crate::common::{read_trials, run, s, stored_results};
 
 fn peers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers")
@@ -58,8 +58,7 @@ fn run_suite(suite: &Path, agent: &str, extra: &[&str]) -> (Value, Vec<Value>) {
         .expect("a results line")
         .trim()
         .to_owned();
-    let results_json: Value =
-        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    let results_json = stored_results(Path::new(&results));
     let trials = read_trials(Path::new(&results).parent().unwrap());
     (results_json, trials)
 }

@@ -781,9 +781,7 @@ fn replaying_a_run_reproduces_it_and_a_changed_world_shows() {
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let replayed: Value = serde_json::from_str(&o.stdout).unwrap();
-    let original: Value =
-        serde_json::from_str(&std::fs::read_to_string(first.join("results.json")).unwrap())
-            .unwrap();
+    let original: Value = stored_results(&first);
     let states = |r: &Value| -> Vec<(String, Value)> {
         r["trials"]
             .as_array()

@@ -17,9 +17,7 @@ fn the_reference_agent_passes_every_gate_and_results_validate_against_the_schema
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("verdict: PASSED"), "{}", o.stdout);
 
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
+    let results: Value = stored_results(&out_dir);
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(repo().join("schemas/results.schema.json")).unwrap(),
     )
@@ -30,6 +28,14 @@ fn the_reference_agent_passes_every_gate_and_results_validate_against_the_schema
         .map(|e| e.to_string())
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
+    // The stored file is the results but their trials, which are in summaries.jsonl: it is
+    // valid by the same schema.
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(file["format_version"], 2);
+    assert!(file.get("trials").is_none());
+    assert!(validator.is_valid(&file));
 
     let trials = results["trials"].as_array().unwrap();
     assert!(trials.len() >= 12);
@@ -67,7 +73,7 @@ fn the_reference_agent_passes_every_gate_and_results_validate_against_the_schema
     // The header carries content hashes, and every finished trial is in trials.jsonl.
     let header: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(header["format_version"], 1);
+    assert_eq!(header["format_version"], 2);
     assert_eq!(header["versions"]["dataset"].as_str().unwrap().len(), 64);
     let lines = std::fs::read_to_string(out_dir.join("trials.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), trials.len());
@@ -482,8 +488,7 @@ fn an_llm_persona_answers_through_the_gateway_and_its_cassette_replays_without_t
         "2 user calls × 2 epochs"
     );
     // The agent used no model: the user's tokens and cost are not the agent's.
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(a.join("results.json")).unwrap()).unwrap();
+    let results: Value = stored_results(&a);
     let trial = &results["trials"][0];
     assert_eq!(
         (&trial["tokens"], &trial["cost_eur"]),

@@ -46,7 +46,7 @@ fn judge_calls(port_dir: &Path) -> usize {
 }
 
 fn results(run: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap()
+    stored_results(run)
 }
 
 fn trials(run: &Path) -> Vec<Value> {

@@ -115,7 +115,7 @@ fn small_suite(cases: &[&str], max_steps: u32, extra: &str) -> (tempfile::TempDi
 }
 
 fn results(run: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap()
+    stored_results(run)
 }
 
 /// The run's exit must be a verdict (0 or 1), never invalid input (2) or a harness failure (3),

@@ -198,9 +198,7 @@ fn figures_read_as_people_read_them_in_every_report_and_json_keeps_full_precisio
         "--quiet",
     ]);
     assert_eq!(o.code, 1, "{}", o.stderr);
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
+    let results: Value = stored_results(&out_dir);
     let score = results["rubric"]["score"].as_f64().unwrap();
     assert!(
         format!("{score}").len() > 6,
@@ -235,8 +233,7 @@ fn the_html_report_of_a_large_run_embeds_the_failing_trajectories_first_and_says
         "--quiet",
     ]);
     assert_eq!(o.code, 1, "{}", o.stderr);
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let results: Value = stored_results(&out);
     let trials = results["trials"].as_array().unwrap();
     assert!(trials.len() > 500);
     let failing = trials.iter().filter(|t| t["status"] != "passed").count();

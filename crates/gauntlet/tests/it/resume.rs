@@ -64,8 +64,7 @@ fn a_killed_run_resumes_without_losing_or_repeating_a_trial() {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), total, "no trial twice");
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let results: Value = stored_results(&out);
     assert_eq!(results["trials"].as_array().unwrap().len(), total);
     assert_eq!(results["header"]["agent"], agent);
     // Finished: nothing left to resume.
@@ -94,8 +93,7 @@ fn a_run_is_not_resumed_against_a_changed_suite() {
             })
             .collect()
     };
-    let first: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let first: Value = stored_results(&out);
     std::fs::remove_file(out.join("results.json")).unwrap();
     // Resuming a run that lacks nothing reproduces its verdicts from the records alone.
     let o = run(&["run", s(&suite), "--resume", s(&out), "--json"]);
@@ -177,9 +175,7 @@ fn the_parts_of_a_sharded_run_merge_into_the_unsharded_run() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     let junit = std::fs::read_to_string(merged.join("junit.xml")).unwrap();
     assert!(junit.contains("<testsuite"), "{junit}");
-    let read = |dir: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
-    };
+    let read = |dir: &Path| -> Value { stored_results(dir) };
     let (a, b) = (read(&whole), read(&merged));
     // The same trials, in the same order, with the same verdicts and scores.
     let trials = |r: &Value| -> Vec<Value> {
@@ -609,9 +605,7 @@ fn the_github_actions_matrix_recipe_merges_into_the_unsharded_run() {
 /// A run merged from parts is the unsharded run: its verdict, gates, trial count and every
 /// trial's case, epoch, status and trace id.
 fn assert_same_run(merged: &Path, whole: &Path) {
-    let read = |dir: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
-    };
+    let read = |dir: &Path| -> Value { stored_results(dir) };
     let (merged, whole) = (read(merged), read(whole));
     assert_eq!(merged["verdict"], whole["verdict"]);
     assert_eq!(merged["gates"], whole["gates"]);

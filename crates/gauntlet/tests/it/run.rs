@@ -208,9 +208,7 @@ fn a_run_too_large_to_hold_keeps_its_summaries_on_disk_and_gives_the_same_result
         stdout.contains("69 trials: too many to list here"),
         "{stdout}"
     );
-    let results = |dir: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
-    };
+    let results = |dir: &Path| -> Value { stored_results(dir) };
     // What does not read the wall clock is the same, trial by trial and in plan order.
     let timeless = |r: &Value| -> Value {
         let trials: Vec<Value> = r["trials"]

@@ -20,9 +20,7 @@ fn run_suite(suite: &Path, args: &[&str]) -> (Output, Value, Vec<Value>) {
     all.extend_from_slice(args);
     let out = run(&all);
     assert!(out.code <= 1, "{}", out.stderr);
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
+    let results: Value = stored_results(&out_dir);
     let trials = read_trials(&out_dir);
     (out, results, trials)
 }

@@ -99,9 +99,7 @@ fn scoring_a_stored_run_reproduces_its_scores() {
     ]);
     assert_eq!(o.code, 1);
     assert!(o.stdout.is_empty(), "--quiet printed: {}", o.stdout);
-    let live: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
-            .unwrap();
+    let live: Value = stored_results(&out_dir);
     let o = run(&["score", s(&out_dir), "--cases", s(&suite), "--json"]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     let rescored: Value = serde_json::from_str(&o.stdout).unwrap();
@@ -414,9 +412,7 @@ fn batched_light_scoring_judges_as_a_stored_scoring_does() {
 
     let whole = run(&["score", s(&file), "--cases", s(&suite), "--json"]);
     let a: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
-    let b: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(stored_dir.join("results.json")).unwrap())
-            .unwrap();
+    let b: serde_json::Value = stored_results(&stored_dir);
     for key in [
         "verdict",
         "metrics",
@@ -502,17 +498,15 @@ fn a_scoring_too_large_to_hold_keeps_its_summaries_on_disk_and_gives_the_same_re
         assert!(o.status.code() == Some(0) || o.status.code() == Some(1));
         (
             String::from_utf8_lossy(&o.stdout).into_owned(),
-            std::fs::read_to_string(out.join("results.json")).unwrap(),
+            stored_results(out),
         )
     };
     let (_, held) = score(&tmp.path().join("held"), None, false);
     let (printed, spilled) = score(&tmp.path().join("spilled"), Some("100"), true);
-    let held: Value = serde_json::from_str(&held).unwrap();
-    let spilled: Value = serde_json::from_str(&spilled).unwrap();
     assert_eq!(
-        serde_json::from_str::<Value>(&printed).unwrap()["trials"],
-        spilled["trials"],
-        "--json prints what results.json holds"
+        serde_json::from_str::<Value>(&printed).unwrap(),
+        spilled,
+        "--json prints what results.json and summaries.jsonl hold"
     );
     for key in [
         "verdict",

@@ -307,9 +307,7 @@ fn shadow_forwards_reads_never_executes_writes_and_replays_offline() {
         score(t, "ArgumentSchemaValidity").is_some(),
         "judged with the world's schemas"
     );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap())
-            .unwrap();
+    let results: Value = stored_results(&run_dir);
     assert_eq!(results["trials"].as_array().unwrap().len(), 1);
 
     // Harvested, the session is a case that replays offline with identical read results.

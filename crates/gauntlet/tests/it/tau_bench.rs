@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::FakeUpstream;
+use crate::common::{FakeUpstream, stored_results};
 use serde_json::Value;
 
 fn data() -> Option<PathBuf> {
@@ -138,10 +138,7 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
     assert_eq!(ones, 84);
     // The benchmark's own headline, by its own rule, as tau-bench's log gives it; the episodes
     // its step limit cut off are failures of the agent, not errors of the harness.
-    let results: Value = serde_json::from_str(
-        &std::fs::read_to_string(run_dir(&replay).join("results.json")).unwrap(),
-    )
-    .unwrap();
+    let results: Value = stored_results(&run_dir(&replay));
     let headline = &results["metrics"]["benchmark"];
     assert_eq!(headline["name"], "tau-bench");
     assert_eq!(
@@ -213,8 +210,7 @@ fn tau_bench_airline_gold_replay_and_gpt4o_replay_reproduce_tau_bench() {
             .find(|s| s["name"] == "StateVerification")
             .map(|s| s["passed"].clone())
     };
-    let live: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).unwrap()).unwrap();
+    let live: Value = stored_results(&run);
     let live_trials = live["trials"].as_array().unwrap();
     let again = rescored["trials"].as_array().unwrap();
     assert_eq!(again.len(), 200);

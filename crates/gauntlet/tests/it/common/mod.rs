@@ -412,8 +412,30 @@ pub fn lookup_under_model_faults(agent: &str, from_cassette: bool) -> Option<(Va
         .map(|c| c["fault"].as_str().unwrap_or("ok").to_owned())
         .collect();
     assert_eq!(faults, ["rate_limited", "timeout", "ok", "ok"]);
-    let results = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap());
-    Some((trial, results.unwrap()))
+    Some((trial, stored_results(&out)))
+}
+
+/// A finished run's full results as scripts read them from its folder: `results.json` with
+/// its `trials` the lines of `summaries.jsonl` beside it (the file itself, or a run folder).
+pub fn stored_results(path: &Path) -> Value {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_owned()
+    };
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        v.get("trials").is_none(),
+        "results.json lists no trials: {}",
+        file.display()
+    );
+    let lines = std::fs::read_to_string(file.with_file_name("summaries.jsonl")).unwrap();
+    v["trials"] = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect::<Vec<Value>>()
+        .into();
+    v
 }
 
 /// Exports a run as OTLP/JSON and checks it with OpenTelemetry's own Python classes against the
