@@ -10,63 +10,15 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gauntlet_model::online::Policy;
 use gauntlet_online::judge::Judge;
 use gauntlet_online::lake::{LakeWriter, row_of};
 use gauntlet_otel::{Assembler, AssemblerLimits, Encoding, ExportRequest};
-use prost::Message;
 
 /// The allocator the `gauntlet` binary runs with.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TRACES: usize = 1_000;
-
-/// Traces in the GenAI conventions (gauntlet's export without its own attributes): an
-/// `invoke_agent` root and 2 to 8 `execute_tool` spans each, a user message with an address.
-fn payloads(traces: usize, per_payload: usize) -> (Vec<Vec<u8>>, usize) {
-    let header = gauntlet_bench::header();
-    let mut spans = 0;
-    let mut out = Vec::new();
-    let records: Vec<_> = (0..traces)
-        .map(|i| {
-            let mut r = gauntlet_bench::record(i);
-            r.trace_id = format!("{:032x}", i as u128 + 1);
-            r.trajectory.events[0] = gauntlet_model::Event::UserMessage {
-                text: format!("Close INC-{i}, mail me at ann{i}@example.com"),
-            };
-            r
-        })
-        .collect();
-    for chunk in records.chunks(per_payload) {
-        let mut all = Vec::new();
-        for r in chunk {
-            let mut s = gauntlet_otel::trial_spans(&header, r);
-            for span in &mut s {
-                span.attributes
-                    .retain(|kv| !kv.key.starts_with("gauntlet."));
-                span.events.retain(|e| e.name != "gauntlet.event");
-            }
-            spans += s.len();
-            all.extend(s);
-        }
-        out.push(gauntlet_otel::export_request(&header, all).encode_to_vec());
-    }
-    (out, spans)
-}
-
-fn judge() -> Judge {
-    let policy: Policy = serde_json::from_value(serde_json::json!({
-        "tools": [
-            {"name": "get_incident", "kind": "read", "parameters": {"type": "object", "properties": {"incident_id": {"type": "string"}}}},
-            {"name": "close_incident", "kind": "write", "parameters": {"type": "object", "properties": {"incident_id": {"type": "string"}}}}
-        ],
-        "constraints": {"forbidden_tools": ["delete_incident"], "max_tool_calls": 20},
-        "canaries": ["CANARY-1"]
-    }))
-    .expect("a policy");
-    Judge::new(policy, "bench").expect("a judge")
-}
 
 /// Everything but HTTP and Parquet, for every payload; the rows made.
 fn ingest(runtime: &tokio::runtime::Runtime, judge: &Judge, payloads: &[Vec<u8>]) -> usize {
@@ -88,10 +40,10 @@ fn online(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let judge = judge();
+    let judge = gauntlet_bench::online_judge();
 
     // p50/p99 of judging one trace (import, judge, anonymise, row), 20,000 times.
-    let (single, _) = payloads(200, 1);
+    let (single, _) = gauntlet_bench::online_payloads(200, 1);
     let traces: Vec<_> = single
         .iter()
         .map(|p| {
@@ -132,7 +84,7 @@ fn online(c: &mut Criterion) {
         times[times.len() * 99 / 100]
     );
 
-    let (batch, spans) = payloads(TRACES, 100);
+    let (batch, spans) = gauntlet_bench::online_payloads(TRACES, 100);
     let mut group = c.benchmark_group(format!("online ingest, {TRACES} traces, {spans} spans"));
     group.sample_size(10);
     group.throughput(Throughput::Elements(spans as u64));

@@ -123,3 +123,51 @@ pub fn example_suite() -> gauntlet_suite::Suite {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/incident-desk");
     gauntlet_suite::Suite::load(&root).unwrap_or_else(|p| panic!("{p:?}"))
 }
+
+/// Traces in the GenAI conventions (gauntlet's export without its own attributes): an
+/// `invoke_agent` root and 2 to 8 `execute_tool` spans each, a user message with an address.
+pub fn online_payloads(traces: usize, per_payload: usize) -> (Vec<Vec<u8>>, usize) {
+    let header = header();
+    let mut spans = 0;
+    let mut out = Vec::new();
+    let records: Vec<_> = (0..traces)
+        .map(|i| {
+            let mut r = record(i);
+            r.trace_id = format!("{:032x}", i as u128 + 1);
+            r.trajectory.events[0] = gauntlet_model::Event::UserMessage {
+                text: format!("Close INC-{i}, mail me at ann{i}@example.com"),
+            };
+            r
+        })
+        .collect();
+    for chunk in records.chunks(per_payload) {
+        let mut all = Vec::new();
+        for r in chunk {
+            let mut s = gauntlet_otel::trial_spans(&header, r);
+            for span in &mut s {
+                span.attributes
+                    .retain(|kv| !kv.key.starts_with("gauntlet."));
+                span.events.retain(|e| e.name != "gauntlet.event");
+            }
+            spans += s.len();
+            all.extend(s);
+        }
+        out.push(prost::Message::encode_to_vec(
+            &gauntlet_otel::export_request(&header, all),
+        ));
+    }
+    (out, spans)
+}
+
+pub fn online_judge() -> gauntlet_online::judge::Judge {
+    let policy: gauntlet_model::online::Policy = serde_json::from_value(serde_json::json!({
+        "tools": [
+            {"name": "get_incident", "kind": "read", "parameters": {"type": "object", "properties": {"incident_id": {"type": "string"}}}},
+            {"name": "close_incident", "kind": "write", "parameters": {"type": "object", "properties": {"incident_id": {"type": "string"}}}}
+        ],
+        "constraints": {"forbidden_tools": ["delete_incident"], "max_tool_calls": 20},
+        "canaries": ["CANARY-1"]
+    }))
+    .expect("a policy");
+    gauntlet_online::judge::Judge::new(policy, "bench").expect("a judge")
+}

@@ -19,6 +19,7 @@ mod replay;
 pub mod sandbox;
 pub mod scratch;
 mod script;
+pub mod stdio;
 pub mod user;
 
 pub use agent::{

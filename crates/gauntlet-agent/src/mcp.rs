@@ -210,7 +210,8 @@ pub async fn serve_stdio(env: SharedEnv) -> std::io::Result<()> {
 
 /// Serves one MCP session with this handler over stdio until the client disconnects.
 pub async fn serve_stdio_handler<H: ServerHandler>(handler: H) -> std::io::Result<()> {
-    let running = rmcp::serve_server(handler, rmcp::transport::io::stdio())
+    let (stdin, stdout, _blocking_again) = crate::stdio::async_stdio();
+    let running = rmcp::serve_server(handler, (stdin, stdout))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     running

@@ -540,7 +540,7 @@ async fn work(
         .export_to
         .clone()
         .map(|to| Arc::new(Exporter::new(to)));
-    let judge = settings.judge;
+    let judge = Arc::new(settings.judge);
     let retention = judge.policy().retention_days;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut last_flush = std::time::Instant::now();
@@ -567,9 +567,7 @@ async fn work(
             w = rx.recv() => match w {
                 Some(Work::Traces(request)) => {
                     let complete = assembler.push(request, now_ms() as u64);
-                    for t in complete {
-                        take(&judge, &mut lake, &mut verdicts, &counters, &monitor, t).await;
-                    }
+                    take(&judge, &mut lake, &mut verdicts, &counters, &monitor, complete).await;
                     false
                 }
                 Some(Work::Feedback(mut row)) => {
@@ -582,9 +580,8 @@ async fn work(
                 None => true,
             },
             _ = tick.tick() => {
-                for t in assembler.expire(now_ms() as u64) {
-                    take(&judge, &mut lake, &mut verdicts, &counters, &monitor, t).await;
-                }
+                let expired = assembler.expire(now_ms() as u64);
+                take(&judge, &mut lake, &mut verdicts, &counters, &monitor, expired).await;
                 false
             }
         };
@@ -598,9 +595,8 @@ async fn work(
             .open_traces
             .store(assembler.open_traces() as u64, Ordering::Relaxed);
         if done {
-            for t in assembler.drain() {
-                take(&judge, &mut lake, &mut verdicts, &counters, &monitor, t).await;
-            }
+            let open = assembler.drain();
+            take(&judge, &mut lake, &mut verdicts, &counters, &monitor, open).await;
             counters.open_traces.store(0, Ordering::Relaxed);
             flush(&mut lake, &counters);
             if let Some(e) = &exporter {
@@ -722,34 +718,87 @@ impl Exporter {
 }
 
 /// Judges one assembled trace and queues its anonymised row (and its verdicts for upstream).
-async fn take(
-    judge: &Judge,
-    lake: &mut LakeWriter,
-    verdicts: &mut Vec<gauntlet_otel::Span>,
-    counters: &Counters,
-    monitor: &std::sync::Mutex<Monitor>,
-    trace: gauntlet_otel::Trace,
-) {
+/// A trace judged, anonymised, and what is kept of it: its lake row and its verdicts as a span.
+struct Taken {
+    row: crate::lake::TraceRow,
+    verdicts: gauntlet_otel::Span,
+}
+
+/// Judges one trace (the part that runs on any core).
+async fn judged(judge: &Judge, trace: gauntlet_otel::Trace) -> Taken {
     let imported = gauntlet_otel::imported_trace(&trace);
     let mut judged = judge.judge(imported).await;
     judge.anonymise(&mut judged);
     let received = now_ms();
-    verdicts.push(gauntlet_otel::evaluation_span(
+    let verdicts = gauntlet_otel::evaluation_span(
         &trace.trace_id,
         judged.root_span_id.as_deref(),
         judged.record.status.as_str(),
         &judged.record.scores,
         u64::try_from(received).unwrap_or(0) * 1_000_000,
-    ));
+    );
     drop(trace);
-    let row = row_of(&judged, received);
-    counters.traces_judged.fetch_add(1, Ordering::Relaxed);
-    let alarms = monitor.lock().expect("the monitor lock").observe(&row);
-    for a in alarms {
-        eprintln!("gauntlet online: drift alarm: {a}");
+    Taken {
+        row: row_of(&judged, received),
+        verdicts,
     }
-    lake.push_trace(row);
 }
+
+/// Judges `traces` on every core (a share each, judged in order), then keeps them in their
+/// order: the lake row, the verdicts to export, the monitor, the counters.
+async fn take(
+    judge: &Arc<Judge>,
+    lake: &mut LakeWriter,
+    verdicts: &mut Vec<gauntlet_otel::Span>,
+    counters: &Counters,
+    monitor: &std::sync::Mutex<Monitor>,
+    traces: Vec<gauntlet_otel::Trace>,
+) {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let share = traces.len().div_ceil(cores).max(JUDGED_TOGETHER);
+    let mut taken = Vec::with_capacity(traces.len());
+    if traces.len() <= share {
+        for t in traces {
+            taken.push(judged(judge, t).await);
+        }
+    } else {
+        let mut traces = traces.into_iter();
+        let mut shares = Vec::new();
+        loop {
+            let part: Vec<_> = traces.by_ref().take(share).collect();
+            if part.is_empty() {
+                break;
+            }
+            let judge = judge.clone();
+            shares.push(tokio::spawn(async move {
+                let mut out = Vec::with_capacity(part.len());
+                for t in part {
+                    out.push(judged(&judge, t).await);
+                }
+                out
+            }));
+        }
+        for part in shares {
+            match part.await {
+                Ok(part) => taken.extend(part),
+                // A judge that panicked: its share is lost, the receiver goes on.
+                Err(e) => eprintln!("gauntlet online: judging failed: {e}"),
+            }
+        }
+    }
+    for Taken { row, verdicts: v } in taken {
+        verdicts.push(v);
+        counters.traces_judged.fetch_add(1, Ordering::Relaxed);
+        let alarms = monitor.lock().expect("the monitor lock").observe(&row);
+        for a in alarms {
+            eprintln!("gauntlet online: drift alarm: {a}");
+        }
+        lake.push_trace(row);
+    }
+}
+
+/// Traces judged on the worker itself rather than shared out: too few to be worth a task.
+const JUDGED_TOGETHER: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -895,6 +944,32 @@ mod tests {
             .iter()
             .flat_map(|f| crate::lake::read_trace_file(f).unwrap())
             .collect()
+    }
+
+    /// Traces complete together (here: 50 open ones when the receiver stops) are judged in
+    /// shares on every core, and each is kept once, whole.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn traces_judged_on_every_core_are_each_kept_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lake = tmp.path().join("lake");
+        let r = receiver(&lake, |_| {}).await;
+        let ids: Vec<String> = (1..=50u32).map(|i| format!("{i:032x}")).collect();
+        let spans: Vec<_> = ids
+            .iter()
+            .map(|id| tool_span(id, "b7ad6b7169203331", ""))
+            .collect();
+        let (status, body) = post_json(r.addr, payload(&spans)).await;
+        assert_eq!(status, 200, "{body}");
+        let counters = r.stop().await;
+        assert_eq!(counters.traces_judged.load(Ordering::Relaxed), 50);
+        let rows = lake_rows(&lake);
+        let mut kept: Vec<&str> = rows.iter().map(|r| r.trace_id.as_str()).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ids.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(
+            rows.iter()
+                .all(|r| r.status == rows[0].status && r.tool_calls == 1)
+        );
     }
 
     /// Regression: spans whose trace id was `ab`, 3 bytes, 64 hex digits or all zeros were
