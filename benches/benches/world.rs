@@ -129,6 +129,53 @@ fn airline() {
         let call_us = t.elapsed().as_secs_f64() * 1e6 / calls as f64;
         println!("   airline {tool:<24} {call_us:>8.1} µs per call");
     }
+    trial_ends(&domain);
+}
+
+/// A trial's end on the airline world, per trial of the test split's gold actions: its final
+/// state read back and its changes found (what the store writes and `state_unchanged_elsewhere`
+/// reads), as the shared initial state plus the changed records, and as a whole copy diffed
+/// whole (the way before).
+fn trial_ends(domain: &gauntlet_import::tau_bench::Domain) {
+    let trial = |task: &Value| {
+        let mut sim = Simulator::start(
+            Arc::clone(&domain.world),
+            Arc::clone(&domain.initial),
+            Context::default(),
+            FaultPlan::default(),
+        );
+        for a in task["actions"].as_array().into_iter().flatten() {
+            let tool = a["name"].as_str().unwrap_or_default();
+            let _ = sim.call_tool(1, tool, a["kwargs"].clone(), None);
+        }
+        sim
+    };
+    let (mut changed_us, mut whole_us) = (0.0, 0.0);
+    let mut found = (0, 0);
+    for task in &domain.tasks {
+        let sim = trial(task);
+        let t = Instant::now();
+        let (_, state) = sim.finish_changed(None);
+        let state = state.expect("final state");
+        found.0 += state.as_ref().changes_from(&domain.initial).len();
+        drop(state);
+        changed_us += t.elapsed().as_secs_f64() * 1e6;
+        let sim = trial(task);
+        let t = Instant::now();
+        let (_, state) = sim.finish_checked(None);
+        let state = state.expect("final state");
+        found.1 += gauntlet_model::stored_state::changes(&domain.initial, &state).len();
+        drop(state);
+        whole_us += t.elapsed().as_secs_f64() * 1e6;
+    }
+    assert_eq!(found.0, found.1, "the same changes both ways");
+    let n = domain.tasks.len() as f64;
+    println!(
+        "   airline trial end, {n} gold trials: final state and its changes {:>7.0} µs per trial \
+         (initial state plus changed records), {:>7.0} µs (a whole copy, diffed whole)",
+        changed_us / n,
+        whole_us / n
+    );
 }
 
 /// The first trial's start (the state loaded) and the mean start of the trials after it (each

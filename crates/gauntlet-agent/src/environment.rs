@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use gauntlet_model::{Event, FaultKind, ToolError, ToolSpec, Trajectory};
+use gauntlet_model::{Event, FaultKind, FinalState, ToolError, ToolSpec, Trajectory};
 use gauntlet_world::Simulator;
 use serde_json::Value;
 
@@ -91,9 +91,10 @@ pub trait Environment: Send {
     fn now_ms(&self) -> f64;
     /// In a replay: the output the recorded trajectory had for the last call.
     fn note_recorded_output(&mut self, recorded: Value);
-    /// Ends the trial: the trajectory (with the final answer) and the final state. Later calls
-    /// answer as if the world were gone.
-    fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value);
+    /// Ends the trial: the trajectory (with the final answer) and the final state (kept as the
+    /// initial state and what changed, where the world can). Later calls answer as if the world
+    /// were gone.
+    fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, FinalState);
 }
 
 /// The in-process environment: the simulator and the simulated user.
@@ -244,17 +245,17 @@ impl Environment for SimulatedEnvironment {
         }
     }
 
-    fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, Value) {
+    fn finish(&mut self, final_answer: Option<String>) -> (Trajectory, FinalState) {
         let Some(mut sim) = self.sim.take() else {
-            return (Trajectory::default(), Value::Null);
+            return (Trajectory::default(), FinalState::Whole(Value::Null));
         };
         if let Some(text) = &final_answer {
             sim.record(Event::FinalAnswer { text: text.clone() });
         }
-        let (trajectory, state) = sim.finish_checked(final_answer);
+        let (trajectory, state) = sim.finish_changed(final_answer);
         let state = state.unwrap_or_else(|why| {
             self.failure.get_or_insert(why.to_string());
-            Value::Null
+            FinalState::Whole(Value::Null)
         });
         (trajectory, state)
     }

@@ -181,7 +181,8 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
     };
     // Only what the verdict needs is kept of each trial: states can be megabytes.
     let mut records: HashMap<(String, u32), Outcome> = HashMap::new();
-    run_trials(plan, Arc::new(MutantAgent { plans }), |event| {
+    run_trials(plan, Arc::new(MutantAgent { plans }), |mut event| {
+        event.settle();
         if let RunEvent::TrialFinished { record, .. } = event {
             records.insert((record.case_id.clone(), record.epoch), Outcome::of(&record));
         }

@@ -14,7 +14,8 @@
 use std::sync::Arc;
 
 use gauntlet_model::{
-    Attack, Case, Dimension, Matcher, Predicate, Score, Severity, ToolKind, Trajectory, names,
+    Attack, Case, Dimension, Matcher, Predicate, Score, Severity, StateRef, ToolKind, Trajectory,
+    names,
 };
 use serde_json::{Value, json};
 
@@ -28,7 +29,7 @@ pub struct Effect<'a> {
     /// The state at the start, attacks placed (`Null` when unknown).
     pub pre: &'a Value,
     /// The state at the end.
-    pub post: &'a Value,
+    pub post: StateRef<'a>,
 }
 
 /// Why a predicate cannot be judged: a matcher or a CEL expression the case wrote wrongly is
@@ -118,9 +119,7 @@ pub fn holds(p: &Predicate, fx: &Effect<'_>) -> Result<Option<&'static str>, Pre
                 path: path.clone(),
                 source: Box::new(source),
             })?;
-            Ok::<_, PredicateError>(
-                acc && matches(&m, gauntlet_model::path::resolve(fx.post, path)),
-            )
+            Ok::<_, PredicateError>(acc && matches(&m, fx.post.resolve(path).as_deref()))
         })?;
         if all {
             return Ok(Some("state"));
@@ -189,9 +188,10 @@ fn cel_holds(expr: &str, fx: &Effect<'_>) -> Result<bool, PredicateError> {
         .map(|c| json!({"tool": c.tool, "arguments": c.arguments, "ok": c.error.is_none()}))
         .collect();
     let output = fx.trajectory.final_answer.as_deref().unwrap_or_default();
+    let post = fx.post.to_value();
     for (name, v) in [
         ("pre", fx.pre),
-        ("post", fx.post),
+        ("post", &*post),
         ("calls", &Value::Array(calls)),
     ] {
         cx.add_variable(name, v)
@@ -376,7 +376,7 @@ mod tests {
         let fx = Effect {
             trajectory: &t,
             pre: &pre,
-            post: &post,
+            post: (&post).into(),
         };
         let p = |v: Value| -> Predicate { serde_json::from_value(v).unwrap() };
         // The part that made it hold, `Err` with the error's words.
@@ -443,7 +443,7 @@ mod tests {
         let fx = Effect {
             trajectory: &t,
             pre: &Value::Null,
-            post: &post,
+            post: (&post).into(),
         };
         let mut case: Case = serde_json::from_value(json!({
             "case_id": "c", "user_input": "hi",

@@ -11,7 +11,9 @@ use std::collections::BTreeSet;
 
 use gauntlet_model::matcher::state_expectations;
 use gauntlet_model::path::Canonical;
-use gauntlet_model::{Case, Dimension, Event, ReservedKey, Score, Severity, ToolKind, Trajectory};
+use gauntlet_model::{
+    Case, Dimension, Event, ReservedKey, Score, Severity, StateRef, ToolKind, Trajectory,
+};
 use serde_json::{Value, json};
 
 use crate::matching::matches;
@@ -40,7 +42,7 @@ pub struct EvalContext<'a> {
 pub(crate) fn builtin_scores(
     case: &Case,
     trajectory: &Trajectory,
-    final_state: &Value,
+    final_state: StateRef<'_>,
     cx: &EvalContext<'_>,
 ) -> Vec<Score> {
     let mut scores = Vec::with_capacity(24);
@@ -190,7 +192,7 @@ fn tool_call_indexes(t: &Trajectory) -> impl Iterator<Item = (usize, &gauntlet_m
 }
 
 /// `StateVerification`: the share of expected paths that hold in the final state.
-fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>) -> Score {
+fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&Value>) -> Score {
     let expectations = match state_expectations(&case.expected_final_state, &case.expected_outcome)
     {
         Ok(e) => e,
@@ -230,7 +232,8 @@ fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>)
     let mut mismatches = serde_json::Map::new();
     let mut matched = 0;
     for e in &expectations {
-        let actual = gauntlet_model::path::resolve(final_state, &e.path);
+        let actual = final_state.resolve(&e.path);
+        let actual = actual.as_deref();
         if matches(&e.matcher, actual) {
             matched += 1;
         } else {
@@ -252,7 +255,7 @@ fn state_verification(case: &Case, final_state: &Value, initial: Option<&Value>)
             })
             .collect();
         let mut changed = 0;
-        for (path, now) in gauntlet_model::stored_state::changes(initial, final_state) {
+        for (path, now) in final_state.changes_from(initial) {
             // The record (or whole collection) a change is in: `/coll/key` or `/coll`.
             let collection = path
                 .match_indices('/')

@@ -6,7 +6,7 @@
 //! the trial's status once every score is in (custom evaluators included) and adds
 //! `error_attribution`.
 
-use gauntlet_model::{Case, Needs, NotApplicable, Score, Trajectory, TrialStatus, names};
+use gauntlet_model::{Case, Needs, NotApplicable, Score, StateRef, Trajectory, TrialStatus, names};
 use serde_json::Value;
 
 use crate::evaluators::{EvalContext, builtin_scores};
@@ -19,7 +19,7 @@ pub struct TrialInput<'a> {
     /// Everything that happened.
     pub trajectory: &'a Trajectory,
     /// The world's state at the end.
-    pub final_state: &'a Value,
+    pub final_state: StateRef<'a>,
     /// What is known of the world.
     pub cx: EvalContext<'a>,
 }
@@ -45,7 +45,7 @@ pub fn evaluate_in(
     final_state: &Value,
     cx: &EvalContext<'_>,
 ) -> Vec<Score> {
-    let mut scores = builtin_scores(case, trajectory, final_state, cx);
+    let mut scores = builtin_scores(case, trajectory, final_state.into(), cx);
     conclude(&mut scores, trajectory, false);
     scores
 }
@@ -174,7 +174,7 @@ mod tests {
         let out = evaluate_builtin(&TrialInput {
             case: None,
             trajectory: &trajectory,
-            final_state: &json!({}),
+            final_state: (&json!({})).into(),
             cx: EvalContext::default(),
         });
         let names: Vec<&str> = out.scores.iter().map(|s| s.name.as_str()).collect();
@@ -202,7 +202,7 @@ mod tests {
         let judged = evaluate_builtin(&TrialInput {
             case: None,
             trajectory: &trajectory,
-            final_state: &json!({}),
+            final_state: (&json!({})).into(),
             cx: EvalContext {
                 policy: Some(&policy),
                 ..EvalContext::default()

@@ -272,7 +272,7 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
         let fx = gauntlet_eval::attack::Effect {
             trajectory: &trajectory,
             pre: &pre,
-            post: &post,
+            post: (&post).into(),
         };
         match gauntlet_eval::attack::holds(&p, &fx) {
             Ok(h) if h.is_some() == want => {}

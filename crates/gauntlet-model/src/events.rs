@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{Event, RunHeader, RunResults, Score, TrialRecord};
+use crate::{ChangedState, Event, RunHeader, RunResults, Score, TrialRecord};
 
 /// One event of a run, in the order: `RunStarted`, then for each trial `TrialStarted`, what
 /// happens inside it (`TrialEvent`s as they happen, then a `TrialScored` per score) and
@@ -73,6 +73,11 @@ pub enum RunEvent {
         record: Box<TrialRecord>,
         /// The state the trial started from, shared with the other trials of its case.
         initial_state: Arc<Value>,
+        /// The trial's final state, when its world kept it as `initial_state` and the records
+        /// the trial changed (a state of megabytes is then not copied per trial): the record's
+        /// `final_state` is `null` until a consumer puts it there. The run store does, first,
+        /// in the form it stores; a consumer without a store calls [`RunEvent::settle`].
+        final_state: Option<ChangedState>,
         /// When, RFC 3339.
         at: String,
     },
@@ -86,6 +91,20 @@ pub enum RunEvent {
 }
 
 impl RunEvent {
+    /// Puts a finished trial's final state, whole, in its record where the event carries it as
+    /// changes (see `TrialFinished::final_state`).
+    pub fn settle(&mut self) {
+        if let RunEvent::TrialFinished {
+            record,
+            final_state,
+            ..
+        } = self
+            && let Some(changed) = final_state.take()
+        {
+            record.final_state = changed.to_value();
+        }
+    }
+
     /// The event as one line of `gauntlet run --events` (NDJSON, one object a line, as
     /// `cargo test --format json` writes): every object has `type` and `at` (RFC 3339).
     ///

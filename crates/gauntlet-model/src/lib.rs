@@ -10,6 +10,7 @@ pub mod article;
 pub mod attack;
 pub mod benchmark;
 pub mod case;
+pub mod changed_state;
 pub mod checkpoint;
 pub mod compare;
 pub mod context;
@@ -38,6 +39,7 @@ pub use benchmark::{BenchmarkHeadline, BenchmarkSpec, Metrics};
 pub use case::{
     Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
 };
+pub use changed_state::{ChangedState, FinalState, StateRef};
 pub use digest::is_trace_id;
 pub use error::{Classified, ErrorKind, without_rust_types};
 pub use events::RunEvent;

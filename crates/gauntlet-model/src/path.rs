@@ -14,7 +14,15 @@ pub fn resolve<'a>(state: &'a Value, key: &str) -> Option<&'a Value> {
     if let Some(v) = state.get(key) {
         return Some(v);
     }
-    key.split('.').try_fold(state, |node, seg| match node {
+    walk_dotted(state, key.split('.'))
+}
+
+/// Follows the segments of a dotted path down from `node`: keys of objects, indexes of arrays.
+pub(crate) fn walk_dotted<'a, 's>(
+    node: &'a Value,
+    mut segments: impl Iterator<Item = &'s str>,
+) -> Option<&'a Value> {
+    segments.try_fold(node, |node, seg| match node {
         Value::Object(map) => map.get(seg),
         Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
         _ => None,

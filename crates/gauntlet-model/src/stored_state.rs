@@ -49,28 +49,39 @@ pub fn changes(before: &Value, after: &Value) -> Map<String, Value> {
     let a = before.as_object().unwrap_or(&empty);
     let b = after.as_object().unwrap_or(&empty);
     for (k, bv) in b {
-        let p = format!("/{}", escape_segment(k));
-        match (a.get(k), bv) {
-            (Some(av), _) if same_value(av, bv) => {}
-            (Some(Value::Object(ar)), Value::Object(br)) => {
-                for (id, rec) in br {
-                    if !ar.get(id).is_some_and(|r| same_value(r, rec)) {
-                        out.insert(format!("{p}/{}", escape_segment(id)), rec.clone());
-                    }
-                }
-                for id in ar.keys().filter(|id| !br.contains_key(*id)) {
-                    out.insert(format!("{p}/{}", escape_segment(id)), Value::Null);
-                }
-            }
-            _ => {
-                out.insert(p, bv.clone());
-            }
-        }
+        entry_changes(k, a.get(k), bv, &mut out);
     }
     for k in a.keys().filter(|k| !b.contains_key(*k)) {
         out.insert(format!("/{}", escape_segment(k)), Value::Null);
     }
     out
+}
+
+/// The changes of one top-level entry `k`, from `before` (absent: added) to `after`, as
+/// [`changes`] lists them.
+pub(crate) fn entry_changes(
+    k: &str,
+    before: Option<&Value>,
+    after: &Value,
+    out: &mut Map<String, Value>,
+) {
+    let p = format!("/{}", escape_segment(k));
+    match (before, after) {
+        (Some(av), _) if same_value(av, after) => {}
+        (Some(Value::Object(ar)), Value::Object(br)) => {
+            for (id, rec) in br {
+                if !ar.get(id).is_some_and(|r| same_value(r, rec)) {
+                    out.insert(format!("{p}/{}", escape_segment(id)), rec.clone());
+                }
+            }
+            for id in ar.keys().filter(|id| !br.contains_key(*id)) {
+                out.insert(format!("{p}/{}", escape_segment(id)), Value::Null);
+            }
+        }
+        _ => {
+            out.insert(p, after.clone());
+        }
+    }
 }
 
 /// `base` with `changes` applied (see [`changes`]).

@@ -121,7 +121,7 @@ impl Judge {
                 epoch: t.epoch,
                 trajectory: &t.trajectory,
                 initial_state: Some(&t.initial_state),
-                final_state: &t.final_state,
+                final_state: (&t.final_state).into(),
                 world: Some(&self.world),
                 benchmark: None,
                 harness_failed: t.error.is_some(),

@@ -301,7 +301,7 @@ fn evidence<'a>(
         epoch: t.epoch,
         trajectory: &t.trajectory,
         initial_state: Some(&t.initial_state),
-        final_state: &t.final_state,
+        final_state: (&t.final_state).into(),
         world: Some(suite.world_of(loaded).world.spec()),
         benchmark: suite.config.benchmark.as_ref(),
         // A trial the harness failed stays the harness's failure.

@@ -54,6 +54,7 @@ impl Recorder {
             index: self.summaries.len(),
             record: Box::new(record),
             initial_state: std::sync::Arc::new(serde_json::Value::Null),
+            final_state: None,
             at: now(),
         };
         self.writer

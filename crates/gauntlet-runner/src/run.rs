@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use gauntlet_agent::{Agent, AgentInput, PersonaModels, SimulatedEnvironment, SimulatedUser};
 use gauntlet_model::{
-    Case, Context, Evaluation, Observed, RunEvent, RunHeader, TrialRecord, TrialStatus,
+    Case, ChangedState, Context, Evaluation, FinalState, Observed, RunEvent, RunHeader,
+    TrialRecord, TrialStatus,
 };
 use gauntlet_world::{FaultPlan, Injections, Simulator, World};
 use serde_json::Value;
@@ -184,9 +185,13 @@ fn start_trial(
             tap
         });
         // A panicking agent or evaluator must cost its trial only.
-        let (record, started_from) = match tokio::spawn(run_one(trial, agent, shared, tap)).await {
+        let Ran {
+            record,
+            started_from,
+            final_state,
+        } = match tokio::spawn(run_one(trial, agent, shared, tap)).await {
             Ok(r) => r,
-            Err(_) => (error_record(&spare, "the trial panicked".to_owned()), None),
+            Err(_) => error_record(&spare, "the trial panicked".to_owned()),
         };
         if trial_events {
             for score in &record.scores {
@@ -204,6 +209,7 @@ fn start_trial(
                 index,
                 record: Box::new(record),
                 initial_state: started_from.unwrap_or(spare.initial_state),
+                final_state,
                 at: now(),
             },
             slot: Some(permit),
@@ -238,16 +244,28 @@ impl TrialPlan {
     }
 }
 
+/// A trial as it ended: its record and, where its world kept it so, its final state as the
+/// state it started from and what it changed (the record's `final_state` is `null` then).
+struct Ran {
+    record: TrialRecord,
+    /// The state the trial started from, when it is its own (a real service's).
+    started_from: Option<Arc<Value>>,
+    final_state: Option<ChangedState>,
+}
+
 /// A trial the harness could not run: it ends where it started, with no events.
-fn error_record(trial: &TrialPlan, error: String) -> TrialRecord {
-    TrialRecord::new(
-        Observed {
-            final_state: (*trial.initial_state).clone(),
-            error: Some(error),
-            ..trial.observed()
-        },
-        Evaluation::unjudged(TrialStatus::Error),
-    )
+fn error_record(trial: &TrialPlan, error: String) -> Ran {
+    Ran {
+        record: TrialRecord::new(
+            Observed {
+                error: Some(error),
+                ..trial.observed()
+            },
+            Evaluation::unjudged(TrialStatus::Error),
+        ),
+        started_from: None,
+        final_state: Some(ChangedState::new(Arc::clone(&trial.initial_state))),
+    }
 }
 
 /// What every trial of a run shares.
@@ -268,7 +286,7 @@ async fn run_one(
     agent: Arc<dyn Agent>,
     shared: Arc<TrialShared>,
     tap: Option<gauntlet_world::EventTap>,
-) -> (TrialRecord, Option<Arc<Value>>) {
+) -> Ran {
     let TrialShared {
         timeout,
         custom,
@@ -289,11 +307,11 @@ async fn run_one(
         trial.epoch,
     ) {
         Ok(user) => user,
-        Err(why) => return (error_record(&trial, why.to_string()), None),
+        Err(why) => return error_record(&trial, why.to_string()),
     };
     let injections = match Injections::for_trial(trial.world.spec(), case.attack.as_ref()) {
         Ok(i) => i,
-        Err(why) => return (error_record(&trial, why.to_string()), None),
+        Err(why) => return error_record(&trial, why.to_string()),
     };
     // A world that is a real service is made for this trial, and starts from what it reads back.
     let (service, initial_state) = match trial.world.spec().service.clone() {
@@ -309,7 +327,7 @@ async fn run_one(
             let (service, state) = match made {
                 Ok(m) => m,
                 Err(why) => {
-                    return (error_record(&trial, why), None);
+                    return error_record(&trial, why);
                 }
             };
             let hash = gauntlet_model::digest::sha256_hex(
@@ -322,14 +340,11 @@ async fn run_one(
                 .or_insert_with(|| hash.clone())
                 .clone();
             if first != hash {
-                return (
-                    error_record(
-                        &trial,
-                        format!(
-                            "the service started from another state than the case's first trial (sha256 {hash} vs {first}): its fixture or setup is not deterministic"
-                        ),
+                return error_record(
+                    &trial,
+                    format!(
+                        "the service started from another state than the case's first trial (sha256 {hash} vs {first}): its fixture or setup is not deterministic"
                     ),
-                    None,
                 );
             }
             (Some(service), Arc::new(state))
@@ -414,7 +429,7 @@ async fn run_one(
             epoch: trial.epoch,
             trajectory: &trajectory,
             initial_state: Some(&initial_state),
-            final_state: &final_state,
+            final_state: final_state.as_ref(),
             world: Some(trial.world.spec()),
             benchmark: benchmark.as_deref(),
             harness_failed: error.is_some(),
@@ -424,6 +439,11 @@ async fn run_one(
         judges.as_deref(),
     )
     .await;
+    // A state kept as the initial state and what changed goes beside the record, not copied.
+    let (final_state, changed) = match final_state {
+        FinalState::Whole(v) => (v, None),
+        FinalState::Changed(c) => (Value::Null, Some(c)),
+    };
     let record = TrialRecord::new(
         Observed {
             final_state,
@@ -441,7 +461,11 @@ async fn run_one(
         .service
         .is_some()
         .then_some(initial_state);
-    (record, own_start)
+    Ran {
+        record,
+        started_from: own_start,
+        final_state: changed,
+    }
 }
 
 /// Each case's initial-state hash on a real service, from its first trial.

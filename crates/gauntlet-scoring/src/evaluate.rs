@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use gauntlet_eval::{EvalContext, TrialInput, conclude, evaluate_builtin};
-use gauntlet_model::{Case, Score, Trajectory, TrialStatus, WorldSpec};
+use gauntlet_model::{Case, Score, StateRef, Trajectory, TrialStatus, WorldSpec};
 use serde_json::{Value, json};
 
 use crate::custom::{CustomEvaluator, failure, run_custom};
@@ -34,7 +34,7 @@ pub struct TrialEvidence<'a> {
     /// The world's state at the start, when known.
     pub initial_state: Option<&'a Value>,
     /// The world's state at the end.
-    pub final_state: &'a Value,
+    pub final_state: StateRef<'a>,
     /// The world's declaration (its tools and canaries), when known.
     pub world: Option<&'a WorldSpec>,
     /// The suite's benchmark, whose reward is scored beside gauntlet's verdicts.

@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{
-    FORMAT_VERSION, OLDEST_READABLE_FORMAT, RunEvent, RunHeader, RunResults, SUMMARIES_FILE,
-    TrialRecord, TrialSummary,
+    ChangedState, FORMAT_VERSION, OLDEST_READABLE_FORMAT, RunEvent, RunHeader, RunResults,
+    SUMMARIES_FILE, StateRef, TrialRecord, TrialSummary,
 };
 use serde_json::Value;
 
@@ -225,20 +225,34 @@ impl RunWriter {
     /// states become what was written: the shared initial state, or, for a large one,
     /// references to it and the trial's changes (see [`RunWriter::append`]), so the caller can
     /// summarise the record with no further copy of a large state.
+    ///
+    /// `changed` is the trial's final state when it is kept as `initial` and the records the
+    /// trial changed (the record's own `final_state` is then `null`): the changes stored are
+    /// found by looking at those records only, and a small state is stored whole.
     pub fn append_shared(
         &mut self,
         record: &mut TrialRecord,
         initial: &std::sync::Arc<Value>,
+        changed: Option<ChangedState>,
     ) -> Result<(), StoreError> {
+        let final_state = match &changed {
+            Some(c) => StateRef::Changed(c),
+            None => StateRef::Whole(&record.final_state),
+        };
         match self
             .states
-            .compact_shared(&self.dir, initial, &record.final_state)?
+            .compact_shared(&self.dir, initial, final_state)?
         {
             Some((initial, final_state)) => {
                 record.initial_state = initial;
                 record.final_state = final_state;
             }
-            None => record.initial_state = (**initial).clone(),
+            None => {
+                record.initial_state = (**initial).clone();
+                if let Some(c) = changed {
+                    record.final_state = c.to_value();
+                }
+            }
         }
         self.write_line(record)
     }
@@ -306,12 +320,17 @@ impl RunWriter {
         if let RunEvent::TrialFinished {
             record,
             initial_state,
+            final_state,
             ..
         } = event
         {
             if record.initial_state.is_null() {
-                self.append_shared(record, initial_state)?;
+                self.append_shared(record, initial_state, final_state.take())?;
             } else {
+                // A record with its own initial state is stored with its final state whole.
+                if let Some(changed) = final_state.take() {
+                    record.final_state = changed.to_value();
+                }
                 if let Some((initial, final_state)) =
                     self.states
                         .compact(&self.dir, &record.initial_state, &record.final_state)?
@@ -822,6 +841,7 @@ fn trial_events(index: usize, record: TrialRecord, run_start: &str) -> Vec<RunEv
         index,
         record: Box::new(record),
         initial_state: std::sync::Arc::new(Value::Null),
+        final_state: None,
         at: end,
     });
     events
@@ -908,6 +928,7 @@ mod tests {
                 index,
                 record: Box::new(record(case)),
                 initial_state: Arc::clone(&initial),
+                final_state: None,
                 at: String::new(),
             };
             writer.consume(&mut event).unwrap();
@@ -917,6 +938,77 @@ mod tests {
         }
         writer.finish(&results(summaries.clone())).unwrap();
         (tmp, dir, summaries)
+    }
+
+    /// A trial whose final state comes as its shared initial state and the records it
+    /// changed is stored as the same trial with its final state whole would be, line for line
+    /// and `states/` file for file, for a large state (a reference and its changes) and a small
+    /// one (inline).
+    #[test]
+    fn a_final_state_given_as_changes_is_stored_as_the_whole_state_would_be() {
+        let big: serde_json::Map<String, Value> = (0..3000)
+            .map(|i| (format!("r{i}"), json!({"n": i, "pad": "x".repeat(20)})))
+            .collect();
+        for (large, initial) in [
+            (
+                true,
+                json!({"users": {"u1": {"n": 1}, "u2": {"n": 2}}, "flag": true, "rows": big}),
+            ),
+            (
+                false,
+                json!({"users": {"u1": {"n": 1}, "u2": {"n": 2}}, "flag": true}),
+            ),
+        ] {
+            let initial = Arc::new(initial);
+            let mut changed = gauntlet_model::ChangedState::new(Arc::clone(&initial));
+            changed.set_entry("flag".into(), Some(json!(false)));
+            changed.set_record("users", "u2".into(), None);
+            changed.set_record("users", "u3".into(), Some(json!({"n": 3})));
+            // Written back as it was (`1.0` is `1`): no change.
+            changed.set_record("users", "u1".into(), Some(json!({"n": 1.0})));
+            let whole = changed.to_value();
+            let stored = |final_state: Option<gauntlet_model::ChangedState>| {
+                let tmp = tempfile::tempdir().unwrap();
+                let dir = tmp.path().join("run");
+                let mut writer = RunWriter::create(&dir, &header()).unwrap();
+                let mut record = record("a");
+                record.final_state = if final_state.is_some() {
+                    Value::Null
+                } else {
+                    whole.clone()
+                };
+                let mut event = RunEvent::TrialFinished {
+                    index: 0,
+                    record: Box::new(record),
+                    initial_state: Arc::clone(&initial),
+                    final_state,
+                    at: String::new(),
+                };
+                writer.consume(&mut event).unwrap();
+                drop(writer);
+                let mut files = vec![std::fs::read_to_string(dir.join("trials.jsonl")).unwrap()];
+                if let Ok(states) = std::fs::read_dir(dir.join("states")) {
+                    for f in states {
+                        files.push(std::fs::read_to_string(f.unwrap().path()).unwrap());
+                    }
+                }
+                let RunEvent::TrialFinished { record, .. } = event else {
+                    unreachable!()
+                };
+                (files, record.final_state)
+            };
+            let (as_changes, seen) = stored(Some(changed.clone()));
+            assert_eq!(as_changes, stored(None).0);
+            assert_eq!(as_changes.len(), if large { 2 } else { 1 }, "{large}");
+            if large {
+                assert_eq!(
+                    seen["$changes"],
+                    json!({"/users/u3": {"n": 3}, "/users/u2": null, "/flag": false})
+                );
+            } else {
+                assert_eq!(seen, whole);
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gauntlet_model::stored_state::{apply, changes, is_large, restrict, stored_ref};
+use gauntlet_model::StateRef;
+use gauntlet_model::stored_state::{apply, is_large, restrict, stored_ref};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -28,7 +29,7 @@ impl StateWriter {
         &mut self,
         dir: &Path,
         initial: &Arc<Value>,
-        final_state: &Value,
+        final_state: StateRef<'_>,
     ) -> Result<Option<(Value, Value)>, StoreError> {
         let key = Arc::as_ptr(initial) as usize;
         let name = match self.shared.get(&key) {
@@ -60,7 +61,7 @@ impl StateWriter {
         }
         Ok(self
             .store(dir, initial)?
-            .map(|name| refs(&name, initial, final_state)))
+            .map(|name| refs(&name, initial, final_state.into())))
     }
 
     /// Writes a large state under `states/` (once per distinct content) and names its file;
@@ -95,10 +96,10 @@ impl StateWriter {
 }
 
 /// A trial's stored states: the base by name, the final state as the base plus its changes.
-fn refs(name: &str, initial: &Value, final_state: &Value) -> (Value, Value) {
+fn refs(name: &str, initial: &Value, final_state: StateRef<'_>) -> (Value, Value) {
     (
         json!({"$state": name}),
-        json!({"$state": name, "$changes": changes(initial, final_state)}),
+        json!({"$state": name, "$changes": final_state.changes_from(initial)}),
     )
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use gauntlet_model::{Context, StateChange, ToolError};
+use gauntlet_model::{ChangedState, Context, StateChange, ToolError};
 use rquickjs::{CatchResultExt, Function, Persistent};
 use serde_json::Value;
 
@@ -581,29 +581,35 @@ impl ScriptEngine {
     /// (only those records are read out of the script runtime); or why it cannot be read back,
     /// as [`ScriptEngine::read_state`] says.
     pub fn changed_state(&self) -> Result<Value, ScriptError> {
+        self.changes().map(|c| c.to_value())
+    }
+
+    /// The current state as the state the trial started from (shared, not copied) and the
+    /// records it changed, read out of the script runtime; or why they cannot be read back, as
+    /// [`ScriptEngine::read_state`] says.
+    pub fn changes(&self) -> Result<ChangedState, ScriptError> {
         let text = self.harness_string("__gauntlet_changed")?;
         let changed: Vec<(String, String, bool, Option<String>)> =
             serde_json::from_str(&text).map_err(ScriptError::StateNotJson)?;
-        let mut state = (*self.loaded().state).clone();
+        let mut state = ChangedState::new(Arc::clone(&self.loaded().state));
         // The root's keys first: a record's entry reads its collection as it is now.
         let (root, records): (Vec<_>, Vec<_>) =
             changed.into_iter().partition(|(coll, ..)| coll.is_empty());
         for (coll, key, present, json) in root.into_iter().chain(records) {
-            let (target, depth) = if coll.is_empty() {
-                (Some(&mut state), 1)
-            } else {
-                (state.get_mut(&coll), 2)
-            };
-            let Some(Value::Object(target)) = target else {
+            // A record of what is no collection now is not read, as the whole state has no place
+            // for it.
+            if !coll.is_empty() && !state.has_collection(&coll) {
                 continue;
+            }
+            let depth = if coll.is_empty() { 1 } else { 2 };
+            let value = match json.filter(|_| present) {
+                Some(json) => Some(parse_state(&json, depth)?),
+                None => None,
             };
-            match json.filter(|_| present) {
-                Some(json) => {
-                    target.insert(key, parse_state(&json, depth)?);
-                }
-                None => {
-                    target.shift_remove(&key);
-                }
+            if coll.is_empty() {
+                state.set_entry(key, value);
+            } else {
+                state.set_record(&coll, key, value);
             }
         }
         Ok(state)

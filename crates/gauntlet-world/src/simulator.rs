@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use gauntlet_model::trajectory::ToolCall;
 use gauntlet_model::{
-    Context, Event, FaultKind, FaultSpec, SideEffect, ToolError, ToolKind, Trajectory,
+    ChangedState, Context, Event, FaultKind, FaultSpec, FinalState, SideEffect, ToolError,
+    ToolKind, Trajectory,
 };
 use serde_json::Value;
 
@@ -776,13 +777,29 @@ impl Simulator {
         self,
         final_answer: Option<String>,
     ) -> (Trajectory, Result<Value, FinalStateError>) {
+        let (trajectory, state) = self.finish_changed(final_answer);
+        (trajectory, state.map(FinalState::into_value))
+    }
+
+    /// Like [`Simulator::finish_checked`], with the final state of a world whose script keeps
+    /// the state as the state the trial started from and the records it changed: not copied.
+    pub fn finish_changed(
+        self,
+        final_answer: Option<String>,
+    ) -> (Trajectory, Result<FinalState, FinalStateError>) {
         let mut service = self.service;
         let state = match (&mut service, &self.script) {
             // The service's own state, read back once more: what it is, not what was seen.
-            (Some(service), _) => service.snapshot().map_err(FinalStateError::from),
-            (None, Some(Ok(engine))) => engine.changed_state().map_err(FinalStateError::from),
-            (None, Some(Err(_))) => Ok(Arc::unwrap_or_clone(self.initial)),
-            _ => Ok(self.state),
+            (Some(service), _) => service
+                .snapshot()
+                .map(FinalState::Whole)
+                .map_err(FinalStateError::from),
+            (None, Some(Ok(engine))) => engine
+                .changes()
+                .map(FinalState::Changed)
+                .map_err(FinalStateError::from),
+            (None, Some(Err(_))) => Ok(FinalState::Changed(ChangedState::new(self.initial))),
+            _ => Ok(FinalState::Whole(self.state)),
         };
         // The service is torn down here.
         drop(service);

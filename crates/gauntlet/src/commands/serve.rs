@@ -105,6 +105,7 @@ pub fn serve(
         }
     })?;
     let (trajectory, final_state) = lock(&env).finish(None);
+    let final_state = final_state.into_value();
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     let evaluation = runtime.block_on(gauntlet_scoring::evaluate_trial(
         &gauntlet_scoring::TrialEvidence {
@@ -113,7 +114,7 @@ pub fn serve(
             epoch: 0,
             trajectory: &trajectory,
             initial_state: Some(&initial),
-            final_state: &final_state,
+            final_state: (&final_state).into(),
             world: Some(trial.world.spec()),
             benchmark: suite.config.benchmark.as_ref(),
             harness_failed: false,

@@ -278,7 +278,7 @@ impl Sink {
                 epoch: 0,
                 trajectory: &s.trajectory,
                 initial_state: Some(&s.initial_state),
-                final_state: &s.final_state,
+                final_state: (&s.final_state).into(),
                 world: Some(world),
                 benchmark: None,
                 harness_failed: s.error.is_some(),
