@@ -758,9 +758,7 @@ async fn take(
     let share = traces.len().div_ceil(cores).max(JUDGED_TOGETHER);
     let mut taken = Vec::with_capacity(traces.len());
     if traces.len() <= share {
-        for t in traces {
-            taken.push(judged(judge, t).await);
-        }
+        taken = judged_in_turn(judge, traces).await;
     } else {
         let mut traces = traces.into_iter();
         let mut shares = Vec::new();
@@ -770,13 +768,9 @@ async fn take(
                 break;
             }
             let judge = judge.clone();
-            shares.push(tokio::spawn(async move {
-                let mut out = Vec::with_capacity(part.len());
-                for t in part {
-                    out.push(judged(&judge, t).await);
-                }
-                out
-            }));
+            shares.push(tokio::spawn(
+                async move { judged_in_turn(&judge, part).await },
+            ));
         }
         for part in shares {
             match part.await {
@@ -795,6 +789,15 @@ async fn take(
         }
         lake.push_trace(row);
     }
+}
+
+/// Judges `traces` one after the other, in order.
+async fn judged_in_turn(judge: &Judge, traces: Vec<gauntlet_otel::Trace>) -> Vec<Taken> {
+    let mut out = Vec::with_capacity(traces.len());
+    for t in traces {
+        out.push(judged(judge, t).await);
+    }
+    out
 }
 
 /// Traces judged on the worker itself rather than shared out: too few to be worth a task.

@@ -20,26 +20,20 @@ fn json_streamed(dir: &Path, out: Option<&Path>) -> Result<bool, ExpectedError> 
         return Ok(false);
     }
     let summaries = dir.join(gauntlet_model::SUMMARIES_FILE);
-    let written = match out {
-        Some(path) => std::fs::File::create(path)
-            .map_err(|e| gauntlet_store::StoreError::Io {
-                path: path.to_owned(),
-                source: e,
-            })
-            .and_then(|f| {
-                let mut w = std::io::BufWriter::new(f);
-                gauntlet_store::write_full_results(&head, &summaries, &mut w)?;
-                std::io::Write::flush(&mut w).map_err(|e| gauntlet_store::StoreError::Io {
-                    path: path.to_owned(),
-                    source: e,
-                })
-            }),
-        None => gauntlet_store::write_full_results(&head, &summaries, std::io::stdout().lock()),
+    let mut w: Box<dyn std::io::Write> = match out {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|e| {
+                ExpectedError::harness(format!("failed to write {}: {e}", path.display()))
+            })?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
     };
-    written.map_err(|e| {
-        crate::exit::exit_if_closed_pipe(&e);
+    let failed = |e: &(dyn std::error::Error + 'static)| {
+        crate::exit::exit_if_closed_pipe(e);
         ExpectedError::harness(format!("failed to write the results: {e}"))
-    })?;
+    };
+    gauntlet_store::write_full_results(&head, &summaries, &mut w).map_err(|e| failed(&e))?;
+    w.flush().map_err(|e| failed(&e))?;
     if let Some(path) = out {
         crate::note!("wrote {}", path.display());
     }
