@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use gauntlet_model::digest::sha256_hex;
 use gauntlet_model::online::{Redaction, RedactionMode};
+use gauntlet_model::trajectory::{TextsMut, Trajectory};
 use regex::Regex;
 use serde_json::Value;
 
@@ -38,6 +39,17 @@ static WIDER_EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         .iter()
         .map(|(_, r)| Regex::new(r).expect("valid rule"))
         .collect()
+});
+
+/// Every rule of the evaluator's (without its word boundaries) and every wider one, as one
+/// expression. A finding of any rule is a match of this one, since taking an assertion out of a
+/// pattern only lets it match more; so a string this does not match, which is most strings,
+/// has nothing to redact by those rules and costs one pass.
+static ANY: LazyLock<Regex> = LazyLock::new(|| {
+    let loosened = RULES.iter().map(|(_, r)| r.replace(r"\b", ""));
+    let wider = WIDER.iter().map(|(_, r)| (*r).to_owned());
+    let any: Vec<String> = loosened.chain(wider).map(|r| format!("(?:{r})")).collect();
+    Regex::new(&any.join("|")).expect("valid rules")
 });
 
 /// Whether an `sk-` token found without a word boundary before it looks like a key rather than
@@ -126,6 +138,16 @@ impl Redactor {
 
     /// The text with every finding replaced.
     pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let canary = self.canaries.iter().any(|c| text.contains(c.as_str()));
+        let extra = !self.extra.is_empty() && self.extra_set.is_match(text);
+        if !canary && !extra && !ANY.is_match(text) {
+            return Cow::Borrowed(text);
+        }
+        self.replaced(text, self.findings(text))
+    }
+
+    /// Where each rule, canary and own pattern is found in the text: (start, end, rule).
+    fn findings<'r>(&'r self, text: &str) -> Vec<(usize, usize, &'r str)> {
         let mut found: Vec<(usize, usize, &str)> = Vec::new();
         for c in &self.canaries {
             found.extend(
@@ -159,6 +181,11 @@ impl Redactor {
                     .map(|m| (m.start(), m.end(), name.as_str())),
             );
         }
+        found
+    }
+
+    /// The text with its findings replaced.
+    fn replaced<'a>(&self, text: &'a str, mut found: Vec<(usize, usize, &str)>) -> Cow<'a, str> {
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -186,15 +213,35 @@ impl Redactor {
         Cow::Owned(out)
     }
 
-    /// Redacts every string in the value, keys included.
-    pub fn value(&self, v: &mut Value) {
-        match v {
-            Value::String(s) => {
-                if let Cow::Owned(r) = self.text(s) {
-                    *s = r;
+    /// Redacts every text and JSON value of a trajectory in place: what redacting its JSON form
+    /// would do, without making it.
+    pub fn trajectory(&self, t: &mut Trajectory) {
+        struct Redacting<'r>(&'r Redactor);
+        impl TextsMut for Redacting<'_> {
+            fn text(&mut self, text: &mut String) {
+                if let Cow::Owned(r) = self.0.text(text) {
+                    *text = r;
                 }
             }
-            Value::Array(items) => items.iter_mut().for_each(|i| self.value(i)),
+            fn value(&mut self, value: &mut Value) {
+                self.0.value(value);
+            }
+        }
+        t.texts_mut(&mut Redacting(self));
+    }
+
+    /// Redacts every string in the value, keys included; whether anything was redacted.
+    pub fn value(&self, v: &mut Value) -> bool {
+        match v {
+            Value::String(s) => match self.text(s) {
+                Cow::Owned(r) => {
+                    *s = r;
+                    true
+                }
+                Cow::Borrowed(_) => false,
+            },
+            // Every item is redacted, whatever an earlier one gave.
+            Value::Array(items) => items.iter_mut().fold(false, |any, i| self.value(i) | any),
             Value::Object(map) => {
                 let redacted_keys = map.keys().any(|k| matches!(self.text(k), Cow::Owned(_)));
                 if redacted_keys {
@@ -203,11 +250,12 @@ impl Redactor {
                         self.value(&mut item);
                         map.insert(self.text(&k).into_owned(), item);
                     }
+                    true
                 } else {
-                    map.values_mut().for_each(|i| self.value(i));
+                    map.values_mut().fold(false, |any, i| self.value(i) | any)
                 }
             }
-            _ => {}
+            _ => false,
         }
     }
 }
@@ -310,6 +358,31 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The one-pass check lets through only text in which the rules find nothing: on
+        /// random text built from near-misses and real findings of every rule, glued to words,
+        /// digits, punctuation and letters beyond ASCII.
+        #[test]
+        fn text_the_single_pass_lets_through_has_no_findings(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "ann@example.com", "josé@exämple.de", "用户@例子.广告", "a@b", "x@y.z", "@", "a@.b.cd",
+                "AKIAABCDEFGHIJKLMNOP", "ASIA", "AKIA0123", "-----BEGIN RSA PRIVATE KEY-----",
+                "-----BEGIN", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "gho_", "xoxb-1234567890ab",
+                "xox", "sk-proj-abc123def456ghi789jkl0", "sk-", "risk-assessment-for-the-board",
+                "eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeK", "eyJ", "123-45-6789", "123-45",
+                "4111 1111 1111 1111", "4111-1111", "0123456789012", "EMP-123456", "EMP-12",
+                "CANARY-7f3a", "CANARY", " ", "-", "_", ".", "\n", "\"", "word", "ünï", "к", "7",
+                "+", "%",
+            ]), 0..12)
+        ) {
+            let r = redactor(RedactionMode::Redact);
+            let text = parts.concat();
+            if matches!(r.text(&text), Cow::Borrowed(_)) {
+                proptest::prop_assert!(r.findings(&text).is_empty(), "{text}");
+            }
+        }
+    }
+
     #[test]
     fn hashes_are_stable_per_value_and_keyed() {
         let r = redactor(RedactionMode::Hash);
@@ -346,6 +419,73 @@ mod tests {
             "{text}"
         );
         assert_eq!(v["n"], 3);
+    }
+
+    /// Redacting a trajectory in place gives what redacting its JSON form gives, on a
+    /// trajectory with every kind of event whose every text holds personal data.
+    #[test]
+    fn a_trajectory_redacted_in_place_is_its_json_form_redacted() {
+        let pii = "ann@example.com CANARY-7f3a EMP-123456";
+        let mut texts = 0;
+        let mut text = || {
+            texts += 1;
+            format!("t{texts} {pii}")
+        };
+        let call = json!({"type": "tool_call", "id": text(), "step": 1, "tool": text(),
+            "arguments": {text(): [text(), 4111_1111_1111_1111u64, {"k": text()}]},
+            "kind": "write", "schema_valid": true, "result": {"r": text()},
+            "error": {"status": 500, "message": text(), "retry_after_s": 1.0},
+            "fault": "timeout", "idempotency_key": text(),
+            "state_changes": [{"path": text(), "before": text(), "after": {"a": text()}}],
+            "idempotent_replay": true, "at_ms": 1.0, "recorded_output": [text()],
+            "latency_ms": 2.0});
+        let events = json!([
+            {"type": "user_message", "text": text()},
+            {"type": "agent_message", "step": 1, "text": text()},
+            {"type": "reasoning", "step": 1, "text": text()},
+            {"type": "question", "step": 1, "text": text()},
+            {"type": "confirmation_request", "step": 1, "text": text()},
+            {"type": "confirmation_response", "text": text(), "approved": true},
+            {"type": "fault_injected", "call_id": text(), "tool": text(), "kind": "timeout",
+             "source": text()},
+            {"type": "cross_tenant_access", "call_id": text(), "tool": text(),
+             "record": text(), "tenant": text()},
+            {"type": "wait", "step": 1, "ms": 5.0},
+            call,
+            {"type": "model_call", "model": text(), "prompt_tokens": 1, "completion_tokens": 2,
+             "cost_eur": 0.1, "latency_ms": 3.0, "ttft_ms": 1.0, "simulated_user": true,
+             "at_ms": 1.0, "error": {"status": 429, "message": text()}, "fault": "timeout"},
+            {"type": "agent_stderr", "text": text()},
+            {"type": "tools_changed", "tools": [text(), text()], "after_calls": 2},
+            {"type": "trapped", "checkpoint": text(), "step": 2, "reason": text()},
+            {"type": "unfinished", "reason": text()},
+            {"type": "final_answer", "text": text()},
+        ]);
+        let json = json!({"events": events, "final_answer": text(), "side_effects": [
+            {"tool": text(), "idempotency_key": text(), "effect": text(), "count": 2,
+             "call_ids": [text(), text()]}]});
+        let mut typed: Trajectory = serde_json::from_value(json.clone()).expect("a trajectory");
+        assert_eq!(
+            serde_json::to_value(&typed).unwrap(),
+            json,
+            "the fixture reads back whole"
+        );
+        let r = redactor(RedactionMode::Redact);
+        let mut as_json = json;
+        assert!(r.value(&mut as_json));
+        r.trajectory(&mut typed);
+        let typed = serde_json::to_value(&typed).unwrap();
+        assert_eq!(typed, as_json);
+        let written = typed.to_string();
+        for gone in ["ann@example.com", "CANARY-7f3a", "EMP-123456"] {
+            assert!(!written.contains(gone), "{gone} in {written}");
+        }
+        for i in 1..=texts {
+            assert!(
+                written.contains(&format!("t{i} [REDACTED")),
+                "text {i} of {texts}"
+            );
+        }
     }
 
     #[test]

@@ -283,7 +283,154 @@ impl SideEffect {
     }
 }
 
+impl Event {
+    /// Gives every text and JSON value of the event to `to` (see [`TextsMut`]).
+    pub fn texts_mut(&mut self, to: &mut impl TextsMut) {
+        match self {
+            Event::UserMessage { text }
+            | Event::AgentMessage { step: _, text }
+            | Event::Reasoning { step: _, text }
+            | Event::Question { step: _, text }
+            | Event::ConfirmationRequest { step: _, text }
+            | Event::ConfirmationResponse { text, approved: _ }
+            | Event::AgentStderr { text }
+            | Event::FinalAnswer { text }
+            | Event::Unfinished { reason: text } => to.text(text),
+            Event::FaultInjected {
+                call_id,
+                tool,
+                kind: _,
+                source,
+            } => [call_id, tool, source].into_iter().for_each(|t| to.text(t)),
+            Event::CrossTenantAccess {
+                call_id,
+                tool,
+                record,
+                tenant,
+            } => [call_id, tool, record, tenant]
+                .into_iter()
+                .for_each(|t| to.text(t)),
+            Event::Wait { step: _, ms: _ } => {}
+            Event::ToolCall(call) => call.texts_mut(to),
+            Event::ModelCall {
+                model,
+                prompt_tokens: _,
+                completion_tokens: _,
+                cost_eur: _,
+                latency_ms: _,
+                ttft_ms: _,
+                simulated_user: _,
+                at_ms: _,
+                error,
+                fault: _,
+            } => {
+                to.text(model);
+                error.iter_mut().for_each(|e| e.texts_mut(to));
+            }
+            Event::ToolsChanged {
+                tools,
+                after_calls: _,
+            } => tools.iter_mut().for_each(|t| to.text(t)),
+            Event::Trapped {
+                checkpoint,
+                step: _,
+                reason,
+            } => {
+                to.text(checkpoint);
+                to.text(reason);
+            }
+        }
+    }
+}
+
+impl ToolCall {
+    /// Gives every text and JSON value of the call to `to` (see [`TextsMut`]).
+    pub fn texts_mut(&mut self, to: &mut impl TextsMut) {
+        let ToolCall {
+            id,
+            step: _,
+            tool,
+            arguments,
+            kind: _,
+            schema_valid: _,
+            result,
+            error,
+            fault: _,
+            idempotency_key,
+            state_changes,
+            idempotent_replay: _,
+            at_ms: _,
+            recorded_output,
+            latency_ms: _,
+        } = self;
+        to.text(id);
+        to.text(tool);
+        to.value(arguments);
+        result.iter_mut().for_each(|r| to.value(r));
+        error.iter_mut().for_each(|e| e.texts_mut(to));
+        idempotency_key.iter_mut().for_each(|k| to.text(k));
+        for c in state_changes {
+            let StateChange {
+                path,
+                before,
+                after,
+            } = c;
+            to.text(path);
+            before.iter_mut().chain(after).for_each(|v| to.value(v));
+        }
+        recorded_output.iter_mut().for_each(|o| to.value(o));
+    }
+}
+
+impl ToolError {
+    /// Gives the error's message to `to` (see [`TextsMut`]).
+    pub fn texts_mut(&mut self, to: &mut impl TextsMut) {
+        let ToolError {
+            status: _,
+            message,
+            retry_after_s: _,
+        } = self;
+        to.text(message);
+    }
+}
+
+/// Every text of a trajectory, given to `text` to change in place, and every JSON value in it
+/// (a call's arguments, result, recorded output and state changes), given to `value`: what a
+/// redaction must see. The patterns name every field (no `..`), so a field or event added to
+/// the model does not compile until it is placed here.
+pub trait TextsMut {
+    /// A text.
+    fn text(&mut self, text: &mut String);
+    /// A JSON value, keys and all.
+    fn value(&mut self, value: &mut Value);
+}
+
 impl Trajectory {
+    /// Gives every text and JSON value of the trajectory to `to` (see [`TextsMut`]).
+    pub fn texts_mut(&mut self, to: &mut impl TextsMut) {
+        let Trajectory {
+            events,
+            final_answer,
+            side_effects,
+        } = self;
+        for e in events {
+            e.texts_mut(to);
+        }
+        final_answer.iter_mut().for_each(|a| to.text(a));
+        for s in side_effects {
+            let SideEffect {
+                tool,
+                idempotency_key,
+                effect,
+                count: _,
+                call_ids,
+            } = s;
+            to.text(tool);
+            idempotency_key.iter_mut().for_each(|k| to.text(k));
+            to.text(effect);
+            call_ids.iter_mut().for_each(|c| to.text(c));
+        }
+    }
     /// The tool calls, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.events.iter().filter_map(|e| match e {
