@@ -3,18 +3,20 @@
 //! `POST /v1/traces` takes an `ExportTraceServiceRequest` as protobuf
 //! (`application/x-protobuf`) or JSON (`application/json`), optionally gzip-compressed, behind
 //! a bearer token. The handler only decodes and queues: a full queue answers 503 with
-//! `Retry-After` (OTLP exporters retry), a malformed payload 400, an oversized one 413 (one
+//! `Retry-After` (OTLP exporters retry) before the payload is decoded, a malformed payload 400, an oversized one 413 (one
 //! whose `Content-Length` says so before its body is read), a body that stalls for
 //! `read_timeout` or takes longer than `request_timeout` in all 408, and nothing else is lost;
 //! a connection that sends nothing for `idle_timeout` (half a request, or idle between
 //! requests) is closed. Spans whose trace id is not a W3C trace id (16 bytes, not all zero) are
 //! refused, counted and said in the response's `partial_success`, as feedback for such an id
 //! is refused. One worker assembles spans into traces (complete when the root ends, or after the
-//! policy's idle time; a span sent twice kept once), judges each, redacts it and writes the lake
-//! in batches.
+//! policy's idle time; a span sent twice kept once) and hands them out to be judged and redacted
+//! on every core while it assembles the next; it keeps them in the order they completed and
+//! writes the lake in batches.
 //! `POST /v1/feedback` takes `{trace_id, rating, comment, edited_output, abandoned}`.
 //! `GET /v1/status` (JSON) and `GET /metrics` (Prometheus text) report counts and alarms.
 
+use std::collections::VecDeque;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,6 +35,7 @@ use gauntlet_otel::{Assembler, AssemblerLimits, Encoding};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
@@ -342,6 +345,17 @@ async fn traces(
             );
         }
     };
+    // A place in the queue first: a busy receiver refuses before decoding, not after.
+    let Ok(place) = s.tx.try_reserve() else {
+        s.counters.busy.fetch_add(1, Ordering::Relaxed);
+        let mut r = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: the judging queue is full, retry",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return r;
+    };
     let bytes = match body_of(&headers, &body, s.max_body_bytes) {
         Ok(b) => b,
         Err((status, message)) => {
@@ -363,42 +377,29 @@ async fn traces(
         .flat_map(|r| &r.scope_spans)
         .map(|s| s.spans.len())
         .sum();
-    match s.tx.try_send(Work::Traces(request)) {
-        Ok(()) => {
-            s.counters.payloads.fetch_add(1, Ordering::Relaxed);
-            s.counters.spans.fetch_add(spans as u64, Ordering::Relaxed);
-            s.counters
-                .refused_spans
-                .fetch_add(refused as u64, Ordering::Relaxed);
-            // An ExportTraceServiceResponse in the request's encoding: empty, or saying which
-            // spans were refused (OTLP's partial success, which exporters do not retry).
-            let response = gauntlet_otel::export_response(refused as u64);
-            match encoding {
-                Encoding::Protobuf => (
-                    [(header::CONTENT_TYPE, "application/x-protobuf")],
-                    prost::Message::encode_to_vec(&response),
-                )
-                    .into_response(),
-                Encoding::Json => axum::Json(match &response.partial_success {
-                    None => json!({}),
-                    Some(p) => json!({"partialSuccess": {
-                        "rejectedSpans": p.rejected_spans.to_string(),
-                        "errorMessage": p.error_message,
-                    }}),
-                })
-                .into_response(),
-            }
-        }
-        Err(_) => {
-            s.counters.busy.fetch_add(1, Ordering::Relaxed);
-            let mut r = refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy: the judging queue is full, retry",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-            r
-        }
+    place.send(Work::Traces(request));
+    s.counters.payloads.fetch_add(1, Ordering::Relaxed);
+    s.counters.spans.fetch_add(spans as u64, Ordering::Relaxed);
+    s.counters
+        .refused_spans
+        .fetch_add(refused as u64, Ordering::Relaxed);
+    // An ExportTraceServiceResponse in the request's encoding: empty, or saying which spans
+    // were refused (OTLP's partial success, which exporters do not retry).
+    let response = gauntlet_otel::export_response(refused as u64);
+    match encoding {
+        Encoding::Protobuf => (
+            [(header::CONTENT_TYPE, "application/x-protobuf")],
+            prost::Message::encode_to_vec(&response),
+        )
+            .into_response(),
+        Encoding::Json => axum::Json(match &response.partial_success {
+            None => json!({}),
+            Some(p) => json!({"partialSuccess": {
+                "rejectedSpans": p.rejected_spans.to_string(),
+                "errorMessage": p.error_message,
+            }}),
+        })
+        .into_response(),
     }
 }
 
@@ -562,12 +563,27 @@ async fn work(
             }
         }
     };
+    // Shares being judged, kept in the order they were handed out; while they run on every
+    // core, the worker assembles the next payload and writes the lake.
+    let mut judging: VecDeque<JoinHandle<Vec<Taken>>> = VecDeque::new();
+    let in_flight = 2 * std::thread::available_parallelism().map_or(1, usize::from);
     loop {
         let done = tokio::select! {
-            w = rx.recv() => match w {
+            // What is judged is kept first, in order.
+            biased;
+            share = async { judging.front_mut().expect("a share").await }, if !judging.is_empty() => {
+                judging.pop_front();
+                match share {
+                    Ok(taken) => keep(taken, &mut lake, &mut verdicts, &counters, &monitor),
+                    // A judge that panicked: its share is lost, the receiver goes on.
+                    Err(e) => eprintln!("gauntlet online: judging failed: {e}"),
+                }
+                false
+            }
+            w = rx.recv(), if judging.len() < in_flight => match w {
                 Some(Work::Traces(request)) => {
                     let complete = assembler.push(request, now_ms() as u64);
-                    take(&judge, &mut lake, &mut verdicts, &counters, &monitor, complete).await;
+                    judging.extend(shares(&judge, complete));
                     false
                 }
                 Some(Work::Feedback(mut row)) => {
@@ -581,7 +597,7 @@ async fn work(
             },
             _ = tick.tick() => {
                 let expired = assembler.expire(now_ms() as u64);
-                take(&judge, &mut lake, &mut verdicts, &counters, &monitor, expired).await;
+                judging.extend(shares(&judge, expired));
                 false
             }
         };
@@ -595,8 +611,13 @@ async fn work(
             .open_traces
             .store(assembler.open_traces() as u64, Ordering::Relaxed);
         if done {
-            let open = assembler.drain();
-            take(&judge, &mut lake, &mut verdicts, &counters, &monitor, open).await;
+            judging.extend(shares(&judge, assembler.drain()));
+            for share in judging.drain(..) {
+                match share.await {
+                    Ok(taken) => keep(taken, &mut lake, &mut verdicts, &counters, &monitor),
+                    Err(e) => eprintln!("gauntlet online: judging failed: {e}"),
+                }
+            }
             counters.open_traces.store(0, Ordering::Relaxed);
             flush(&mut lake, &counters);
             if let Some(e) = &exporter {
@@ -744,42 +765,34 @@ async fn judged(judge: &Judge, trace: gauntlet_otel::Trace) -> Taken {
     }
 }
 
-/// Judges `traces` on every core (a share each, judged in order), then keeps them in their
-/// order: the lake row, the verdicts to export, the monitor, the counters.
-async fn take(
-    judge: &Arc<Judge>,
+/// Hands `traces` out to be judged on every core: a share each (judged in order), at least
+/// `JUDGED_TOGETHER` traces a share.
+fn shares(judge: &Arc<Judge>, traces: Vec<gauntlet_otel::Trace>) -> Vec<JoinHandle<Vec<Taken>>> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let share = traces.len().div_ceil(cores).max(JUDGED_TOGETHER);
+    let mut traces = traces.into_iter();
+    let mut out = Vec::new();
+    loop {
+        let part: Vec<_> = traces.by_ref().take(share).collect();
+        if part.is_empty() {
+            return out;
+        }
+        let judge = judge.clone();
+        out.push(tokio::spawn(
+            async move { judged_in_turn(&judge, part).await },
+        ));
+    }
+}
+
+/// Keeps judged traces in their order: the lake row, the verdicts to export, the monitor, the
+/// counters.
+fn keep(
+    taken: Vec<Taken>,
     lake: &mut LakeWriter,
     verdicts: &mut Vec<gauntlet_otel::Span>,
     counters: &Counters,
     monitor: &std::sync::Mutex<Monitor>,
-    traces: Vec<gauntlet_otel::Trace>,
 ) {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let share = traces.len().div_ceil(cores).max(JUDGED_TOGETHER);
-    let mut taken = Vec::with_capacity(traces.len());
-    if traces.len() <= share {
-        taken = judged_in_turn(judge, traces).await;
-    } else {
-        let mut traces = traces.into_iter();
-        let mut shares = Vec::new();
-        loop {
-            let part: Vec<_> = traces.by_ref().take(share).collect();
-            if part.is_empty() {
-                break;
-            }
-            let judge = judge.clone();
-            shares.push(tokio::spawn(
-                async move { judged_in_turn(&judge, part).await },
-            ));
-        }
-        for part in shares {
-            match part.await {
-                Ok(part) => taken.extend(part),
-                // A judge that panicked: its share is lost, the receiver goes on.
-                Err(e) => eprintln!("gauntlet online: judging failed: {e}"),
-            }
-        }
-    }
     for Taken { row, verdicts: v } in taken {
         verdicts.push(v);
         counters.traces_judged.fetch_add(1, Ordering::Relaxed);
@@ -800,7 +813,7 @@ async fn judged_in_turn(judge: &Judge, traces: Vec<gauntlet_otel::Trace>) -> Vec
     out
 }
 
-/// Traces judged on the worker itself rather than shared out: too few to be worth a task.
+/// The fewest traces a share is given: fewer are not worth a task of their own.
 const JUDGED_TOGETHER: usize = 8;
 
 #[cfg(test)]
@@ -973,6 +986,43 @@ mod tests {
             rows.iter()
                 .all(|r| r.status == rows[0].status && r.tool_calls == 1)
         );
+    }
+
+    /// A full queue refuses with 503 and `Retry-After` before the payload is read: a
+    /// malformed one is refused as busy too, not decoded; with room again, it is a 400.
+    #[tokio::test]
+    async fn a_full_queue_refuses_before_decoding() {
+        let (tx, mut rx) = mpsc::channel(1);
+        let shared = Arc::new(Shared {
+            token: "t".into(),
+            tx,
+            counters: Arc::default(),
+            monitor: Arc::default(),
+            max_body_bytes: 1 << 20,
+        });
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, "Bearer t".parse().unwrap());
+        headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+        let post = |body: String| {
+            traces(
+                State(shared.clone()),
+                headers.clone(),
+                Ok(Bytes::from(body)),
+            )
+        };
+        let good = payload(&[tool_span(&format!("{:032x}", 1), "b7ad6b7169203331", "")]);
+        assert_eq!(post(good.clone()).await.status(), StatusCode::OK);
+        for body in [good, "{not json".to_owned()] {
+            let r = post(body).await;
+            assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        }
+        assert_eq!(shared.counters.busy.load(Ordering::Relaxed), 2);
+        assert_eq!(shared.counters.rejected.load(Ordering::Relaxed), 0);
+        assert!(matches!(rx.recv().await, Some(Work::Traces(_))));
+        let r = post("{not json".to_owned()).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(shared.counters.rejected.load(Ordering::Relaxed), 1);
     }
 
     /// Regression: spans whose trace id was `ab`, 3 bytes, 64 hex digits or all zeros were
