@@ -51,8 +51,10 @@ pub struct Settings {
     /// Rows held before the lake is written (also written every `flush_every`).
     pub flush_rows: usize,
     pub flush_every: Duration,
-    /// Payloads queued for the worker; past it, 503.
+    /// Payloads queued for the worker; past it, a payload waits up to `busy_wait` for a place
+    /// (the sender sees a slower answer), then is refused with 503.
     pub queue: usize,
+    pub busy_wait: Duration,
     /// Largest body accepted, compressed or not.
     pub max_body_bytes: usize,
     /// Longest wait for the next bytes of a request's body.
@@ -77,6 +79,7 @@ impl Settings {
             flush_rows: 1_000,
             flush_every: Duration::from_secs(5),
             queue: 64,
+            busy_wait: Duration::from_secs(1),
             max_body_bytes: 16 << 20,
             read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
@@ -139,6 +142,7 @@ struct Shared {
     counters: Arc<Counters>,
     monitor: Arc<std::sync::Mutex<Monitor>>,
     max_body_bytes: usize,
+    busy_wait: Duration,
 }
 
 /// A running receiver.
@@ -214,6 +218,7 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         counters: counters.clone(),
         monitor: monitor.clone(),
         max_body_bytes: settings.max_body_bytes,
+        busy_wait: settings.busy_wait,
     });
     let app = Router::new()
         .route("/v1/traces", post(traces))
@@ -345,8 +350,9 @@ async fn traces(
             );
         }
     };
-    // A place in the queue first: a busy receiver refuses before decoding, not after.
-    let Ok(place) = s.tx.try_reserve() else {
+    // A place in the queue first, waited for a while: a busy receiver slows its senders down,
+    // and refuses before decoding, not after.
+    let Ok(Ok(place)) = tokio::time::timeout(s.busy_wait, s.tx.reserve()).await else {
         s.counters.busy.fetch_add(1, Ordering::Relaxed);
         let mut r = refuse(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -988,8 +994,9 @@ mod tests {
         );
     }
 
-    /// A full queue refuses with 503 and `Retry-After` before the payload is read: a
-    /// malformed one is refused as busy too, not decoded; with room again, it is a 400.
+    /// A queue full for longer than `busy_wait` refuses with 503 and `Retry-After` before the
+    /// payload is read: a malformed one is refused as busy too, not decoded; one that waits
+    /// while a place frees is taken; with room again, a malformed one is a 400.
     #[tokio::test]
     async fn a_full_queue_refuses_before_decoding() {
         let (tx, mut rx) = mpsc::channel(1);
@@ -999,6 +1006,7 @@ mod tests {
             counters: Arc::default(),
             monitor: Arc::default(),
             max_body_bytes: 1 << 20,
+            busy_wait: Duration::from_millis(200),
         });
         let mut headers = HeaderMap::new();
         headers.insert(header::AUTHORIZATION, "Bearer t".parse().unwrap());
@@ -1012,13 +1020,17 @@ mod tests {
         };
         let good = payload(&[tool_span(&format!("{:032x}", 1), "b7ad6b7169203331", "")]);
         assert_eq!(post(good.clone()).await.status(), StatusCode::OK);
-        for body in [good, "{not json".to_owned()] {
+        for body in [good.clone(), "{not json".to_owned()] {
             let r = post(body).await;
             assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
             assert_eq!(r.headers()[header::RETRY_AFTER], "1");
         }
         assert_eq!(shared.counters.busy.load(Ordering::Relaxed), 2);
         assert_eq!(shared.counters.rejected.load(Ordering::Relaxed), 0);
+        let waiting = tokio::spawn(post(good.clone()));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(matches!(rx.recv().await, Some(Work::Traces(_))));
+        assert_eq!(waiting.await.unwrap().status(), StatusCode::OK);
         assert!(matches!(rx.recv().await, Some(Work::Traces(_))));
         let r = post("{not json".to_owned()).await;
         assert_eq!(r.status(), StatusCode::BAD_REQUEST);
