@@ -35,7 +35,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::judge::Judged;
 
@@ -176,19 +176,33 @@ pub fn row_of(j: &Judged, received_at_ms: i64) -> TraceRow {
             _ => None,
         }),
         final_answer: r.trajectory.final_answer.clone(),
-        scores: Value::Array(
-            r.scores
-                .iter()
-                .map(|s| {
-                    json!({"name": s.name, "value": s.value, "passed": s.passed,
-                           "severity": s.severity, "dimension": s.dimension})
-                })
-                .collect(),
-        )
-        .to_string(),
+        scores: serde_json::to_string(&r.scores.iter().map(ScoreBrief::of).collect::<Vec<_>>())
+            .expect("scores serialise"),
         trajectory: serde_json::to_string(&r.trajectory).expect("trajectories serialise"),
         feedback: Value::Array(j.feedback.clone()).to_string(),
         rating,
+    }
+}
+
+/// A score as the lake's `scores` column holds it, written straight from the score.
+#[derive(Serialize)]
+struct ScoreBrief<'a> {
+    name: &'a str,
+    value: f64,
+    passed: bool,
+    severity: gauntlet_model::Severity,
+    dimension: gauntlet_model::Dimension,
+}
+
+impl<'a> ScoreBrief<'a> {
+    fn of(s: &'a gauntlet_model::Score) -> Self {
+        ScoreBrief {
+            name: &s.name,
+            value: s.value,
+            passed: s.passed,
+            severity: s.severity,
+            dimension: s.dimension,
+        }
     }
 }
 
@@ -685,7 +699,40 @@ pub fn read_feedback_file(path: &Path) -> Result<Vec<FeedbackRow>, LakeError> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// The `scores` column as it was written through JSON values, written straight from the
+    /// scores: byte for byte the same, a score that is not a number included.
+    #[test]
+    fn scores_are_written_as_before() {
+        let scores: Vec<gauntlet_model::Score> = serde_json::from_value(json!([
+            {"name": "task_success", "dimension": "outcome", "value": 1.0, "score": 1.0,
+             "passed": true, "severity": "critical", "details": {"x": 1}, "events": [2]},
+            {"name": "efficiency", "dimension": "efficiency", "value": 0.25, "score": 0.25,
+             "passed": false, "severity": "info"}
+        ]))
+        .unwrap();
+        let mut scores = scores;
+        scores.push(gauntlet_model::Score {
+            value: f64::NAN,
+            ..scores[1].clone()
+        });
+        let before = Value::Array(
+            scores
+                .iter()
+                .map(|s| {
+                    json!({"name": s.name, "value": s.value, "passed": s.passed,
+                           "severity": s.severity, "dimension": s.dimension})
+                })
+                .collect(),
+        )
+        .to_string();
+        let now =
+            serde_json::to_string(&scores.iter().map(ScoreBrief::of).collect::<Vec<_>>()).unwrap();
+        assert_eq!(now, before);
+    }
 
     fn row(id: &str, at: i64, tools: &[&str]) -> TraceRow {
         TraceRow {

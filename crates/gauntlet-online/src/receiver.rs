@@ -547,6 +547,8 @@ async fn work(
         .export_to
         .clone()
         .map(|to| Arc::new(Exporter::new(to)));
+    // Verdicts are made into spans only to be sent: without an exporter nothing would take them.
+    let export = exporter.is_some();
     let judge = Arc::new(settings.judge);
     let retention = judge.policy().retention_days;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -589,7 +591,7 @@ async fn work(
             w = rx.recv(), if judging.len() < in_flight => match w {
                 Some(Work::Traces(request)) => {
                     let complete = assembler.push(request, now_ms() as u64);
-                    judging.extend(shares(&judge, complete));
+                    judging.extend(shares(&judge, export, complete));
                     false
                 }
                 Some(Work::Feedback(mut row)) => {
@@ -603,7 +605,7 @@ async fn work(
             },
             _ = tick.tick() => {
                 let expired = assembler.expire(now_ms() as u64);
-                judging.extend(shares(&judge, expired));
+                judging.extend(shares(&judge, export, expired));
                 false
             }
         };
@@ -617,7 +619,7 @@ async fn work(
             .open_traces
             .store(assembler.open_traces() as u64, Ordering::Relaxed);
         if done {
-            judging.extend(shares(&judge, assembler.drain()));
+            judging.extend(shares(&judge, export, assembler.drain()));
             for share in judging.drain(..) {
                 match share.await {
                     Ok(taken) => keep(taken, &mut lake, &mut verdicts, &counters, &monitor),
@@ -744,26 +746,28 @@ impl Exporter {
     }
 }
 
-/// Judges one assembled trace and queues its anonymised row (and its verdicts for upstream).
-/// A trace judged, anonymised, and what is kept of it: its lake row and its verdicts as a span.
+/// A trace judged, anonymised, and what is kept of it: its lake row and, when verdicts are
+/// exported, its verdicts as a span.
 struct Taken {
     row: crate::lake::TraceRow,
-    verdicts: gauntlet_otel::Span,
+    verdicts: Option<gauntlet_otel::Span>,
 }
 
-/// Judges one trace (the part that runs on any core).
-async fn judged(judge: &Judge, trace: gauntlet_otel::Trace) -> Taken {
+/// Judges one trace (the part that runs on any core); its verdicts as a span if `export`.
+async fn judged(judge: &Judge, export: bool, trace: gauntlet_otel::Trace) -> Taken {
     let imported = gauntlet_otel::imported_trace(&trace);
     let mut judged = judge.judge(imported).await;
     judge.anonymise(&mut judged);
     let received = now_ms();
-    let verdicts = gauntlet_otel::evaluation_span(
-        &trace.trace_id,
-        judged.root_span_id.as_deref(),
-        judged.record.status.as_str(),
-        &judged.record.scores,
-        u64::try_from(received).unwrap_or(0) * 1_000_000,
-    );
+    let verdicts = export.then(|| {
+        gauntlet_otel::evaluation_span(
+            &trace.trace_id,
+            judged.root_span_id.as_deref(),
+            judged.record.status.as_str(),
+            &judged.record.scores,
+            u64::try_from(received).unwrap_or(0) * 1_000_000,
+        )
+    });
     drop(trace);
     Taken {
         row: row_of(&judged, received),
@@ -772,8 +776,12 @@ async fn judged(judge: &Judge, trace: gauntlet_otel::Trace) -> Taken {
 }
 
 /// Hands `traces` out to be judged on every core: a share each (judged in order), at least
-/// `JUDGED_TOGETHER` traces a share.
-fn shares(judge: &Arc<Judge>, traces: Vec<gauntlet_otel::Trace>) -> Vec<JoinHandle<Vec<Taken>>> {
+/// `JUDGED_TOGETHER` traces a share; with their verdicts as spans if `export`.
+fn shares(
+    judge: &Arc<Judge>,
+    export: bool,
+    traces: Vec<gauntlet_otel::Trace>,
+) -> Vec<JoinHandle<Vec<Taken>>> {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let share = traces.len().div_ceil(cores).max(JUDGED_TOGETHER);
     let mut traces = traces.into_iter();
@@ -784,9 +792,9 @@ fn shares(judge: &Arc<Judge>, traces: Vec<gauntlet_otel::Trace>) -> Vec<JoinHand
             return out;
         }
         let judge = judge.clone();
-        out.push(tokio::spawn(
-            async move { judged_in_turn(&judge, part).await },
-        ));
+        out.push(tokio::spawn(async move {
+            judged_in_turn(&judge, export, part).await
+        }));
     }
 }
 
@@ -800,7 +808,7 @@ fn keep(
     monitor: &std::sync::Mutex<Monitor>,
 ) {
     for Taken { row, verdicts: v } in taken {
-        verdicts.push(v);
+        verdicts.extend(v);
         counters.traces_judged.fetch_add(1, Ordering::Relaxed);
         let alarms = monitor.lock().expect("the monitor lock").observe(&row);
         for a in alarms {
@@ -811,10 +819,14 @@ fn keep(
 }
 
 /// Judges `traces` one after the other, in order.
-async fn judged_in_turn(judge: &Judge, traces: Vec<gauntlet_otel::Trace>) -> Vec<Taken> {
+async fn judged_in_turn(
+    judge: &Judge,
+    export: bool,
+    traces: Vec<gauntlet_otel::Trace>,
+) -> Vec<Taken> {
     let mut out = Vec::with_capacity(traces.len());
     for t in traces {
-        out.push(judged(judge, t).await);
+        out.push(judged(judge, export, t).await);
     }
     out
 }
@@ -992,6 +1004,23 @@ mod tests {
             rows.iter()
                 .all(|r| r.status == rows[0].status && r.tool_calls == 1)
         );
+    }
+
+    /// Regression: every judged trace's verdicts were kept as a span to export, and without an
+    /// exporter nothing ever took them: a receiver's memory grew with every trace. They are
+    /// made only to be exported.
+    #[tokio::test]
+    async fn verdicts_are_made_into_spans_only_to_be_exported() {
+        let judge = Judge::new(Policy::default(), "k").unwrap();
+        let trace = || {
+            let body = payload(&[tool_span(&format!("{:032x}", 7), "b7ad6b7169203331", "")]);
+            let request = gauntlet_otel::decode(body.as_bytes(), Encoding::Json).unwrap();
+            gauntlet_otel::traces_of([request]).remove(0)
+        };
+        assert!(judged(&judge, false, trace()).await.verdicts.is_none());
+        let exported = judged(&judge, true, trace()).await;
+        assert_eq!(exported.row.trace_id, format!("{:032x}", 7));
+        assert!(exported.verdicts.is_some_and(|v| !v.events.is_empty()));
     }
 
     /// A queue full for longer than `busy_wait` refuses with 503 and `Retry-After` before the
