@@ -165,7 +165,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
             out.display()
         );
         let proxy = std::sync::Arc::clone(&proxy);
-        Box::pin(async move { proxy::serve_stdio(&proxy).await })
+        Box::pin(async move { gauntlet_shadow::serve_stdio(&proxy).await })
     } else {
         let addr = args
             .http
