@@ -470,7 +470,7 @@ pub(crate) enum Begun {
     /// session has ended).
     Answered(Result<CallToolResult, rmcp::ErrorData>),
     /// To be forwarded, then closed with [`Session::forwarded`].
-    Forward(Forwarding),
+    Forward(Box<Forwarding>),
 }
 
 /// A call on its way to its upstream: what its record needs when the answer comes.
@@ -781,7 +781,7 @@ impl Session {
                 }
             }
             Route::Forward => {
-                return Begun::Forward(Forwarding {
+                return Begun::Forward(Box::new(Forwarding {
                     record,
                     args,
                     started,
@@ -789,7 +789,7 @@ impl Session {
                     lost,
                     index,
                     catalog,
-                });
+                }));
             }
         };
         Begun::Answered(answered)
@@ -799,7 +799,7 @@ impl Session {
     /// the session.
     pub(crate) fn forwarded(
         &self,
-        f: Forwarding,
+        f: Box<Forwarding>,
         reply: Result<CallToolResult, CallFailure>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let Forwarding {
@@ -810,7 +810,7 @@ impl Session {
             lost,
             index,
             catalog,
-        } = f;
+        } = *f;
         let tool = &catalog.tools[index];
         match reply {
             Ok(reply) => {
