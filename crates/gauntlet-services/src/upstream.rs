@@ -3,13 +3,15 @@
 
 use std::process::Stdio;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::AsyncBufReadExt;
+
+use crate::relay::Relay;
 
 /// Why an upstream cannot be named or reached. A spec that does not parse is the user's input;
 /// an upstream that cannot be started or reached is the harness's failure.
@@ -198,6 +200,23 @@ pub struct Upstream {
     service: Option<RunningService<RoleClient, ()>>,
     /// The process group of a command upstream (its leader's pid).
     group: Option<i32>,
+    /// A command upstream's process and the relay on its pipes.
+    child: Option<Child>,
+}
+
+/// A command upstream's process and the relay on its pipes.
+struct Child {
+    process: Box<dyn process_wrap::tokio::ChildWrapper>,
+    relay: Arc<Relay>,
+    /// Whether calls may take the relay (the server's protocol version allows it).
+    relayed: bool,
+}
+
+impl Drop for Child {
+    /// Killed with its group, as a rule; this reaches a server that left it (tokio reaps it).
+    fn drop(&mut self) {
+        let _ = self.process.start_kill();
+    }
 }
 
 /// Why a call did not get an answer.
@@ -226,6 +245,7 @@ impl Upstream {
     }
 
     async fn start(spec: &UpstreamSpec) -> Result<Upstream, UpstreamError> {
+        let mut child = None;
         let (service, group) = match &spec.target {
             Target::Command(command) => {
                 let mut cmd = match spec.wrapper.split_first() {
@@ -252,16 +272,33 @@ impl Upstream {
                         Ok(())
                     });
                 }
+                cmd.stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, stderr) = TokioChildProcess::builder(wrap)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|source| UpstreamError::Spawn {
-                        spec: spec.to_string(),
-                        source,
-                    })?;
-                let group = transport.id().map(|p| p as i32);
+                let spawn_error = |source| UpstreamError::Spawn {
+                    spec: spec.to_string(),
+                    source,
+                };
+                let mut process = wrap.spawn().map_err(spawn_error)?;
+                let group = process.id().map(|p| p as i32);
+                let (Some(stdin), Some(stdout)) = (
+                    process.inner_mut().stdin().take(),
+                    process.inner_mut().stdout().take(),
+                ) else {
+                    return Err(spawn_error(std::io::Error::other(
+                        "its pipes were not made",
+                    )));
+                };
+                let stderr = process.inner_mut().stderr().take();
+                // Forwarded calls go through the relay; the client has every other message.
+                let (relay, transport) = crate::relay::split(stdin, stdout);
+                child = Some(Child {
+                    process,
+                    relay,
+                    relayed: false,
+                });
                 if let Some(g) = group
                     && !register(g)
                 {
@@ -333,6 +370,14 @@ impl Upstream {
                 });
             }
         };
+        // The relay hands answers over as they came, where the client and rmcp's server would
+        // reshape them by protocol version from 2026-07-28 on: it serves older versions only.
+        let legacy = service.peer_info().is_some_and(|i| {
+            i.protocol_version.as_str() < rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+        });
+        if let Some(c) = child.as_mut() {
+            c.relayed = legacy;
+        }
         let name = spec.name.clone().unwrap_or_else(|| {
             service
                 .peer_info()
@@ -345,12 +390,22 @@ impl Upstream {
             tools,
             service: Some(service),
             group,
+            child,
         })
     }
 
     /// A handle to call tools with, usable while the upstream lives.
     pub fn peer(&self) -> Option<Peer<RoleClient>> {
         self.service.as_ref().map(|s| s.peer().clone())
+    }
+
+    /// The byte relay to a command upstream, for calls forwarded as they came; `None` for an
+    /// HTTP upstream, or one on protocol version 2026-07-28 or later.
+    pub fn relay(&self) -> Option<Arc<Relay>> {
+        self.child
+            .as_ref()
+            .filter(|c| c.relayed)
+            .map(|c| Arc::clone(&c.relay))
     }
 
     /// Stops the upstream: the client closes, and a command's whole process group is killed.
@@ -361,6 +416,7 @@ impl Upstream {
         if let Some(s) = self.service.take() {
             s.cancellation_token().cancel();
         }
+        self.child.take();
     }
 }
 

@@ -10,10 +10,12 @@
 pub mod harvest;
 pub mod proxy;
 pub mod respond;
+pub mod stdio;
 
 pub use gauntlet_services::upstream::{Upstream, UpstreamSpec};
-pub use proxy::{Catalog, FinishedSession, Proxy, ProxyError, Settings, ShadowServer, serve_stdio};
+pub use proxy::{Catalog, FinishedSession, Proxy, ProxyError, Settings, ShadowServer};
 pub use respond::TemplateError;
+pub use stdio::serve_stdio;
 
 #[cfg(test)]
 mod tests {

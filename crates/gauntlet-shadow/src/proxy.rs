@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::respond::{render_template, schema_shaped};
+use gauntlet_services::relay::Relay;
 use gauntlet_services::upstream::{
     CallFailure, Upstream, UpstreamError, UpstreamSpec, call, outcome_of,
 };
@@ -168,6 +169,7 @@ pub struct Catalog {
     /// The upstreams' names, in order.
     pub upstream_names: Vec<String>,
     peers: Vec<Option<Peer<RoleClient>>>,
+    relays: Vec<Option<Arc<Relay>>>,
 }
 
 impl Catalog {
@@ -273,6 +275,7 @@ impl Catalog {
             tools,
             upstream_names: names,
             peers: upstreams.iter().map(Upstream::peer).collect(),
+            relays: upstreams.iter().map(Upstream::relay).collect(),
         })
     }
 
@@ -435,7 +438,8 @@ struct Recorder {
     broken: Option<String>,
 }
 
-struct Session {
+/// One MCP session: its upstreams, its record, its faults.
+pub(crate) struct Session {
     id: String,
     settings: Arc<Settings>,
     started: Instant,
@@ -458,6 +462,44 @@ enum Route {
     Forward,
     Record,
     Refuse(ToolError),
+}
+
+/// A call counted and routed: answered, or on its way to its upstream.
+pub(crate) enum Begun {
+    /// Answered without the upstream (recorded, refused, faulted), or not at all (the
+    /// session has ended).
+    Answered(Result<CallToolResult, rmcp::ErrorData>),
+    /// To be forwarded, then closed with [`Session::forwarded`].
+    Forward(Box<Forwarding>),
+}
+
+/// A call on its way to its upstream: what its record needs when the answer comes.
+pub(crate) struct Forwarding {
+    record: ToolCall,
+    args: Value,
+    started: Instant,
+    events: Vec<Event>,
+    /// A `lost_response` fault: the upstream answers, the agent is told it timed out.
+    lost: bool,
+    /// The tool's place in the catalog.
+    index: usize,
+    catalog: Arc<Catalog>,
+}
+
+impl Forwarding {
+    /// The tool called.
+    pub(crate) fn tool(&self) -> &ProxiedTool {
+        &self.catalog.tools[self.index]
+    }
+
+    /// Whether the agent is to be told the answer was lost (a `lost_response` fault).
+    pub(crate) fn lost(&self) -> bool {
+        self.lost
+    }
+}
+
+fn lost_error() -> ToolError {
+    tool_error(504, "timed out waiting for the response".to_owned())
 }
 
 impl Session {
@@ -483,6 +525,27 @@ impl Session {
             }
             None => unreachable!("set above"),
         }
+    }
+
+    /// The relay that may carry a call of `name` as bytes: the tool is a forwarded read of an
+    /// upstream with a relay, in a session whose calls the proxy never answers itself (no
+    /// faults, no canary). `None` until the session's upstreams are up.
+    pub(crate) fn relay_for(&self, name: &str) -> Option<Arc<Relay>> {
+        if self.settings.canary || !self.faults.rules.is_empty() {
+            return None;
+        }
+        let slot = self.catalog.try_lock().ok()?;
+        let catalog = slot.as_ref()?.as_ref().ok()?;
+        let tool = catalog.find(name)?;
+        if tool.kind != ToolKind::Read {
+            return None;
+        }
+        catalog.relays.get(tool.upstream).cloned().flatten()
+    }
+
+    /// How long an upstream may take to answer one call.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.settings.timeout()
     }
 
     fn broken(&self) -> Option<String> {
@@ -591,19 +654,37 @@ impl Session {
         arguments: Map<String, Value>,
         meta: Option<Value>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let f = match self.begin(name, Value::Object(arguments), meta).await {
+            Begun::Answered(reply) => return reply,
+            Begun::Forward(f) => f,
+        };
+        let tool = f.tool();
+        let Some(peer) = f.catalog.peers.get(tool.upstream).cloned().flatten() else {
+            return Err(ended("the upstream is gone"));
+        };
+        let args = f.args.as_object().cloned().unwrap_or_default();
+        let reply = call(&peer, &tool.name, args, self.settings.timeout()).await;
+        self.forwarded(f, reply)
+    }
+
+    /// Counts and routes a call, and answers it unless it goes to its upstream.
+    pub(crate) async fn begin(&self, name: &str, args: Value, meta: Option<Value>) -> Begun {
         if let Some(why) = self.broken() {
-            return Err(ended(&why));
+            return Begun::Answered(Err(ended(&why)));
         }
-        let catalog = self.catalog().await.map_err(|e| ended(&e.to_string()))?;
+        let catalog = match self.catalog().await {
+            Ok(c) => c,
+            Err(e) => return Begun::Answered(Err(ended(&e.to_string()))),
+        };
         let started = Instant::now();
         let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        let args = Value::Object(arguments);
         let key = meta
             .as_ref()
             .and_then(|m| m.get("idempotency_key"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let tool = catalog.find(name);
+        let found = catalog.tools.iter().position(|t| t.exposed == name);
+        let tool = found.map(|i| &catalog.tools[i]);
         let (n, nth, route) = {
             let mut rec = lock(&self.rec);
             if rec.user_input.is_none() {
@@ -642,9 +723,9 @@ impl Session {
             at_ms,
             latency_ms: 0.0,
         };
-        let (Some(tool), Some(route)) = (tool, route) else {
+        let (Some(tool), Some(index), Some(route)) = (tool, found, route) else {
             let e = tool_error(404, format!("unknown tool `{name}`"));
-            return Ok(self.close(record, Err(e), started, Vec::new()));
+            return Begun::Answered(Ok(self.close(record, Err(e), started, Vec::new())));
         };
         let mut events = Vec::new();
         let injected = self
@@ -666,17 +747,18 @@ impl Session {
                     // The reserved canary write did not happen.
                     lock(&self.rec).executed_writes -= 1;
                 }
-                return Ok(self.close(record, Err(e.clone()), started, events));
+                let reply = self.close(record, Err(e.clone()), started, events);
+                return Begun::Answered(Ok(reply));
             }
             if *kind == gauntlet_model::FaultKind::Empty {
                 let empty = schema_shaped(tool.output_schema.as_ref(), &Value::Null);
                 let answer = answer(tool, &empty);
-                return Ok(self.close_with(record, Ok(empty), answer, started, events));
+                let reply = self.close_with(record, Ok(empty), answer, started, events);
+                return Begun::Answered(Ok(reply));
             }
         }
         let lost = injected.is_some_and(|(k, _)| k == gauntlet_model::FaultKind::LostResponse);
-        let lost_error = || tool_error(504, "timed out waiting for the response".to_owned());
-        match route {
+        let answered = match route {
             Route::Refuse(e) => Ok(self.close(record, Err(e), started, events)),
             Route::Record => {
                 let value = match &tool.responder {
@@ -689,51 +771,77 @@ impl Session {
                     Ok(v) => {
                         self.note_write(&record, &args);
                         if lost {
-                            return Ok(self.close(record, Err(lost_error()), started, events));
+                            Ok(self.close(record, Err(lost_error()), started, events))
+                        } else {
+                            let reply = answer(tool, &v);
+                            Ok(self.close_with(record, Ok(v), reply, started, events))
                         }
-                        let reply = answer(tool, &v);
-                        Ok(self.close_with(record, Ok(v), reply, started, events))
                     }
                     Err(e) => Ok(self.close(record, Err(e), started, events)),
                 }
             }
             Route::Forward => {
-                let Some(peer) = catalog.peers.get(tool.upstream).cloned().flatten() else {
-                    return Err(ended("the upstream is gone"));
-                };
-                let upstream = &catalog.upstream_names[tool.upstream];
-                let args_obj = args.as_object().cloned().unwrap_or_default();
-                match call(&peer, &tool.name, args_obj, self.settings.timeout()).await {
-                    Ok(reply) => {
-                        let outcome = outcome_of(&reply);
-                        if tool.kind == ToolKind::Write && outcome.is_ok() {
-                            self.note_write(&record, &args);
-                        } else if tool.kind == ToolKind::Write {
-                            lock(&self.rec).executed_writes -= 1;
-                        }
-                        if lost {
-                            return Ok(self.close(record, Err(lost_error()), started, events));
-                        }
-                        Ok(self.close_with(record, outcome, reply, started, events))
-                    }
-                    Err(failure) => {
-                        let why = match failure {
-                            CallFailure::Timeout(t) => format!(
-                                "upstream `{upstream}` did not answer `{}` within {t:?}; the session has ended",
-                                tool.name
-                            ),
-                            CallFailure::Broken(e) => format!(
-                                "upstream `{upstream}` stopped (crashed or exited) during `{}`: {e}; the session has ended",
-                                tool.name
-                            ),
-                        };
-                        let e = tool_error(502, why.clone());
-                        let _ = self.close(record, Err(e), started, events);
-                        lock(&self.rec).broken = Some(why.clone());
-                        self.finish(Some(why.clone()));
-                        Err(ended(&why))
-                    }
+                return Begun::Forward(Box::new(Forwarding {
+                    record,
+                    args,
+                    started,
+                    events,
+                    lost,
+                    index,
+                    catalog,
+                }));
+            }
+        };
+        Begun::Answered(answered)
+    }
+
+    /// Closes a forwarded call with what its upstream answered; an upstream that failed ends
+    /// the session.
+    pub(crate) fn forwarded(
+        &self,
+        f: Box<Forwarding>,
+        reply: Result<CallToolResult, CallFailure>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let Forwarding {
+            record,
+            args,
+            started,
+            events,
+            lost,
+            index,
+            catalog,
+        } = *f;
+        let tool = &catalog.tools[index];
+        match reply {
+            Ok(reply) => {
+                let outcome = outcome_of(&reply);
+                if tool.kind == ToolKind::Write && outcome.is_ok() {
+                    self.note_write(&record, &args);
+                } else if tool.kind == ToolKind::Write {
+                    lock(&self.rec).executed_writes -= 1;
                 }
+                if lost {
+                    return Ok(self.close(record, Err(lost_error()), started, events));
+                }
+                Ok(self.close_with(record, outcome, reply, started, events))
+            }
+            Err(failure) => {
+                let upstream = &catalog.upstream_names[tool.upstream];
+                let why = match failure {
+                    CallFailure::Timeout(t) => format!(
+                        "upstream `{upstream}` did not answer `{}` within {t:?}; the session has ended",
+                        tool.name
+                    ),
+                    CallFailure::Broken(e) => format!(
+                        "upstream `{upstream}` stopped (crashed or exited) during `{}`: {e}; the session has ended",
+                        tool.name
+                    ),
+                };
+                let e = tool_error(502, why.clone());
+                let _ = self.close(record, Err(e), started, events);
+                lock(&self.rec).broken = Some(why.clone());
+                self.finish(Some(why.clone()));
+                Err(ended(&why))
             }
         }
     }
@@ -838,6 +946,12 @@ fn answer(tool: &ProxiedTool, v: &Value) -> CallToolResult {
 #[derive(Clone)]
 pub struct ShadowServer(Arc<Session>);
 
+impl ShadowServer {
+    pub(crate) fn session(&self) -> Arc<Session> {
+        Arc::clone(&self.0)
+    }
+}
+
 impl ServerHandler for ShadowServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
@@ -868,11 +982,6 @@ impl ServerHandler for ShadowServer {
         let args = request.arguments.unwrap_or_default();
         self.0.call(&request.name, args, meta).await.map(Into::into)
     }
-}
-
-/// Serves one session over stdio until the client disconnects.
-pub async fn serve_stdio(proxy: &Proxy) -> std::io::Result<()> {
-    gauntlet_agent::mcp::serve_stdio_handler(proxy.session()).await
 }
 
 #[cfg(test)]

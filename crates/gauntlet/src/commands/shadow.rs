@@ -56,10 +56,19 @@ pub fn shadow(args: ShadowArgs) -> Result<i32, ExpectedError> {
         canary: args.canary,
         worlds,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    // Over stdio there is one agent, one session: a single thread serves it, with no hand-offs
+    // between threads on a call's way through the proxy (most of what a forwarded read cost
+    // with two). Over HTTP, sessions run side by side on every core.
+    let runtime = if args.stdio {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    }
+    .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
     runtime.block_on(run(args, settings))
 }
 
@@ -156,7 +165,7 @@ async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError>
             out.display()
         );
         let proxy = std::sync::Arc::clone(&proxy);
-        Box::pin(async move { proxy::serve_stdio(&proxy).await })
+        Box::pin(async move { gauntlet_shadow::serve_stdio(&proxy).await })
     } else {
         let addr = args
             .http

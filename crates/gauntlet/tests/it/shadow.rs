@@ -847,3 +847,209 @@ fn upstream_commands_with_assignments_and_operators_run_as_sh_reads_them() {
         assert_eq!(got[0]["text"], "one", "{upstream}: {got}");
     }
 }
+
+/// One session of the Python client over `gauntlet shadow --stdio` (forwarded reads take the
+/// byte relay there): what each operation got, and the session's trial.
+fn stdio_session(dir: &Path, args: &[&str], ops: Value) -> (Vec<Value>, Value) {
+    let run = dir.join("stdio-run");
+    let bin = gauntlet_bin();
+    let ops = ops.to_string();
+    let mut argv = vec!["stdio", &ops, "--", s(&bin), "shadow"];
+    argv.extend_from_slice(args);
+    argv.extend(["--stdio", "--out", s(&run)]);
+    let got = python_check("shadow_client.py", &argv)
+        .expect("the mcp package is installed (the test is ignored otherwise)");
+    // The proxy writes the session when the client goes away.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !run.join("results.json").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut trials = read_trials(&run);
+    assert_eq!(trials.len(), 1);
+    (got.as_array().unwrap().clone(), trials.remove(0))
+}
+
+/// A trajectory's events without their times.
+fn timeless_events(trial: &Value) -> Vec<Value> {
+    let mut events = trial["trajectory"]["events"].as_array().unwrap().clone();
+    for e in &mut events {
+        if let Some(o) = e.as_object_mut() {
+            o.remove("at_ms");
+            o.remove("latency_ms");
+        }
+    }
+    events
+}
+
+#[test]
+#[cfg_attr(
+    not(have_npm_mcp_servers),
+    ignore = "needs node, the Python package mcp and the npm MCP servers (npm ci --prefix crates/gauntlet/tests/npm)"
+)]
+fn reads_relayed_over_stdio_answer_and_record_as_the_typed_path_over_http() {
+    let fx = Fixture::new();
+    let a = fx.docs.join("a.txt");
+    let a = s(&a);
+    let ops = json!([
+        {"list": true},
+        {"tool": "fs__read_text_file", "args": {"path": a}, "meta": {"gauntlet/user_input": "Read a.txt", "idempotency_key": "k1"}},
+        {"tool": "fs__read_text_file", "args": {"path": fx.docs.join("missing.txt")}},
+        {"tool": "fs__list_directory", "args": {"path": fx.docs}},
+        {"tool": "fs__read_multiple_files", "args": {"paths": [a, fx.docs.join("sub/b.md")]}},
+        {"tool": "fs__write_file", "args": {"path": a, "content": "bye\n"}},
+        {"tool": "mem__read_graph", "args": {}},
+        {"tool": "no_such_tool", "args": {}},
+        {"concurrent": [
+            {"tool": "fs__read_text_file", "args": {"path": a}},
+            {"tool": "mem__read_graph", "args": {}},
+            {"tool": "fs__directory_tree", "args": {"path": fx.docs}},
+        ]},
+    ]);
+    let upstreams = [
+        "--upstream",
+        &fx.fs_upstream(Some("fs")),
+        "--upstream",
+        &fx.memory_upstream(),
+    ];
+    let (over_stdio, relayed) = stdio_session(&fx.dir, &upstreams, ops.clone());
+    let shadow = Shadow::start(&fx.dir, &upstreams);
+    let over_http = shadow.session(ops);
+    let run = shadow.run.clone();
+    let (code, _, stderr) = shadow.stop();
+    assert_eq!(code, 0, "{stderr}");
+    let typed = read_trials(&run).remove(0);
+
+    assert_eq!(over_stdio, over_http, "the agent gets the same answers");
+    assert_eq!(over_stdio[1]["structured"]["content"], "hello\n");
+    assert_eq!(over_stdio[2]["error"], true, "{:?}", over_stdio[2]);
+    // The concurrent calls were counted in the order they came, which may differ: compare
+    // each call by its tool and arguments. Before them: the user's message and seven calls.
+    let mut relayed_events = timeless_events(&relayed);
+    let mut typed_events = timeless_events(&typed);
+    let key = |e: &Value| (e["tool"].to_string(), e["arguments"].to_string());
+    let (relayed_tail, typed_tail) = (relayed_events.split_off(8), typed_events.split_off(8));
+    assert_eq!(relayed_events, typed_events, "the same trajectory");
+    let strip = |mut events: Vec<Value>| {
+        for e in &mut events {
+            let o = e.as_object_mut().unwrap();
+            o.remove("id");
+            o.remove("step");
+        }
+        events.sort_by_key(key);
+        events
+    };
+    assert_eq!(strip(relayed_tail), strip(typed_tail));
+    assert_eq!(relayed["final_state"], typed["final_state"]);
+    assert_eq!(relayed["status"], typed["status"]);
+    assert!(processes_with(s(&fx.dir)).is_empty());
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn concurrent_calls_over_stdio_each_get_their_own_answer() {
+    let (tmp, config, upstream) = flaky("timeout_s: 20\n");
+    let calls: Vec<Value> = (0..24)
+        .map(|i| {
+            if i % 3 == 2 {
+                json!({"tool": "touch", "args": {"path": tmp.path().join(format!("w{i}"))}})
+            } else {
+                json!({"tool": "echo", "args": {"text": format!("call {i}")}})
+            }
+        })
+        .collect();
+    let (got, trial) = stdio_session(
+        tmp.path(),
+        &["--upstream", &upstream, "--config", s(&config)],
+        json!([{"list": true}, {"concurrent": calls}]),
+    );
+    let answers = got[1].as_array().unwrap();
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a["error"], false, "{a}");
+        if i % 3 != 2 {
+            assert_eq!(a["text"], format!("call {i}"), "{answers:?}");
+        }
+    }
+    assert_eq!(tool_results(&trial).len(), 24);
+    let echoed: std::collections::BTreeSet<String> = trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["tool"] == "echo")
+        .map(|e| {
+            // The server's structured answer, `{"result": TEXT}`, or its text.
+            let r = &e["result"];
+            let text = r.get("result").unwrap_or(r);
+            assert_eq!(*text, e["arguments"]["text"], "{e}");
+            text.as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        echoed.len(),
+        16,
+        "each echo recorded once with its own answer"
+    );
+    assert!(
+        (0..24).all(|i| !tmp.path().join(format!("w{i}")).exists()),
+        "no write reached the upstream"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(have_py_mcp),
+    ignore = "needs the Python package mcp (pip install mcp)"
+)]
+fn an_upstream_that_dies_or_hangs_mid_call_over_stdio_ends_the_session() {
+    let (tmp, config, upstream) = flaky("timeout_s: 2\n");
+    let args = ["--upstream", &upstream, "--config", s(&config)];
+    let (crashed, trial) = stdio_session(
+        tmp.path(),
+        &args,
+        json!([
+            {"list": true},
+            {"tool": "echo", "args": {"text": "hi"}},
+            {"tool": "crash", "args": {}},
+            {"tool": "echo", "args": {"text": "after"}},
+        ]),
+    );
+    assert_eq!(crashed[1]["text"], "hi");
+    let err = crashed[2]["rpc_error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("stopped (crashed or exited)") && err.contains("`crash`"),
+        "{crashed:?}"
+    );
+    assert!(
+        crashed[3]["rpc_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("session has ended"),
+        "{crashed:?}"
+    );
+    assert_eq!(trial["status"], "error");
+    assert!(trial["error"].as_str().unwrap().contains("`crash`"));
+    let recorded = tool_results(&trial);
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert_eq!(recorded[1].2["status"], 502);
+
+    let hung_dir = tmp.path().join("hung");
+    std::fs::create_dir(&hung_dir).unwrap();
+    let started = Instant::now();
+    let (hung, trial) = stdio_session(
+        &hung_dir,
+        &args,
+        json!([{"list": true}, {"tool": "hang", "args": {}}]),
+    );
+    assert!(
+        hung[1]["rpc_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not answer `hang` within 2s"),
+        "{hung:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(trial["status"], "error");
+    assert!(processes_with(s(tmp.path())).is_empty());
+}

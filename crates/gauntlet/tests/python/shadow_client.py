@@ -3,7 +3,7 @@ Usage:
   shadow_client.py http URL TOKEN OPS_JSON
   shadow_client.py stdio OPS_JSON -- COMMAND ARGS...
 OPS_JSON is a list of operations: {"list": true} lists the tools; {"tool", "args", "meta"?}
-calls one. Prints a JSON list with one entry per operation: for a list, the tools (name,
+calls one; {"concurrent": [calls]} makes the calls at once (their answers, in order). Prints a JSON list with one entry per operation: for a list, the tools (name,
 read_only, has_output_schema); for a call, {error, text, structured} or {rpc_error} when the
 call failed at the protocol level (the client raised). The client validates structured content
 against each tool's output schema, so a non-conforming answer shows up as an rpc_error.
@@ -22,6 +22,18 @@ except ImportError:
     sys.exit(3)
 
 
+async def call(session, op):
+    try:
+        r = await session.call_tool(op["tool"], op.get("args", {}), meta=op.get("meta"))
+        return {
+            "error": bool(r.is_error),
+            "text": "".join(getattr(c, "text", "") for c in r.content),
+            "structured": r.structured_content,
+        }
+    except Exception as e:  # the proxy ended the session, or the answer broke the schema
+        return {"rpc_error": f"{type(e).__name__}: {e}"}
+
+
 async def exercise(session, ops):
     await session.initialize()
     out = []
@@ -33,16 +45,10 @@ async def exercise(session, ops):
                 "read_only": bool(t.annotations and t.annotations.read_only_hint),
                 "has_output_schema": t.output_schema is not None,
             } for t in tools])
-            continue
-        try:
-            r = await session.call_tool(op["tool"], op.get("args", {}), meta=op.get("meta"))
-            out.append({
-                "error": bool(r.is_error),
-                "text": "".join(getattr(c, "text", "") for c in r.content),
-                "structured": r.structured_content,
-            })
-        except Exception as e:  # the proxy ended the session, or the answer broke the schema
-            out.append({"rpc_error": f"{type(e).__name__}: {e}"})
+        elif "concurrent" in op:
+            out.append(list(await asyncio.gather(*(call(session, o) for o in op["concurrent"]))))
+        else:
+            out.append(await call(session, op))
     return out
 
 
