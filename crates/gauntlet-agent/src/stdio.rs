@@ -5,6 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::net::unix::pipe;
 use tokio_util::either::Either;
 
@@ -86,6 +87,31 @@ fn blocking(fd: std::os::fd::RawFd) {
         let flags = libc::fcntl(fd, libc::F_GETFL);
         if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
             libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// The lines of an input, each with its newline kept, until the input ends or breaks.
+pub struct Lines<R> {
+    from: BufReader<R>,
+    line: Vec<u8>,
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    /// Reads `from` a line at a time.
+    pub fn new(from: R) -> Self {
+        Lines {
+            from: BufReader::new(from),
+            line: Vec::new(),
+        }
+    }
+
+    /// The next line; `None` once the input has ended or broken.
+    pub async fn next(&mut self) -> Option<&[u8]> {
+        self.line.clear();
+        match self.from.read_until(b'\n', &mut self.line).await {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(&self.line),
         }
     }
 }

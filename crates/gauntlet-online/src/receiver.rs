@@ -574,24 +574,21 @@ async fn work(
     // Shares being judged, kept in the order they were handed out; while they run on every
     // core, the worker assembles the next payload and writes the lake.
     let mut judging: VecDeque<JoinHandle<Vec<Taken>>> = VecDeque::new();
-    let in_flight = 2 * std::thread::available_parallelism().map_or(1, usize::from);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let in_flight = 2 * cores;
     loop {
         let done = tokio::select! {
             // What is judged is kept first, in order.
             biased;
             share = async { judging.front_mut().expect("a share").await }, if !judging.is_empty() => {
                 judging.pop_front();
-                match share {
-                    Ok(taken) => keep(taken, &mut lake, &mut verdicts, &counters, &monitor),
-                    // A judge that panicked: its share is lost, the receiver goes on.
-                    Err(e) => eprintln!("gauntlet online: judging failed: {e}"),
-                }
+                keep(share, &mut lake, &mut verdicts, &counters, &monitor);
                 false
             }
             w = rx.recv(), if judging.len() < in_flight => match w {
                 Some(Work::Traces(request)) => {
                     let complete = assembler.push(request, now_ms() as u64);
-                    judging.extend(shares(&judge, export, complete));
+                    judging.extend(shares(&judge, cores, export, complete));
                     false
                 }
                 Some(Work::Feedback(mut row)) => {
@@ -605,7 +602,7 @@ async fn work(
             },
             _ = tick.tick() => {
                 let expired = assembler.expire(now_ms() as u64);
-                judging.extend(shares(&judge, export, expired));
+                judging.extend(shares(&judge, cores, export, expired));
                 false
             }
         };
@@ -619,12 +616,9 @@ async fn work(
             .open_traces
             .store(assembler.open_traces() as u64, Ordering::Relaxed);
         if done {
-            judging.extend(shares(&judge, export, assembler.drain()));
+            judging.extend(shares(&judge, cores, export, assembler.drain()));
             for share in judging.drain(..) {
-                match share.await {
-                    Ok(taken) => keep(taken, &mut lake, &mut verdicts, &counters, &monitor),
-                    Err(e) => eprintln!("gauntlet online: judging failed: {e}"),
-                }
+                keep(share.await, &mut lake, &mut verdicts, &counters, &monitor);
             }
             counters.open_traces.store(0, Ordering::Relaxed);
             flush(&mut lake, &counters);
@@ -779,10 +773,10 @@ async fn judged(judge: &Judge, export: bool, trace: gauntlet_otel::Trace) -> Tak
 /// `JUDGED_TOGETHER` traces a share; with their verdicts as spans if `export`.
 fn shares(
     judge: &Arc<Judge>,
+    cores: usize,
     export: bool,
     traces: Vec<gauntlet_otel::Trace>,
 ) -> Vec<JoinHandle<Vec<Taken>>> {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let share = traces.len().div_ceil(cores).max(JUDGED_TOGETHER);
     let mut traces = traces.into_iter();
     let mut out = Vec::new();
@@ -798,15 +792,19 @@ fn shares(
     }
 }
 
-/// Keeps judged traces in their order: the lake row, the verdicts to export, the monitor, the
-/// counters.
+/// Keeps a share's judged traces in their order: the lake row, the verdicts to export, the
+/// monitor, the counters. A share whose judge panicked is lost; the receiver goes on.
 fn keep(
-    taken: Vec<Taken>,
+    share: Result<Vec<Taken>, tokio::task::JoinError>,
     lake: &mut LakeWriter,
     verdicts: &mut Vec<gauntlet_otel::Span>,
     counters: &Counters,
     monitor: &std::sync::Mutex<Monitor>,
 ) {
+    let taken = match share {
+        Ok(taken) => taken,
+        Err(e) => return eprintln!("gauntlet online: judging failed: {e}"),
+    };
     for Taken { row, verdicts: v } in taken {
         verdicts.extend(v);
         counters.traces_judged.fetch_add(1, Ordering::Relaxed);

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gauntlet_agent::stdio::Lines;
 use rmcp::service::ServiceError;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
@@ -171,15 +172,9 @@ pub fn split(stdin: ChildStdin, stdout: ChildStdout) -> (Arc<Relay>, (DuplexStre
     let (client_writes, from_client) = tokio::io::duplex(PIPE_BUFFER);
     let out = Arc::clone(&relay);
     tokio::spawn(async move {
-        let mut lines = BufReader::new(stdout);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if !out.answer(&line) && to_client.write_all(&line).await.is_err() {
+        let mut lines = Lines::new(stdout);
+        while let Some(line) = lines.next().await {
+            if !out.answer(line) && to_client.write_all(line).await.is_err() {
                 break;
             }
         }
@@ -188,15 +183,9 @@ pub fn split(stdin: ChildStdin, stdout: ChildStdout) -> (Arc<Relay>, (DuplexStre
     });
     let into = Arc::clone(&relay);
     tokio::spawn(async move {
-        let mut lines = BufReader::new(from_client);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if into.write(&line).await.is_err() {
+        let mut lines = Lines::new(from_client);
+        while let Some(line) = lines.next().await {
+            if into.write(line).await.is_err() {
                 break;
             }
         }

@@ -235,15 +235,9 @@ async fn write_line(out: &Out, line: &[u8]) -> io::Result<()> {
 
 /// Copies rmcp's messages to standard output, each whole.
 async fn copy_lines(from: impl tokio::io::AsyncRead + Unpin, out: Out) {
-    let mut lines = BufReader::new(from);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if write_line(&out, &line).await.is_err() {
+    let mut lines = gauntlet_agent::stdio::Lines::new(from);
+    while let Some(line) = lines.next().await {
+        if write_line(&out, line).await.is_err() {
             break;
         }
     }
