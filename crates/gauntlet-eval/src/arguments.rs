@@ -30,6 +30,7 @@ fn score(
         severity,
         details,
         events,
+        reason: None,
     }
 }
 

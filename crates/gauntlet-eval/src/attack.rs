@@ -344,6 +344,7 @@ fn binary(
         severity,
         details: Value::Null,
         events: Vec::new(),
+        reason: None,
     }
 }
 

@@ -92,5 +92,6 @@ pub fn error_attribution(status: TrialStatus, t: &Trajectory, scores: &[Score]) 
         severity: Severity::Info,
         details: json!({"kind": kind, "reasons": reasons}),
         events,
+        reason: None,
     })
 }

@@ -76,6 +76,7 @@ pub fn checkpoint_scores(
         severity: Severity::Error,
         details: json!({"checkpoints": details}),
         events: Vec::new(),
+        reason: None,
     }];
     if let Some(step) = first_wrong {
         scores.push(Score {
@@ -87,6 +88,7 @@ pub fn checkpoint_scores(
             severity: Severity::Info,
             details: json!({"info": "the agent step of the earliest failed checkpoint"}),
             events: Vec::new(),
+            reason: None,
         });
     }
     scores

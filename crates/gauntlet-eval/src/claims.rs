@@ -116,6 +116,7 @@ pub fn claims_supported(
             "supported": claims.iter().filter(|c| c["holds"] == true).map(|c| &c["claim"]).collect::<Vec<_>>(),
         }),
         events,
+        reason: None,
     })
 }
 

@@ -177,6 +177,7 @@ fn score(
         severity,
         details: Value::Null,
         events: Vec::new(),
+        reason: None,
     }
 }
 

@@ -175,6 +175,7 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
                 .filter(|(_, _, v)| !v.passed)
                 .map(|(i, _, _)| *i)
                 .collect(),
+            reason: None,
         });
     }
     for (kind, verdicts) in &per_kind {
@@ -200,6 +201,7 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
                 .filter(|(_, _, v)| !v.passed)
                 .map(|(i, _, _)| *i)
                 .collect(),
+            reason: None,
         });
     }
     for (name, value) in [
@@ -216,6 +218,7 @@ pub fn fault_scores(case: &Case, t: &Trajectory) -> Vec<Score> {
             severity: Severity::Info,
             details: Value::Null,
             events: Vec::new(),
+            reason: None,
         });
     }
     scores

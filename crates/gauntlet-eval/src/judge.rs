@@ -596,6 +596,7 @@ pub fn scores(rubric: &JudgeRubric, outcome: &JudgeOutcome) -> Vec<Score> {
                 severity,
                 details: details(json!({"threshold": c.pass})),
                 events: Vec::new(),
+                reason: None,
             });
         }
     }
@@ -609,6 +610,7 @@ pub fn scores(rubric: &JudgeRubric, outcome: &JudgeOutcome) -> Vec<Score> {
         severity,
         details: details(json!(outcome.criteria)),
         events: Vec::new(),
+        reason: None,
     });
     out
 }

@@ -252,6 +252,7 @@ fn critical_count(
             details
         },
         events,
+        reason: None,
     }
 }
 

@@ -60,6 +60,10 @@ pub struct Score {
     /// Indexes of the trajectory events the verdict points at.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<usize>,
+    /// Why it failed, in one line a person reads without context (expected and actual where
+    /// there are any); absent on a passing score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What an evaluator needs besides the trajectory. A trial without it (a production trace has

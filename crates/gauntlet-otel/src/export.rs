@@ -619,6 +619,7 @@ mod tests {
             severity: gauntlet_model::Severity::Info,
             details: json!({"judge": o.judge, "reason": "it asked before closing"}),
             events: vec![],
+            reason: None,
         }]
     }
 

@@ -79,6 +79,7 @@ pub fn failure(name: &str, why: String) -> Score {
         severity: Severity::Error,
         details: json!({"error": why}),
         events: Vec::new(),
+        reason: None,
     }
 }
 
@@ -221,6 +222,7 @@ fn scores_of(v: Value) -> Result<Vec<Score>, CustomError> {
                 severity: s.severity.unwrap_or(Severity::Error),
                 details: s.details,
                 events: Vec::new(),
+                reason: None,
             })
             .collect()),
         Err(e) => Err(CustomError::NotScores(e)),
