@@ -718,7 +718,6 @@ mod tests {
         scores.push(gauntlet_model::Score {
             value: f64::NAN,
             ..scores[1].clone()
-            reason: None,
         });
         let before = Value::Array(
             scores
