@@ -369,8 +369,39 @@ fn output_assertions(case: &Case, trajectory: &Trajectory) -> Option<Score> {
         ratio,
         failures.is_empty(),
     );
-    s.details = json!({"failures": failures, "answer": answer});
+    s.details = json!({"failures": failures, "answer": excerpt(&answer)});
     Some(s)
+}
+
+/// The answer as a score's details show it: whole when short, else its first
+/// [`ANSWER_EXCERPT_CHARS`] characters. The trajectory holds it whole; a 100 MB answer copied
+/// into the details would be stored twice more (the record and its summary).
+fn excerpt(answer: &str) -> String {
+    match answer.char_indices().nth(ANSWER_EXCERPT_CHARS) {
+        None => answer.to_owned(),
+        Some((cut, _)) => format!(
+            "{}… [{} characters; the trajectory's final answer has it whole]",
+            &answer[..cut],
+            answer.chars().count()
+        ),
+    }
+}
+
+/// How much of the final answer `output_assertions` shows in its details.
+const ANSWER_EXCERPT_CHARS: usize = 2000;
+
+#[cfg(test)]
+mod excerpt_tests {
+    #[test]
+    fn a_100_mb_answer_is_not_copied_into_the_details() {
+        let answer = "a".repeat(100 << 20);
+        let shown = super::excerpt(&answer);
+        assert!(shown.len() < 2100, "{}", shown.len());
+        assert!(
+            shown.ends_with("104857600 characters; the trajectory's final answer has it whole]")
+        );
+        assert_eq!(super::excerpt("short"), "short");
+    }
 }
 
 /// `confirmation_before_write`: every write call comes after an approved confirmation, and a

@@ -9,6 +9,7 @@
 pub mod article;
 pub mod attack;
 pub mod benchmark;
+pub mod bound;
 pub mod case;
 pub mod changed_state;
 pub mod checkpoint;

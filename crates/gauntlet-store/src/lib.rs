@@ -10,6 +10,7 @@ pub mod clock;
 mod error;
 mod index;
 mod judge_cache;
+pub mod open;
 mod recorded;
 mod run_dir;
 mod spill;

@@ -4,7 +4,6 @@
 //! `AgentTrajectory` JSON, as JSON Lines, one document, concatenated documents, or an array.
 //! The format is decided per item, trying first the one that matched last.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -200,7 +199,8 @@ pub fn read_items(path: &Path) -> Result<(RawItems, ItemParser), StoreError> {
     {
         crate::read_header(dir)?;
     }
-    let mut reader = BufReader::with_capacity(1 << 16, File::open(&file).map_err(io)?);
+    let mut reader =
+        BufReader::with_capacity(1 << 16, crate::open::open_regular(&file).map_err(io)?);
     // Decide the layout from the first non-empty line.
     let first_line = {
         let buf = reader.fill_buf().map_err(io)?;
@@ -223,7 +223,7 @@ pub fn read_items(path: &Path) -> Result<(RawItems, ItemParser), StoreError> {
         states: line_mode.then(|| crate::StateReader::for_file(&file)),
     };
     if line_mode {
-        let mut lines = reader.lines().enumerate();
+        let mut lines = crate::open::BoundedLines::new(reader).enumerate();
         let items = std::iter::from_fn(move || {
             loop {
                 let (i, line) = lines.next()?;

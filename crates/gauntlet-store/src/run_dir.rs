@@ -1,7 +1,7 @@
 //! Writing and reading run directories.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{
@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub use crate::error::StoreError;
 
+use crate::open::{BoundedLines, open_regular, read_regular, read_regular_to_string};
 use crate::states::{StateReader, StateWriter};
 
 /// A trial record serialised for `trials.jsonl` (see [`RunWriter::encode`]).
@@ -22,6 +23,17 @@ fn encode_line(
     record: &TrialRecord,
     path: impl FnOnce() -> PathBuf,
 ) -> Result<EncodedRecord, StoreError> {
+    // Everything written must read back, whatever a trial recorded (see
+    // `gauntlet_model::bound`): the rare record out of bounds is copied and bounded.
+    let bounded;
+    let record = if gauntlet_model::bound::record_in_bounds(record) {
+        record
+    } else {
+        let mut copy = record.clone();
+        gauntlet_model::bound::bound_record(&mut copy);
+        bounded = copy;
+        &bounded
+    };
     let mut line = Vec::with_capacity(4096);
     serde_json::to_writer(&mut line, record).map_err(|e| StoreError::Format {
         path: path(),
@@ -129,16 +141,15 @@ impl RunWriter {
         let mut seen = std::collections::HashSet::new();
         let (mut kept, mut last) = (0u64, b'\n');
         let mut corrupt: Vec<usize> = Vec::new();
-        if let Some(file) = match File::open(&path) {
+        if let Some(file) = match open_regular(&path) {
             Ok(f) => Some(f),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io(&path)(e)),
         } {
-            let mut reader = BufReader::new(file);
+            let mut reader = BoundedLines::new(BufReader::new(file));
             let mut line = Vec::new();
             for i in 1.. {
-                line.clear();
-                if reader.read_until(b'\n', &mut line).map_err(io(&path))? == 0 {
+                if reader.read_line_bytes(&mut line).map_err(io(&path))? == 0 {
                     break;
                 }
                 let complete = line.ends_with(b"\n");
@@ -351,7 +362,7 @@ impl RunWriter {
         self.close(results)?;
         write_atomic_with(&self.dir.join(SUMMARIES_FILE), |w, tmp| {
             for summary in &results.trials {
-                serde_json::to_writer(&mut *w, summary).map_err(|e| StoreError::Format {
+                crate::spill::write_summary(&mut *w, summary).map_err(|e| StoreError::Format {
                     path: tmp.to_owned(),
                     line: 1,
                     message: e.to_string(),
@@ -409,7 +420,7 @@ fn set_lines_aside(
     lines: &[usize],
     kept: u64,
 ) -> Result<u64, StoreError> {
-    let text = std::fs::read(path).map_err(io(path))?;
+    let text = read_regular(path).map_err(io(path))?;
     let text = &text[..usize::try_from(kept).unwrap_or(text.len()).min(text.len())];
     let (mut good, mut bad) = (Vec::new(), Vec::new());
     for (i, line) in text.split_inclusive(|b| *b == b'\n').enumerate() {
@@ -460,7 +471,7 @@ fn check_format(path: &Path, text: &str) -> Result<(), StoreError> {
 /// Reads `run.json`, the header of a run directory (finished or not).
 pub fn read_header(dir: &Path) -> Result<RunHeader, StoreError> {
     let path = dir.join("run.json");
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let text = read_regular_to_string(&path).map_err(io(&path))?;
     check_format(&path, &text)?;
     serde_json::from_str(&text).map_err(|e| StoreError::Format {
         path,
@@ -508,7 +519,7 @@ fn read_results_file(path: &Path) -> Result<(PathBuf, RunResults), StoreError> {
     } else {
         path.to_owned()
     };
-    let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+    let text = read_regular_to_string(&file).map_err(io(&file))?;
     check_format(&file, &text)?;
     let results = serde_json::from_str(&text).map_err(|e| StoreError::Format {
         path: file.clone(),
@@ -534,7 +545,7 @@ fn summaries_beside(results: &Path) -> PathBuf {
 fn lines_of<T: serde::de::DeserializeOwned>(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<T, StoreError>> + use<T>, StoreError> {
-    let file = File::open(path).map_err(|e| StoreError::Io {
+    let file = open_regular(path).map_err(|e| StoreError::Io {
         path: path.to_owned(),
         source: if e.kind() == std::io::ErrorKind::NotFound {
             std::io::Error::new(
@@ -547,8 +558,7 @@ fn lines_of<T: serde::de::DeserializeOwned>(
         },
     })?;
     let path = path.to_owned();
-    Ok(BufReader::with_capacity(1 << 16, file)
-        .lines()
+    Ok(BoundedLines::new(BufReader::with_capacity(1 << 16, file))
         .enumerate()
         .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
         .map(move |(i, line)| {
@@ -590,7 +600,7 @@ pub fn read_results_brief(dir: &Path) -> Result<ResultsBrief, StoreError> {
         trials: Vec<Key>,
     }
     let file = dir.join("results.json");
-    let reader = BufReader::with_capacity(1 << 16, File::open(&file).map_err(io(&file))?);
+    let reader = BufReader::with_capacity(1 << 16, open_regular(&file).map_err(io(&file))?);
     let brief: Brief = serde_json::from_reader(reader).map_err(|e| StoreError::Format {
         path: file.clone(),
         line: e.line(),
@@ -639,7 +649,7 @@ pub struct StoredTrial {
 /// run have written one twice), then each is read on demand. Memory holds the offsets only.
 pub struct StoredTrials {
     path: PathBuf,
-    file: BufReader<File>,
+    file: BoundedLines<BufReader<File>>,
     offsets: std::collections::HashMap<(String, u32), (u64, usize)>,
 }
 
@@ -653,18 +663,18 @@ impl StoredTrials {
         }
         read_header(dir)?;
         let path = dir.join("trials.jsonl");
-        let mut file = BufReader::with_capacity(1 << 16, File::open(&path).map_err(io(&path))?);
+        let file = BufReader::with_capacity(1 << 16, open_regular(&path).map_err(io(&path))?);
+        let mut lines = BoundedLines::new(file);
         let mut offsets = std::collections::HashMap::new();
-        let (mut at, mut line, mut n) = (0u64, String::new(), 0usize);
+        let (mut at, mut line, mut n) = (0u64, Vec::new(), 0usize);
         loop {
-            line.clear();
-            let read = file.read_line(&mut line).map_err(io(&path))?;
+            let read = lines.read_line_bytes(&mut line).map_err(io(&path))?;
             if read == 0 {
                 break;
             }
             n += 1;
-            if !line.trim().is_empty() {
-                let key: Key = serde_json::from_str(&line).map_err(|e| StoreError::Format {
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                let key: Key = serde_json::from_slice(&line).map_err(|e| StoreError::Format {
                     path: path.clone(),
                     line: n,
                     message: e.to_string(),
@@ -675,7 +685,7 @@ impl StoredTrials {
         }
         Ok(StoredTrials {
             path,
-            file,
+            file: lines,
             offsets,
         })
     }
@@ -697,11 +707,13 @@ impl StoredTrials {
             return Ok(None);
         };
         self.file
+            .get_mut()
             .seek(std::io::SeekFrom::Start(at))
             .map_err(io(&self.path))?;
-        let mut line = String::new();
-        self.file.read_line(&mut line).map_err(io(&self.path))?;
-        let line = line.trim_end_matches(['\n', '\r']).to_owned();
+        let line = match self.file.next() {
+            Some(line) => line.map_err(io(&self.path))?,
+            None => String::new(),
+        };
         let record = serde_json::from_str(&line).map_err(|e| StoreError::Format {
             path: self.path.clone(),
             line: n,
@@ -726,10 +738,9 @@ fn read_trials_with(
     {
         read_header(dir)?;
     }
-    let reader = BufReader::new(File::open(&file).map_err(io(&file))?);
+    let reader = BufReader::new(open_regular(&file).map_err(io(&file))?);
     let mut states = StateReader::for_file(&file);
-    Ok(reader
-        .lines()
+    Ok(BoundedLines::new(reader)
         .enumerate()
         .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()))
         .map(move |(i, line)| {

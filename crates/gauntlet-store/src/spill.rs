@@ -4,7 +4,7 @@
 //! `summaries.jsonl`, so memory stays flat however many trials there are.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use gauntlet_model::{RunResults, TrialSummary};
@@ -52,9 +52,13 @@ impl SpilledSummaries {
     /// A spill file in `dir` (a run folder), or in the system's temporary folder.
     pub fn create(dir: Option<&Path>) -> Result<SpilledSummaries, StoreError> {
         let where_ = dir.map_or_else(std::env::temp_dir, Path::to_owned);
-        let (file, temp) = tempfile::Builder::new()
-            .prefix(PREFIX)
-            .suffix(SUFFIX)
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(PREFIX).suffix(SUFFIX);
+        // It becomes the run folder's `summaries.jsonl`: created 0666 less the umask, as the
+        // folder's other files are, not 0600 as temporary files are by default.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let (file, temp) = builder
             .tempfile_in(&where_)
             .map_err(io(&where_))?
             .into_parts();
@@ -95,7 +99,7 @@ impl SpilledSummaries {
     /// A summary serialised as [`SpilledSummaries::push`] would write it, on any thread.
     pub fn encode(summary: &TrialSummary) -> Result<EncodedSummary, serde_json::Error> {
         let mut line = Vec::with_capacity(2048);
-        serde_json::to_writer(&mut line, summary)?;
+        write_summary(&mut line, summary)?;
         line.push(b'\n');
         Ok(EncodedSummary(line))
     }
@@ -131,6 +135,20 @@ impl SpilledSummaries {
     }
 }
 
+/// Writes one summary as JSON, bounded first when it must be (see [`gauntlet_model::bound`]):
+/// whatever a trial recorded, the line reads back.
+pub(crate) fn write_summary(
+    out: impl Write,
+    summary: &TrialSummary,
+) -> Result<(), serde_json::Error> {
+    if gauntlet_model::bound::summary_in_bounds(summary) {
+        return serde_json::to_writer(out, summary);
+    }
+    let mut bounded = summary.clone();
+    gauntlet_model::bound::bound_summary(&mut bounded);
+    serde_json::to_writer(out, &bounded)
+}
+
 /// Writes `results` (whose `trials` are left out) as pretty JSON to `out` with its `trials`
 /// being the summaries of the file `summaries` (one per line), streamed: the full view of a run
 /// of any size in the memory of one summary.
@@ -152,13 +170,17 @@ pub fn write_full_results(
     let Some((before, after)) = text.split_once(&slot) else {
         return Err(format("the results have no trials slot".to_owned()));
     };
-    let file = File::open(summaries).map_err(io(summaries))?;
+    let file = crate::open::open_regular(summaries).map_err(io(summaries))?;
     let run = |out: &mut dyn Write| -> std::io::Result<()> {
         out.write_all(before.as_bytes())?;
         out.write_all(b"[")?;
         let mut first = true;
-        for line in BufReader::with_capacity(1 << 16, &file).split(b'\n') {
-            let line = line?;
+        let mut lines = crate::open::BoundedLines::new(BufReader::with_capacity(1 << 16, &file));
+        let mut line = Vec::new();
+        while lines.read_line_bytes(&mut line)? > 0 {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
             if line.is_empty() {
                 continue;
             }

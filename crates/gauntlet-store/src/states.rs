@@ -161,10 +161,27 @@ impl StateReader {
             return Ok(b.clone());
         }
         let path = self.dir.join(file);
-        let text = std::fs::read(&path).map_err(|source| StoreError::Io {
+        let io = |source| StoreError::Io {
             path: path.clone(),
             source,
-        })?;
+        };
+        // Resolved with its symlinks: a `states` folder linked elsewhere must not publish what
+        // lies there (a run folder is shared and served; its states are its own).
+        let (real, folder) = (
+            path.canonicalize().map_err(io)?,
+            self.dir.canonicalize().map_err(io)?,
+        );
+        if !real.starts_with(&folder) {
+            return Err(StoreError::Format {
+                path: self.dir.clone(),
+                line: 0,
+                message: format!(
+                    "stored state `{file}` is outside the run folder (a symbolic link leads \
+                     out of it)"
+                ),
+            });
+        }
+        let text = crate::open::read_regular(&real).map_err(io)?;
         let value: Value = serde_json::from_slice(&text).map_err(|e| StoreError::Format {
             path: path.clone(),
             line: e.line(),

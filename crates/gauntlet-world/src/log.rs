@@ -31,8 +31,10 @@ enum Entry {
 }
 
 impl EventLog {
-    /// Appends an event, whole.
-    pub(crate) fn push(&mut self, event: Event) {
+    /// Appends an event, whole, bounded as everything recorded is (see
+    /// [`gauntlet_model::bound`]).
+    pub(crate) fn push(&mut self, mut event: Event) {
+        gauntlet_model::bound::bound_event(&mut event);
         if let Some(tap) = &self.tap {
             tap(&event);
         }
@@ -49,6 +51,11 @@ impl EventLog {
     /// Appends a tool call: as text past the first [`WHOLE_CALLS`] when `compact` allows it (a
     /// trial whose traps read every call as they go keeps them whole).
     pub(crate) fn push_call(&mut self, call: Box<ToolCall>, compact: bool) {
+        let mut event = Event::ToolCall(call);
+        gauntlet_model::bound::bound_event(&mut event);
+        let Event::ToolCall(call) = event else {
+            unreachable!("made a tool call just above")
+        };
         let call = match &self.tap {
             Some(tap) => {
                 let event = Event::ToolCall(call);
@@ -184,6 +191,37 @@ mod tests {
             c.recorded_output = Some(json!({"was": "recorded"}));
         }
         assert_eq!(log.into_events(), pushed);
+    }
+
+    /// Issue 48 (H2): an argument nested 3,000 deep (an agent's, through any door) and a wait
+    /// of 1e308 s are bounded as they enter, so the trajectory scored is the one stored.
+    #[test]
+    fn an_argument_3000_deep_and_an_endless_wait_are_bounded_as_they_enter() {
+        let mut log = EventLog::default();
+        let Event::ToolCall(mut c) = call(1) else {
+            unreachable!()
+        };
+        let mut deep = json!("INC-1");
+        for _ in 0..3000 {
+            deep = json!([deep]);
+        }
+        c.arguments = json!({ "incident_id": deep });
+        log.push_call(c, false);
+        log.push(Event::Wait {
+            step: 2,
+            ms: f64::INFINITY,
+        });
+        let events = log.into_events();
+        let text = serde_json::to_string(&events).unwrap();
+        assert!(text.contains("nested deeper than 64 levels"));
+        serde_json::from_str::<Vec<Event>>(&text).expect("reads back");
+        assert_eq!(
+            events[1],
+            Event::Wait {
+                step: 2,
+                ms: gauntlet_model::bound::MAX_WAIT_MS
+            }
+        );
     }
 
     #[test]

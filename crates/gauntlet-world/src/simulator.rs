@@ -378,8 +378,11 @@ impl Simulator {
     }
 
     /// Advances the trial clock without sleeping (a scripted agent's backoff) and records it.
+    /// The wait is bounded first (see [`gauntlet_model::bound::bound_wait_ms`]): an agent's
+    /// `sleep(1e308)` must not make the clock infinite, which no reader reads back.
     pub fn wait(&mut self, step: u32, ms: f64) {
-        self.waited_ms += ms.max(0.0);
+        let ms = gauntlet_model::bound::bound_wait_ms(ms);
+        self.waited_ms += ms;
         self.events.push(Event::Wait { step, ms });
     }
 
@@ -479,7 +482,11 @@ impl Simulator {
     /// Puts the recorded output of a replayed call beside the last call's output.
     pub fn note_recorded_output(&mut self, recorded: Value) {
         self.events
-            .change_last_call(|c| c.recorded_output = Some(recorded));
+            .change_last_call(|c| {
+                let mut recorded = recorded;
+                gauntlet_model::bound::bound_value(&mut recorded);
+                c.recorded_output = Some(recorded);
+            });
     }
 
     /// The trial's events so far other than its tool calls (the conversation, faults, waits).
@@ -803,6 +810,10 @@ impl Simulator {
         };
         // The service is torn down here.
         drop(service);
+        let mut final_answer = final_answer;
+        final_answer
+            .iter_mut()
+            .for_each(|a| _ = gauntlet_model::bound::bound_text(a));
         (
             Trajectory {
                 events: self.events.into_events(),
