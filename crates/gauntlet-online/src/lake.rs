@@ -522,7 +522,8 @@ fn batches(path: &Path) -> Result<impl Iterator<Item = Result<RecordBatch, LakeE
         path: path.to_owned(),
         message,
     };
-    let file = File::open(path).map_err(|source| LakeError::Io {
+    // Regular files only: a FIFO planted as a day's Parquet file would block the reader.
+    let file = gauntlet_store::open::open_regular(path).map_err(|source| LakeError::Io {
         path: path.to_owned(),
         source,
     })?;

@@ -16,22 +16,30 @@ pub const MAX_LINE_BYTES: usize = 256 << 20;
 /// Opens `path` for reading if it is a regular file (symlinks followed); a FIFO, a device, a
 /// socket or a folder is refused with [`io::ErrorKind::InvalidInput`], without blocking.
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    open_regular_with(std::fs::OpenOptions::new().read(true), path)
+}
+
+/// Opens `path` with `options` (to write a lock file, say) if it is, or becomes, a regular
+/// file: as [`open_regular`], a FIFO or a device is refused without blocking.
+pub fn open_regular_with(options: &mut std::fs::OpenOptions, path: &Path) -> io::Result<File> {
     #[cfg(unix)]
     let file = {
         use std::os::unix::fs::OpenOptionsExt;
-        // Non-blocking, so that opening a FIFO with no writer returns at once; it changes
-        // nothing for a regular file, which is all that is kept.
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)?
+        // Non-blocking, so that opening a FIFO with no writer (or no reader) returns at once;
+        // it changes nothing for a regular file, which is all that is kept.
+        match options.custom_flags(libc::O_NONBLOCK).open(path) {
+            Ok(f) => f,
+            // What a FIFO opened to write with no reader answers.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Err(not_regular()),
+            Err(e) => return Err(e),
+        }
     };
     #[cfg(not(unix))]
     let file = {
-        if !std::fs::metadata(path)?.is_file() {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             return Err(not_regular());
         }
-        File::open(path)?
+        options.open(path)?
     };
     if !file.metadata()?.is_file() {
         return Err(not_regular());

@@ -101,7 +101,7 @@ impl Run {
             return Ok(None);
         };
         if self.summary.as_ref().is_none_or(|s| s.stamp != now) {
-            let kept = std::fs::read(self.dir.join(SUMMARY_FILE))
+            let kept = gauntlet_store::open::read_regular(&self.dir.join(SUMMARY_FILE))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Summary>(&b).ok())
                 .filter(|s| s.stamp == now);
@@ -225,7 +225,7 @@ fn read_summary(path: &Path, now: (u64, u128)) -> Result<Summary, ViewError> {
         }
     }
     let error = |e: &dyn std::fmt::Display| ViewError::Io(format!("{}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| error(&e))?;
+    let file = gauntlet_store::open::open_regular(path).map_err(|e| error(&e))?;
     let mut top = serde_json::Map::new();
     let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(file));
     match de.deserialize_map(Top(&mut top)) {

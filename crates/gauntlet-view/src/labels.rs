@@ -50,13 +50,7 @@ impl LabelFile {
     }
 
     fn read_unlocked(&self) -> Result<Vec<Label>, ViewError> {
-        if std::fs::metadata(&self.path).is_ok_and(|m| !m.is_file()) {
-            return Err(ViewError::Io(format!(
-                "{}: not a regular file",
-                self.path.display()
-            )));
-        }
-        let text = match std::fs::read_to_string(&self.path) {
+        let text = match gauntlet_store::open::read_regular_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(ViewError::Io(format!("{}: {e}", self.path.display()))),
@@ -76,14 +70,15 @@ impl LabelFile {
     pub fn put(&self, posted: Posted) -> Result<Label, ViewError> {
         let bad = |m: &str| Err(ViewError::BadRequest(m.to_owned()));
         let rater = posted.rater.trim();
-        if rater.is_empty() || rater.len() > 100 {
+        // Characters, not bytes: a rater's name or note in emoji is as long as it looks.
+        if rater.is_empty() || rater.chars().count() > 100 {
             return bad("rater: a name of 1 to 100 characters");
         }
         let Some((case, epoch)) = posted.item.rsplit_once('#') else {
             return bad("item: CASE#EPOCH");
         };
         let canonical = epoch.parse::<u32>().is_ok_and(|n| n.to_string() == epoch);
-        if case.is_empty() || !canonical || posted.item.len() > 500 {
+        if case.is_empty() || !canonical || posted.item.chars().count() > 500 {
             return bad("item: CASE#EPOCH, the epoch a number as trials are named (0, 1, ...)");
         }
         if rater.chars().any(char::is_control) {
@@ -94,8 +89,12 @@ impl LabelFile {
             "fail" => false,
             _ => return bad("label: pass or fail"),
         };
-        if posted.note.as_ref().is_some_and(|n| n.len() > MAX_TEXT) {
-            return bad("note: at most 2000 bytes");
+        if posted
+            .note
+            .as_ref()
+            .is_some_and(|n| n.chars().count() > MAX_TEXT)
+        {
+            return bad("note: at most 2000 characters");
         }
         let label = Label {
             item: posted.item.clone(),
@@ -111,12 +110,14 @@ impl LabelFile {
         }
         // Viewers in other processes may share the file: one change at a time across them.
         let lock_path = self.path.with_extension("jsonl.lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| ViewError::Io(format!("{}: {e}", lock_path.display())))?;
+        let lock = gauntlet_store::open::open_regular_with(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true),
+            &lock_path,
+        )
+        .map_err(|e| ViewError::Io(format!("{}: {e}", lock_path.display())))?;
         lock.lock()
             .map_err(|e| ViewError::Io(format!("{}: {e}", lock_path.display())))?;
         let mut labels = self.read_unlocked()?;
@@ -180,5 +181,37 @@ mod tests {
             assert!(matches!(file.put(bad), Err(ViewError::BadRequest(_))));
         }
         assert!(!file.path().exists());
+    }
+
+    /// Issue 48: a rater of 30 emoji (120 bytes) was refused as longer than 100.
+    #[test]
+    fn a_raters_name_is_counted_in_characters_not_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = LabelFile::new(dir.path().join("labels.jsonl"));
+        file.put(posted("a#0", "pass", &"😀".repeat(30))).unwrap();
+        let mut note = posted("a#0", "pass", "alice");
+        note.note = Some("é".repeat(2000));
+        file.put(note).unwrap();
+        assert!(file.put(posted("a#0", "pass", &"😀".repeat(101))).is_err());
+    }
+
+    /// Issue 48 (M1): a FIFO planted as the lock file or the label file made every labelling
+    /// request hang for good; now each is an error at once.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_planted_as_the_lock_or_the_labels_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("labels.jsonl");
+        let fifo = |p: &std::path::Path| {
+            let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        fifo(&path.with_extension("jsonl.lock"));
+        let file = LabelFile::new(path.clone());
+        let e = file.put(posted("a#0", "pass", "alice")).unwrap_err();
+        assert!(e.to_string().contains("regular files only"), "{e}");
+        std::fs::remove_file(path.with_extension("jsonl.lock")).unwrap();
+        fifo(&path);
+        assert!(file.read().is_err());
     }
 }

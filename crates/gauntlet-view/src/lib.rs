@@ -85,6 +85,8 @@ pub struct Settings {
 }
 
 struct Shared {
+    /// Where the viewer listens: a request must name it, or a loopback name, as its `Host`.
+    addr: SocketAddr,
     catalog: Catalog,
     labels: LabelFile,
     token: String,
@@ -136,6 +138,7 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         hash(STYLE)
     );
     let shared = Arc::new(Shared {
+        addr,
         catalog: Catalog::new(settings.dirs),
         labels: LabelFile::new(settings.labels),
         token: settings.token,
@@ -182,7 +185,9 @@ fn token_of(req: &Request) -> Option<String> {
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| v.split_once(' '))
+        // The scheme is case-insensitive (RFC 7235): `bearer` is `Bearer`.
+        .and_then(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer").then_some(token))
     {
         return Some(bearer.trim().to_owned());
     }
@@ -193,10 +198,49 @@ fn token_of(req: &Request) -> Option<String> {
         .map(|(_, v)| v)
 }
 
-/// Every route: the token, then headers that keep the page to itself.
+/// Whether the request's `Host` names this viewer: a loopback name or address, or the address
+/// it listens on. A page of another site whose name was rebound to 127.0.0.1 (DNS rebinding)
+/// sends its own name and is refused, token or not. A viewer listening on every address
+/// (`0.0.0.0`) cannot know the names it is reached by, and takes any.
+fn host_is_ours(req: &Request, listen: SocketAddr) -> bool {
+    if listen.ip().is_unspecified() {
+        return true;
+    }
+    let Some(host) = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().host())
+    else {
+        // HTTP/1.0 without a Host names no other site.
+        return true;
+    };
+    // The name without its port: `[::1]:8080`, `localhost:8080`, `127.0.0.1`.
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip == listen.ip())
+}
+
+/// Every route: the `Host`, the token, then headers that keep the page to itself.
 async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let authorised = token_of(&req).is_some_and(|t| same(&t, &s.token));
-    let mut response = if authorised {
+    let mut response = if !host_is_ours(&req, s.addr) {
+        (
+            StatusCode::FORBIDDEN,
+            axum::Json(
+                json!({"error": "this Host is not the viewer's (a page of another site \
+                 reached it through its own name): open the URL gauntlet view printed"}),
+            ),
+        )
+            .into_response()
+    } else if authorised {
         next.run(req).await
     } else {
         (
@@ -524,7 +568,7 @@ mod tests {
         .await
         .unwrap();
         let mut slow = tokio::net::TcpStream::connect(running.addr).await.unwrap();
-        slow.write_all(b"GET /api/runs HTTP/1.1\r\nHost: x\r\n")
+        slow.write_all(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             .await
             .unwrap();
         let mut buf = Vec::new();
@@ -536,12 +580,67 @@ mod tests {
         assert!(closed.is_ok(), "the connection was left open");
         // The server still answers others, and stops.
         let mut ok = tokio::net::TcpStream::connect(running.addr).await.unwrap();
-        ok.write_all(b"GET /api/runs?token=0123456789abcdef HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        ok.write_all(b"GET /api/runs?token=0123456789abcdef HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             .await
             .unwrap();
         let mut answer = String::new();
         ok.read_to_string(&mut answer).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        running.stop().await;
+    }
+
+    async fn ask(addr: SocketAddr, head: &str) -> String {
+        let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+        c.write_all(format!("{head}\r\nConnection: close\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    /// Issue 48: a page of another site rebound to 127.0.0.1 (DNS rebinding) is refused by its
+    /// `Host`; `Authorization: bearer` is the `Bearer` scheme (RFC 7235).
+    #[tokio::test]
+    async fn another_sites_host_is_refused_and_the_bearer_scheme_is_case_insensitive() {
+        let dir = tempfile::tempdir().unwrap();
+        let running = start(
+            "127.0.0.1:0".parse().unwrap(),
+            Settings {
+                dirs: vec![dir.path().to_owned()],
+                labels: dir.path().join("labels.jsonl"),
+                token: "0123456789abcdef".into(),
+                idle_timeout: IDLE_TIMEOUT,
+            },
+        )
+        .await
+        .unwrap();
+        let get = "GET /api/runs?token=0123456789abcdef HTTP/1.1\r\nHost: ";
+        let port = running.addr.port();
+        for host in [
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            "[::1]".to_owned(),
+            "LOCALHOST".to_owned(),
+        ] {
+            let answer = ask(running.addr, &format!("{get}{host}")).await;
+            assert!(answer.starts_with("HTTP/1.1 200"), "{host}: {answer}");
+        }
+        for host in ["evil.example", "evil.example:80", "127.0.0.1.evil.example"] {
+            let answer = ask(running.addr, &format!("{get}{host}")).await;
+            assert!(answer.starts_with("HTTP/1.1 403"), "{host}: {answer}");
+        }
+        for scheme in ["Bearer", "bearer", "BEARER"] {
+            let answer = ask(
+                running.addr,
+                &format!(
+                    "GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\
+                     Authorization: {scheme} 0123456789abcdef"
+                ),
+            )
+            .await;
+            assert!(answer.starts_with("HTTP/1.1 200"), "{scheme}: {answer}");
+        }
         running.stop().await;
     }
 }

@@ -4,7 +4,6 @@
 //! that is still going is read on from where the index stopped.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -170,10 +169,8 @@ impl TrialIndex {
     /// as far as that, and a record read through it is checked against its entry.
     pub fn load(dir: &Path) -> TrialIndex {
         let path = dir.join(INDEX_FILE);
-        let regular = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
-        let mut index = regular
-            .then(|| std::fs::read(&path).ok())
-            .flatten()
+        let mut index = gauntlet_store::open::read_regular(&path)
+            .ok()
             .and_then(|bytes| serde_json::from_slice::<TrialIndex>(&bytes).ok())
             .filter(|i| i.version == INDEX_VERSION && i.holds_together())
             .unwrap_or_default();
@@ -222,7 +219,7 @@ impl TrialIndex {
             return Ok(false);
         }
         self.unfinished_at = None;
-        let mut file = File::open(trials).map_err(io(trials))?;
+        let mut file = gauntlet_store::open::open_regular(trials).map_err(io(trials))?;
         file.seek(SeekFrom::Start(self.indexed_bytes))
             .map_err(io(trials))?;
         let mut reader = BufReader::with_capacity(1 << 20, file.take(len - self.indexed_bytes));
@@ -361,7 +358,7 @@ impl TrialIndex {
         if e.offset.checked_add(e.len).is_none_or(|end| end > size) {
             return Err(changed());
         }
-        let mut file = File::open(trials).map_err(io(trials))?;
+        let mut file = gauntlet_store::open::open_regular(trials).map_err(io(trials))?;
         file.seek(SeekFrom::Start(e.offset)).map_err(io(trials))?;
         let mut line = Vec::new();
         (&mut file)

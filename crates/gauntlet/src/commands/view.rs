@@ -41,7 +41,8 @@ pub fn view(args: ViewArgs) -> Result<i32, ExpectedError> {
         token: token.clone(),
         idle_timeout: gauntlet_view::IDLE_TIMEOUT,
     };
-    server_runtime()?.block_on(async move {
+    let runtime = server_runtime()?;
+    let served = runtime.block_on(async move {
         let running = start(args.listen, settings)
             .await
             .map_err(|e| ExpectedError::input(format!("cannot listen on {}: {e}", args.listen)))?;
@@ -50,7 +51,22 @@ pub fn view(args: ViewArgs) -> Result<i32, ExpectedError> {
             "token": token,
         });
         announce_and_wait("view", running.addr, &line).await?;
-        running.stop().await;
+        // Requests in flight get a moment to finish; a stop never waits on them for good.
+        if tokio::time::timeout(STOP_GRACE, running.stop())
+            .await
+            .is_err()
+        {
+            eprintln!(
+                "gauntlet view: requests still in flight after {} s; stopped anyway",
+                STOP_GRACE.as_secs()
+            );
+        }
         Ok(GATES_PASSED)
-    })
+    });
+    // Dropping a runtime waits for its blocking reads, however long they take: not this one.
+    runtime.shutdown_background();
+    served
 }
+
+/// How long a stopping viewer lets requests in flight finish.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
