@@ -3,7 +3,9 @@
 //! scripted agent in a fresh world and judged by the case's evaluators, as a trial of a run
 //! would be. A mutant *survives* when its trial still passes: the case's checks cannot tell it
 //! from the reference. A survivor that ends in the reference's own final state with its own
-//! answer is *equivalent* (nothing observable differs), not a hole. Deterministic for a seed.
+//! answer is *equivalent* (nothing observable differs), not a hole, unless it skipped a question
+//! or a confirmation: acting without asking is a hole whatever the end. A survivor the suite's
+//! `audit.accept` names is *accepted*, with its reason. Deterministic for a seed.
 #![warn(missing_docs)]
 
 pub mod mutate;
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv};
 use gauntlet_model::{ReferenceStep, RunEvent, TrialRecord, TrialStatus};
 use gauntlet_runner::{RunOptions, RunPlan, Settings, TrialPlan, Trials, run_trials};
-use gauntlet_suite::Suite;
+use gauntlet_suite::{AcceptedSurvivor, Suite};
 use serde::Serialize;
 use sha2::Digest;
 
@@ -41,6 +43,27 @@ pub struct Survivor {
     pub kind: MutationKind,
 }
 
+/// A survivor the suite accepts on purpose (`audit.accept` in `gauntlet.yaml`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Accepted {
+    /// What was changed.
+    pub mutation: String,
+    /// The kind of change.
+    pub kind: MutationKind,
+    /// Why the suite accepts it.
+    pub why: String,
+}
+
+/// An entry of `audit.accept` that matched no survivor of an audited case: the check it
+/// excused has been tightened, or the mutation is named otherwise.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnmatchedAccept {
+    /// The case.
+    pub case: String,
+    /// The mutation as written.
+    pub mutation: String,
+}
+
 /// One case's audit.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseAudit {
@@ -50,11 +73,15 @@ pub struct CaseAudit {
     pub mutants: usize,
     /// Mutants whose trial did not pass.
     pub killed: usize,
-    /// Mutants that passed though something observable differs from the reference: holes.
+    /// Mutants that passed though something observable differs from the reference, or that
+    /// skipped a question or a confirmation, and that the suite does not accept: holes.
     pub survivors: Vec<Survivor>,
-    /// Mutants that passed with the reference's own final state and answer.
+    /// Survivors the suite accepts (`audit.accept`), with the reason: not holes.
+    pub accepted: Vec<Accepted>,
+    /// Mutants that passed with the reference's own final state and answer, having skipped no
+    /// question and no confirmation.
     pub equivalent: Vec<Survivor>,
-    /// Whether any survivor is a hole.
+    /// Whether any survivor is a hole (accepted survivors are not).
     pub hackable: bool,
     /// Killed over mutants that are not equivalent (`null` when there are none).
     pub kill_rate: Option<f64>,
@@ -81,6 +108,16 @@ pub struct AuditReport {
     pub mutants: usize,
     /// Killed over non-equivalent mutants, over the suite.
     pub kill_rate: Option<f64>,
+    /// Entries of `audit.accept` that matched no survivor of an audited case.
+    pub unmatched_accepts: Vec<UnmatchedAccept>,
+}
+
+impl AuditReport {
+    /// Whether the suite passes its audit: some case was audited, and no case has a hole. A
+    /// suite in which nothing could be audited does not pass: it proved nothing.
+    pub fn passed(&self) -> bool {
+        self.audited_cases > 0 && self.hackable_cases == 0
+    }
 }
 
 /// Why a suite cannot be audited: the user's input.
@@ -188,11 +225,28 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
         }
     })
     .await;
+    let accepts = &suite.config.audit.accept;
     let cases: Vec<CaseAudit> = derived
         .into_iter()
-        .map(|(case_id, list)| judge_case(case_id, &list, &records))
+        .map(|(case_id, list)| judge_case(case_id, &list, &records, accepts))
         .collect();
     let audited: Vec<&CaseAudit> = cases.iter().filter(|c| c.skipped.is_none()).collect();
+    let unmatched_accepts = accepts
+        .iter()
+        .filter(|a| {
+            audited.iter().any(|c| {
+                c.case_id == a.case
+                    && !c
+                        .accepted
+                        .iter()
+                        .any(|m| accepts_mutant(a, &c.case_id, &m.mutation, m.kind))
+            })
+        })
+        .map(|a| UnmatchedAccept {
+            case: a.case.clone(),
+            mutation: a.mutation.clone(),
+        })
+        .collect();
     let (killed, judged) = audited.iter().fold((0, 0), |(k, n), c| {
         (k + c.killed, n + c.mutants - c.equivalent.len())
     });
@@ -204,7 +258,14 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
         mutants: audited.iter().map(|c| c.mutants).sum(),
         kill_rate: (judged > 0).then(|| killed as f64 / judged as f64),
         cases,
+        unmatched_accepts,
     })
+}
+
+/// Whether an `audit.accept` entry names a case's mutant: by the mutation's name, or by its
+/// kind for every mutant of that kind.
+fn accepts_mutant(a: &AcceptedSurvivor, case_id: &str, mutation: &str, kind: MutationKind) -> bool {
+    a.case == case_id && (a.mutation == mutation || a.mutation == kind.name())
 }
 
 /// What the audit keeps of a trial: its status, why it did not pass, and what an observer
@@ -244,12 +305,14 @@ fn judge_case(
     case_id: String,
     list: &[Mutant],
     records: &HashMap<(String, u32), Outcome>,
+    accepts: &[AcceptedSurvivor],
 ) -> CaseAudit {
     let skipped = |why: String| CaseAudit {
         case_id: case_id.clone(),
         mutants: 0,
         killed: 0,
         survivors: Vec::new(),
+        accepted: Vec::new(),
         equivalent: Vec::new(),
         hackable: false,
         kill_rate: None,
@@ -274,7 +337,8 @@ fn judge_case(
             }
         ));
     }
-    let (mut killed, mut survivors, mut equivalent) = (0, Vec::new(), Vec::new());
+    let (mut killed, mut survivors, mut accepted, mut equivalent) =
+        (0, Vec::new(), Vec::new(), Vec::new());
     for (i, m) in list.iter().enumerate() {
         let Some(r) = records.get(&(case_id.clone(), i as u32 + 1)) else {
             killed += 1; // never finished: not a pass
@@ -288,8 +352,17 @@ fn judge_case(
             mutation: m.mutation.clone(),
             kind: m.kind,
         };
-        if r.end == reference.end {
+        if r.end == reference.end && m.kind.can_be_equivalent() {
             equivalent.push(s);
+        } else if let Some(a) = accepts
+            .iter()
+            .find(|a| accepts_mutant(a, &case_id, &m.mutation, m.kind))
+        {
+            accepted.push(Accepted {
+                mutation: s.mutation,
+                kind: s.kind,
+                why: a.why.clone(),
+            });
         } else {
             survivors.push(s);
         }
@@ -302,7 +375,118 @@ fn judge_case(
         hackable: !survivors.is_empty(),
         kill_rate: (judged > 0).then(|| killed as f64 / judged as f64),
         survivors,
+        accepted,
         equivalent,
         skipped: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mutant(mutation: &str, kind: MutationKind) -> Mutant {
+        Mutant {
+            mutation: mutation.into(),
+            kind,
+            steps: Vec::new(),
+        }
+    }
+
+    fn passed(answer: &str, state: &str) -> Outcome {
+        Outcome {
+            status: TrialStatus::Passed,
+            error: None,
+            failed: Vec::new(),
+            end: (Some(answer.into()), state.into()),
+        }
+    }
+
+    /// The ambiguous case of issue 47: the mutant that skips the question (or the confirmation)
+    /// already knows the answer, so it ends where the reference ends; it is a hole all the same.
+    #[test]
+    fn a_skipped_question_or_confirmation_that_survives_is_never_equivalent() {
+        let list = [
+            mutant("skip the question", MutationKind::SkipQuestion),
+            mutant("skip the confirmation", MutationKind::SkipConfirmation),
+            mutant("repeat write 1 (close_incident)", MutationKind::RepeatWrite),
+        ];
+        let mut records = HashMap::new();
+        for epoch in 0..=3 {
+            records.insert(("c".to_owned(), epoch), passed("Closed.", "s"));
+        }
+        let audit = judge_case("c".into(), &list, &records, &[]);
+        let names = |v: &[Survivor]| v.iter().map(|s| s.mutation.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&audit.survivors),
+            ["skip the question", "skip the confirmation"]
+        );
+        assert_eq!(
+            names(&audit.equivalent),
+            ["repeat write 1 (close_incident)"]
+        );
+        assert!(audit.hackable);
+        assert_eq!(audit.kill_rate, Some(0.0));
+    }
+
+    #[test]
+    fn an_accepted_survivor_is_reported_with_its_reason_and_is_not_a_hole() {
+        let list = [
+            mutant("skip the question", MutationKind::SkipQuestion),
+            mutant(
+                "write 1 (add_note): text \"a\" -> \"b\"",
+                MutationKind::ChangeArgument,
+            ),
+            mutant("drop write 1 (add_note)", MutationKind::DropWrite),
+        ];
+        let mut records = HashMap::new();
+        records.insert(("c".to_owned(), 0), passed("Done.", "s"));
+        records.insert(("c".to_owned(), 1), passed("Done.", "s"));
+        records.insert(("c".to_owned(), 2), passed("Done.", "t"));
+        records.insert(("c".to_owned(), 3), passed("Done.", "u"));
+        let accept = |case: &str, mutation: &str| AcceptedSurvivor {
+            case: case.into(),
+            mutation: mutation.into(),
+            why: format!("{mutation} is fine"),
+        };
+        // By name and by kind; an entry for another case accepts nothing here.
+        let accepts = [
+            accept("c", "write 1 (add_note): text \"a\" -> \"b\""),
+            accept("c", "skip_question"),
+            accept("other", "drop_write"),
+        ];
+        let audit = judge_case("c".into(), &list, &records, &accepts);
+        assert_eq!(audit.survivors.len(), 1, "{audit:?}");
+        assert_eq!(audit.survivors[0].mutation, "drop write 1 (add_note)");
+        let accepted: Vec<(&str, &str)> = audit
+            .accepted
+            .iter()
+            .map(|a| (a.mutation.as_str(), a.why.as_str()))
+            .collect();
+        assert_eq!(
+            accepted,
+            [
+                ("skip the question", "skip_question is fine"),
+                (
+                    "write 1 (add_note): text \"a\" -> \"b\"",
+                    "write 1 (add_note): text \"a\" -> \"b\" is fine"
+                ),
+            ]
+        );
+        assert!(audit.hackable, "the drop is not accepted");
+        // Accepted survivors still count as not killed.
+        assert_eq!(audit.kill_rate, Some(0.0));
+        let audit = judge_case(
+            "c".into(),
+            &list,
+            &records,
+            &[
+                accepts[0].clone(),
+                accepts[1].clone(),
+                accept("c", "drop_write"),
+            ],
+        );
+        assert!(!audit.hackable, "{audit:?}");
+        assert!(audit.survivors.is_empty());
     }
 }

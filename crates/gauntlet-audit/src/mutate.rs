@@ -34,6 +34,35 @@ pub enum MutationKind {
     OtherTenant,
 }
 
+impl MutationKind {
+    /// Its name, as in JSON and in `audit.accept` (`skip_question`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MutationKind::DoNothing => "do_nothing",
+            MutationKind::AnswerOnly => "answer_only",
+            MutationKind::DropWrite => "drop_write",
+            MutationKind::RepeatWrite => "repeat_write",
+            MutationKind::SwapWrites => "swap_writes",
+            MutationKind::ChangeArgument => "change_argument",
+            MutationKind::ExtraWrite => "extra_write",
+            MutationKind::SkipConfirmation => "skip_confirmation",
+            MutationKind::SkipQuestion => "skip_question",
+            MutationKind::OtherTenant => "other_tenant",
+        }
+    }
+
+    /// Whether a survivor of this kind can be equivalent to the reference. A skipped question or
+    /// confirmation changes nothing in the world when the scripted mutant already knows the
+    /// answer, yet an agent that acts without asking is exactly the hole such a case exists
+    /// to find: its survivor is never equivalent.
+    pub fn can_be_equivalent(self) -> bool {
+        !matches!(
+            self,
+            MutationKind::SkipConfirmation | MutationKind::SkipQuestion
+        )
+    }
+}
+
 /// One wrong trajectory: what was changed, and the plan a scripted agent plays.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mutant {
@@ -471,6 +500,25 @@ mod tests {
             all.iter().map(|m| format!("{:?}", m.steps)).collect();
         assert_eq!(plans.len(), all.len());
         assert!(all.iter().all(|m| m.steps != case().reference_trajectory));
+    }
+
+    #[test]
+    fn a_kind_is_named_as_in_json() {
+        use MutationKind::*;
+        for kind in [
+            DoNothing,
+            AnswerOnly,
+            DropWrite,
+            RepeatWrite,
+            SwapWrites,
+            ChangeArgument,
+            ExtraWrite,
+            SkipConfirmation,
+            SkipQuestion,
+            OtherTenant,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
     }
 
     #[test]

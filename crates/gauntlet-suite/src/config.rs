@@ -80,6 +80,62 @@ pub struct SuiteConfig {
     /// beside gauntlet's verdicts (`gauntlet import` writes it).
     #[serde(default)]
     pub benchmark: Option<gauntlet_model::BenchmarkSpec>,
+    /// The checker audit's settings (`gauntlet audit`, `gauntlet check --audit`).
+    #[serde(default)]
+    pub audit: AuditConfig,
+}
+
+/// The checker audit's settings: survivors the suite's authors accept on purpose.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Survivors that are not holes, each with the reason: a deliberately loose check (free
+    /// text matched with `$contains`) would otherwise fail the audit forever.
+    #[serde(default)]
+    pub accept: Vec<AcceptedSurvivor>,
+}
+
+/// One accepted survivor: a case's mutant that may pass its checks, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptedSurvivor {
+    /// The case's id.
+    pub case: String,
+    /// The mutation as the audit names it (`drop write 1 (add_note)`), or its kind
+    /// (`change_argument`) for every mutant of that kind.
+    pub mutation: String,
+    /// Why the survivor is not a hole, for the next reader.
+    pub why: String,
+}
+
+impl AuditConfig {
+    /// What is wrong with the accepted survivors, as (JSON Pointer, message): an empty field or
+    /// a case the suite does not have (`case_ids`: the suite's cases).
+    pub fn problems(&self, case_ids: &std::collections::BTreeSet<&str>) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (i, a) in self.accept.iter().enumerate() {
+            let at = |field: &str| format!("/audit/accept/{i}/{field}");
+            for (field, value) in [("case", &a.case), ("mutation", &a.mutation)] {
+                if value.trim().is_empty() {
+                    out.push((at(field), format!("`audit.accept` needs a `{field}`")));
+                }
+            }
+            if a.why.trim().is_empty() {
+                out.push((
+                    at("why"),
+                    "`audit.accept` needs a `why`: the reason this survivor is not a hole"
+                        .to_owned(),
+                ));
+            }
+            if !a.case.trim().is_empty() && !case_ids.contains(a.case.as_str()) {
+                out.push((
+                    at("case"),
+                    format!("`audit.accept`: the suite has no case `{}`", a.case),
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// The LLM gateway's configuration.
@@ -179,4 +235,47 @@ pub struct DatasetEntry {
     /// The world of this dataset's cases that name none.
     #[serde(default)]
     pub world: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_survivor_needs_a_reason_and_a_case_of_the_suite() {
+        let audit: AuditConfig = serde_json::from_value(serde_json::json!({"accept": [
+            {"case": "a", "mutation": "do_nothing", "why": "nothing to do"},
+            {"case": "a", "mutation": "", "why": " "},
+            {"case": "b", "mutation": "skip_question", "why": "typo"},
+        ]}))
+        .unwrap();
+        let ids = ["a"].into_iter().collect();
+        assert_eq!(
+            audit.problems(&ids),
+            [
+                (
+                    "/audit/accept/1/mutation".to_owned(),
+                    "`audit.accept` needs a `mutation`".to_owned()
+                ),
+                (
+                    "/audit/accept/1/why".to_owned(),
+                    "`audit.accept` needs a `why`: the reason this survivor is not a hole"
+                        .to_owned()
+                ),
+                (
+                    "/audit/accept/2/case".to_owned(),
+                    "`audit.accept`: the suite has no case `b`".to_owned()
+                ),
+            ]
+        );
+        let missing = serde_json::from_value::<AuditConfig>(
+            serde_json::json!({"accept": [{"case": "a", "mutation": "do_nothing"}]}),
+        );
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("missing field `why`")
+        );
+    }
 }

@@ -13,8 +13,8 @@ mod load;
 mod spans;
 
 pub use config::{
-    CustomEvaluatorSpec, DatasetEntry, EvaluatorSource, EvaluatorSourceError, RubricConfig,
-    SuiteConfig,
+    AcceptedSurvivor, AuditConfig, CustomEvaluatorSpec, DatasetEntry, EvaluatorSource,
+    EvaluatorSourceError, RubricConfig, SuiteConfig,
 };
 pub use dataset::{LoadedCase, load_cases};
 pub use diagnostic::Diagnostic;

@@ -156,6 +156,7 @@ impl Suite {
         check_cases(&cases, &worlds, worlds_complete, open_names, &mut problems);
         check_fault_profiles(&config, &worlds, &config_file, &config_spans, &mut problems);
         check_config_attacks(&config, &worlds, &config_file, &config_spans, &mut problems);
+        check_audit_accepts(&config, &cases, &config_file, &config_spans, &mut problems);
         for (i, e) in config.evaluators.iter().enumerate() {
             let at = |field: &str| config_spans.locate(&format!("/evaluators/{i}{field}"));
             let problem = match e.source() {
@@ -982,6 +983,22 @@ fn check_fault_profiles(
     }
 }
 
+/// The audit's accepted survivors, each at its line: a `why` and a case of the suite.
+fn check_audit_accepts(
+    config: &SuiteConfig,
+    cases: &[LoadedCase],
+    file: &Path,
+    spans: &SpanIndex,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let ids: std::collections::BTreeSet<&str> =
+        cases.iter().map(|c| c.case.case_id.as_str()).collect();
+    for (pointer, message) in config.audit.problems(&ids) {
+        let (line, col) = spans.locate(&pointer);
+        problems.push(Diagnostic::at(file, line, col, message));
+    }
+}
+
 /// The part of a gates file `gauntlet gate --gates` reads: a file of its own with a `gates:`
 /// list, or a suite's `gauntlet.yaml` (whose other keys are the suite's business).
 #[derive(serde::Deserialize)]
@@ -1027,6 +1044,7 @@ pub fn load_gates_file(path: &Path) -> Result<Vec<CompiledGate>, Vec<Diagnostic>
         user_prompt: None,
         max_steps: None,
         benchmark: None,
+        audit: Default::default(),
     };
     let gates = compile_gates(&config, path, &doc.spans, &mut problems);
     if problems.is_empty() {

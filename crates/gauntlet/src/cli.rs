@@ -53,7 +53,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Also audit the checks (`gauntlet audit`): exit 1 when a case's checks pass a wrong
-        /// trajectory.
+        /// trajectory the suite does not accept, or when nothing could be audited.
         #[arg(long)]
         audit: bool,
     },
@@ -70,17 +70,20 @@ pub enum Command {
     /// where records carry a tenant, a write on another tenant's record. A mutant that still
     /// passes survives: the case cannot tell it from the reference, it is hackable. A survivor
     /// that ends in the reference's own final state with its own answer is equivalent, not a
-    /// hole. Deterministic for a seed.
+    /// hole, unless it skipped a question or a confirmation (always a hole). Survivors named in
+    /// gauntlet.yaml's `audit: {accept: [{case, mutation, why}]}` are accepted, with the reason.
+    /// Deterministic for a seed.
     ///
-    /// Exit codes: 0 no case is hackable, 1 some are, 2 invalid input.
+    /// Exit codes: 0 no case is hackable, 1 some are or nothing could be audited, 2 invalid input.
     #[command(verbatim_doc_comment)]
     Audit {
         /// The suite folder (holding gauntlet.yaml) or its configuration file.
         suite: PathBuf,
         /// Print one JSON object: `{"suite", "seed", "cases": [{"case_id", "mutants",
-        /// "killed", "survivors": [{"mutation", "kind"}], "equivalent", "hackable",
-        /// "kill_rate", "skipped"}], "hackable_cases", "audited_cases", "mutants",
-        /// "kill_rate"}`.
+        /// "killed", "survivors": [{"mutation", "kind"}], "accepted": [{"mutation", "kind",
+        /// "why"}], "equivalent", "hackable", "kill_rate", "skipped"}], "hackable_cases",
+        /// "audited_cases", "mutants", "kill_rate", "unmatched_accepts": [{"case",
+        /// "mutation"}]}`.
         #[arg(long)]
         json: bool,
         /// Seeds the choice of other records and values.

@@ -19,7 +19,8 @@ pub struct AuditArgs<'a> {
     pub filter: Option<String>,
 }
 
-/// Audits the suite; exit 0 when no case is hackable, 1 when some are.
+/// Audits the suite; exit 0 when no case is hackable, 1 when some are or when nothing could be
+/// audited.
 pub fn audit(args: AuditArgs<'_>) -> Result<i32, ExpectedError> {
     let suite = crate::commands::shared::load_suite(args.suite)?;
     let report = audit_suite(&suite, args.seed, args.filter)?;
@@ -27,6 +28,9 @@ pub fn audit(args: AuditArgs<'_>) -> Result<i32, ExpectedError> {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| ExpectedError::harness(format!("failed to serialize the audit: {e}")))?;
         println!("{text}");
+        if report.audited_cases == 0 {
+            crate::note!("{}", nothing_audited(&report));
+        }
     } else {
         crate::say!("{}", render(&report));
     }
@@ -51,16 +55,28 @@ pub fn audit_suite(
     Ok(runtime.block_on(run_audit(suite, &options))?)
 }
 
-/// 1 when a case is hackable.
+/// 1 when a case is hackable, or when no case could be audited (a vacuous audit proves nothing,
+/// so `check --audit` in CI cannot pass on it).
 pub fn verdict(report: &AuditReport) -> i32 {
-    if report.hackable_cases > 0 {
-        GATE_FAILED
-    } else {
+    if report.passed() {
         GATES_PASSED
+    } else {
+        GATE_FAILED
     }
 }
 
-/// The audit for people: one line per case, its survivors named.
+/// Why an audit of no case fails.
+fn nothing_audited(report: &AuditReport) -> String {
+    let why = if report.cases.is_empty() {
+        "no case matches"
+    } else {
+        "no case has a reference_trajectory that passes its own checks"
+    };
+    format!("nothing audited: {why}")
+}
+
+/// The audit for people: one line per case, its survivors, accepted survivors and equivalent
+/// mutants named.
 pub fn render(report: &AuditReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -85,6 +101,9 @@ pub fn render(report: &AuditReport) -> String {
             c.killed,
             rate(c.kill_rate)
         );
+        if !c.accepted.is_empty() {
+            let _ = write!(out, ", {} accepted", c.accepted.len());
+        }
         if !c.equivalent.is_empty() {
             let _ = write!(out, ", {} equivalent", c.equivalent.len());
         }
@@ -92,6 +111,23 @@ pub fn render(report: &AuditReport) -> String {
         for s in &c.survivors {
             let _ = writeln!(out, "  {:<width$}    survives: {}", "", s.mutation);
         }
+        for a in &c.accepted {
+            let _ = writeln!(
+                out,
+                "  {:<width$}    accepted: {} (why: {})",
+                "", a.mutation, a.why
+            );
+        }
+        for s in &c.equivalent {
+            let _ = writeln!(out, "  {:<width$}    equivalent: {}", "", s.mutation);
+        }
+    }
+    for u in &report.unmatched_accepts {
+        let _ = writeln!(
+            out,
+            "note: audit.accept for `{}`, `{}`, matches no survivor (remove it, or name the mutation as the audit does)",
+            u.case, u.mutation
+        );
     }
     let _ = write!(
         out,
@@ -103,5 +139,13 @@ pub fn render(report: &AuditReport) -> String {
         report.mutants,
         rate(report.kill_rate)
     );
+    let accepted: usize = report.cases.iter().map(|c| c.accepted.len()).sum();
+    if accepted > 0 {
+        let s = if accepted == 1 { "" } else { "s" };
+        let _ = write!(out, "; {accepted} accepted survivor{s}");
+    }
+    if report.audited_cases == 0 {
+        let _ = write!(out, "\n{}", nothing_audited(report));
+    }
     out
 }

@@ -251,3 +251,206 @@ fn the_tau2_retail_import_is_audited() {
     );
     assert_eq!(code, i32::from(report["hackable_cases"] != 0));
 }
+
+fn kinds_in(c: &Value, list: &str) -> Vec<String> {
+    c[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {list} in {c}"))
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The ambiguous case of issue 47 as it was shipped, without `question_required`, and with its
+/// confirmation not required either: the scripted mutant that skips the question (or the
+/// confirmation) already knows the answer and ends where the reference ends, and was reported
+/// `equivalent`. Acting without asking is a hole: it is a survivor, the case is hackable, and the
+/// terminal names it (and the equivalent mutants too).
+#[test]
+fn a_skipped_question_or_confirmation_is_a_hole_not_equivalent() {
+    let cx = TestContext::new();
+    std::fs::write(
+        cx.suite.join("cases/desk/91-loose-ambiguous.yaml"),
+        "case_id: loose-ambiguous\n\
+         user_input: Close the checkout incident.\n\
+         user:\n  replies:\n    - pattern: which\n      reply: INC-004301, the EU cards one.\n\
+         expected_outcome:\n  incidents.INC-004301.status: closed\n  incidents.INC-004300.status: open\n\
+         reference_trajectory:\n  - tool: list_incidents\n    args: {status: open}\n\
+         \x20 - ask: Which checkout incident, INC-004300 (latency) or INC-004301 (EU card errors)?\n\
+         \x20 - confirm: Close INC-004301 (Checkout errors for EU cards)?\n\
+         \x20 - tool: close_incident\n    args: {incident_id: INC-004301, resolution: Card issuer fixed}\n\
+         \x20 - answer: INC-004301 is closed; INC-004300 stays open.\n",
+    )
+    .unwrap();
+    let (code, report) = audit_json(&cx.suite, &["--filter", "loose-ambiguous"]);
+    assert_eq!(code, 1, "{report}");
+    let c = case(&report, "loose-ambiguous");
+    let alive = kinds_in(c, "survivors");
+    assert!(alive.contains(&"skip_question".to_owned()), "{c}");
+    assert!(alive.contains(&"skip_confirmation".to_owned()), "{c}");
+    let equivalent = kinds_in(c, "equivalent");
+    assert!(
+        !equivalent
+            .iter()
+            .any(|k| k == "skip_question" || k == "skip_confirmation"),
+        "{c}"
+    );
+    // The resolution is not kept by the world: changing it changes nothing observable.
+    assert!(equivalent.contains(&"change_argument".to_owned()), "{c}");
+    assert_eq!(c["hackable"], true);
+    crate::gauntlet_snapshot!(cx, ["audit", "[SUITE]", "--filter", "loose-ambiguous"]);
+}
+
+/// Adds entries to `audit.accept` in the suite's `gauntlet.yaml` (the example's own list, if it
+/// has one).
+fn accept(suite: &Path, entries: &str) {
+    let config = suite.join("gauntlet.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let list = "\naudit:\n  accept:\n";
+    let text = match text.find(list) {
+        Some(at) => format!(
+            "{}{entries}{}",
+            &text[..at + list.len()],
+            &text[at + list.len()..]
+        ),
+        None => format!("{text}{}{entries}", &list[1..]),
+    };
+    std::fs::write(&config, text).unwrap();
+}
+
+/// A deliberately loose check (`$contains` on free text) made `audit` exit 1 forever: its
+/// survivors are accepted by `audit.accept` in `gauntlet.yaml`, reported as accepted with the
+/// reason (terminal and JSON), and the audit exits 0 when every survivor is accepted.
+#[test]
+fn accepted_survivors_are_reported_with_their_reason_and_pass_the_audit() {
+    let cx = TestContext::new();
+    std::fs::write(
+        cx.suite.join("cases/desk/90-loose-note.yaml"),
+        "case_id: loose-note\n\
+         user_input: Add a note to INC-004217 that the rollback finished at 14:05.\n\
+         expected_outcome:\n  /incidents/INC-004217/notes/0/text: {$contains: Rollback}\n\
+         \x20 state_unchanged_elsewhere: true\n\
+         reference_trajectory:\n  - tool: add_note\n    args: {incident_id: INC-004217, text: Rollback finished at 14:05.}\n\
+         \x20 - answer: Noted on INC-004217.\n",
+    )
+    .unwrap();
+    let (code, report) = audit_json(&cx.suite, &["--filter", "loose-note"]);
+    assert_eq!(code, 1, "{report}");
+    let c = case(&report, "loose-note");
+    let before = survivors(c);
+    let text = "write 1 (add_note): text \"Rollback finished at 14:05.\" -> \"Rollback finished at 14:05. (altered)\"";
+    assert!(before.contains(&text.to_owned()), "{c}");
+    // The text by its name, any other survivor by its kind.
+    let mut entries = format!(
+        "    - case: loose-note\n      mutation: {}\n      why: the note is free text\n",
+        serde_json::to_string(text).unwrap()
+    );
+    for s in c["survivors"].as_array().unwrap() {
+        if s["mutation"] != text {
+            entries.push_str(&format!(
+                "    - case: loose-note\n      mutation: {}\n      why: the note is free text\n",
+                s["kind"].as_str().unwrap()
+            ));
+        }
+    }
+    accept(&cx.suite, &entries);
+    let (code, report) = audit_json(&cx.suite, &["--filter", "loose-note"]);
+    let c = case(&report, "loose-note");
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(c["hackable"], false, "{c}");
+    assert!(survivors(c).is_empty(), "{c}");
+    let accepted: Vec<&str> = c["accepted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["mutation"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        accepted,
+        before.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    assert!(
+        c["accepted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["why"] == "the note is free text"),
+        "{c}"
+    );
+    assert_eq!(report["unmatched_accepts"], serde_json::json!([]));
+    crate::gauntlet_snapshot!(cx, ["audit", "[SUITE]", "--filter", "loose-note"]);
+    // An entry that matches no survivor is noted; it changes nothing else.
+    accept(
+        &cx.suite,
+        "    - {case: loose-note, mutation: do_nothing, why: stale}\n",
+    );
+    let (code, report) = audit_json(&cx.suite, &["--filter", "loose-note"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["unmatched_accepts"],
+        serde_json::json!([{"case": "loose-note", "mutation": "do_nothing"}])
+    );
+}
+
+/// `audit.accept` is checked with the rest of the configuration, each problem at its line: a
+/// `why` that is empty, a case the suite does not have, an unknown field, a missing `why`.
+#[test]
+fn audit_accept_entries_are_checked_at_their_line() {
+    let cx = TestContext::new();
+    let config = cx.suite.join("gauntlet.yaml");
+    let head = "name: accepts\nworlds: [worlds/incident-desk.yaml]\n\
+                datasets: [{path: cases/desk, world: incident-desk}]\naudit:\n  accept:\n";
+    std::fs::write(
+        &config,
+        format!(
+            "{head}    - {{case: close-mitigated, mutation: do_nothing, why: \"\"}}\n    \
+             - {{case: close-mitigate, mutation: do_nothing, why: typo}}\n"
+        ),
+    )
+    .unwrap();
+    let o = crate::gauntlet_snapshot!("accept_problems", cx, ["check", "[SUITE]"]);
+    assert_eq!(o.code, 2);
+    for (entry, problem) in [
+        (
+            "{case: close-mitigated, mutation: do_nothing, reason: loose}",
+            "unknown field `reason`",
+        ),
+        (
+            "{case: close-mitigated, mutation: do_nothing}",
+            "missing field `why`",
+        ),
+    ] {
+        std::fs::write(&config, format!("{head}    - {entry}\n")).unwrap();
+        let o = cx.run(&["check", "[SUITE]"]);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(o.stderr.contains("gauntlet.yaml:6:"), "{}", o.stderr);
+        assert!(o.stderr.contains(problem), "{}", o.stderr);
+    }
+}
+
+/// A suite in which no case could be audited (no reference, or none that passes its own checks)
+/// said "0 of 0 cases hackable" and exited 0, so `check --audit` in CI passed vacuously: it exits
+/// 1 and says "nothing audited".
+#[test]
+fn an_audit_of_nothing_fails() {
+    let cx = TestContext::new();
+    std::fs::write(
+        cx.suite.join("gauntlet.yaml"),
+        "name: vacuous\nworlds: [worlds/incident-desk.yaml]\ndatasets: [{path: vacuous}]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(cx.suite.join("vacuous")).unwrap();
+    std::fs::write(
+        cx.suite.join("vacuous/no-reference.yaml"),
+        "case_id: no-reference\nuser_input: Close INC-004217.\n\
+         expected_outcome:\n  /incidents/INC-004217/status: closed\n",
+    )
+    .unwrap();
+    crate::gauntlet_snapshot!(cx, ["audit", "[SUITE]"]);
+    let (code, report) = audit_json(&cx.suite, &[]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["audited_cases"], 0);
+    let o = cx.run(&["check", "[SUITE]", "--audit"]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(o.stdout.contains("nothing audited"), "{}", o.stdout);
+}
