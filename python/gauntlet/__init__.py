@@ -35,7 +35,7 @@ __version__: str = _native.__version__
 PathLike = Union[str, "os.PathLike[str]"]
 #: An agent: ``agent(case, tools, user) -> str`` (the final answer), a coroutine function of the
 #: same shape, or a string the command accepts (``"script:reference"``, ``"cmd:python agent.py"``,
-#: ``"openai:MODEL"``).
+#: ``"openai:MODEL"``, ``"python:MODULE:FUNCTION"``).
 Agent = Union[Callable[[Case, Tools, User], Any], str]
 
 
@@ -54,6 +54,7 @@ def run(
     resume: Optional[PathLike] = None,
     run_id: Optional[str] = None,
     trial_timeout: Optional[float] = None,
+    retry_errors: int = 0,
     isolation: Optional[str] = None,
     on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
     trial_events: bool = True,
@@ -70,7 +71,11 @@ def run(
     simulated user. Every call lands in the trajectory as an MCP call would. Trials run
     ``concurrency`` at a time (4 by default), each on a thread of its own; a coroutine agent
     gets an event loop per trial. ``agent`` may also be any string ``gauntlet run --agent``
-    takes; ``None`` plays the suite's own agent (else ``script:reference``).
+    takes, ``"python:MODULE:FUNCTION"`` included (the module imported from the current folder
+    first); ``None`` plays the suite's own agent (else ``script:reference``). The run records a
+    function as ``python:MODULE:FUNCTION`` too. An agent that raises fails its trial (status
+    ``failed``, an ``agent_completed`` score whose ``reason`` names the exception): it is the
+    agent's failure, not the harness's.
 
     ``epochs`` and ``seed`` default to the suite's; ``faults`` names a fault profile of the suite
     (or ``"none"``); ``filter`` keeps cases whose id contains it; ``attack`` places one of the
@@ -78,7 +83,10 @@ def run(
     ``gauntlet run --shard`` does; ``gauntlet merge`` makes the whole, and :mod:`gauntlet.ray`
     spreads the parts over a cluster); ``out`` is the run folder (default: a new one under the
     suite's ``.gauntlet/runs``); ``trial_timeout`` is in seconds (300 by default: an agent still
-    running then is interrupted with ``TimeoutError`` and its trial is an error); ``isolation``
+    running then is interrupted with ``TimeoutError`` and its trial is an error);
+    ``retry_errors`` plays a trial that ends in a harness error (status ``error``: the world or
+    the model upstream failed, an agent could not start) again up to that many times before
+    its error counts, and ``results.retried`` says how many trials were; ``isolation``
     is how ``cmd:`` agents are sandboxed (``"auto"``: bubblewrap where it works; ``"bubblewrap"``;
     ``"none"``). A Python agent runs in this process, unsandboxed: it is your code.
 
@@ -118,6 +126,7 @@ def run(
         resume=_path(resume),
         run_id=run_id,
         trial_timeout=trial_timeout,
+        retry_errors=retry_errors,
         isolation=isolation,
         on_event=on_event,
         trial_events=trial_events,
@@ -238,9 +247,11 @@ async def _awaited(awaitable: Any) -> Any:
 
 
 def _name_of(agent: Callable[..., Any]) -> str:
-    module = getattr(agent, "__module__", None) or ""
+    """``MODULE:FUNCTION``, as ``python:MODULE:FUNCTION`` names a Python agent everywhere (the
+    command's ``--agent``, the pytest plugin, the run's record)."""
+    module = getattr(agent, "__module__", None) or "__main__"
     name = getattr(agent, "__qualname__", None) or type(agent).__name__
-    return f"{module}.{name}" if module and module != "__main__" else name
+    return f"{module}:{name}"
 
 
 __all__ = [

@@ -77,6 +77,7 @@ def run(
     replay_cassette: Optional[str] = None,
     record_cassette: Optional[str] = None,
     gateway_upstream: Optional[str] = None,
+    retry_errors: int = 0,
 ) -> Dict[str, Any]: ...
 def score(
     trajectories: str,

@@ -58,6 +58,7 @@ def run(
     out: Optional[PathLike] = None,
     run_id: Optional[str] = None,
     trial_timeout: Optional[float] = None,
+    retry_errors: int = 0,
     isolation: Optional[str] = None,
     max_retries: int = 3,
     num_cpus: float = 1,
@@ -106,6 +107,7 @@ def run(
         attack=attack,
         run_id=run_id,
         trial_timeout=trial_timeout,
+        retry_errors=retry_errors,
         isolation=isolation,
         trial_events=False,
     )

@@ -158,6 +158,11 @@ class Results:
     def agent(self) -> str:
         return self.raw["header"]["agent"]
 
+    @property
+    def retried(self) -> int:
+        """Trials played again after a harness error (``retry_errors``)."""
+        return int(self.raw.get("retried", 0))
+
     def iter_trials(self) -> Iterator[Trial]:
         """Streams the trials from the run folder, in the order they finished."""
         for record in _native.read_trials(str(self.run_dir)):

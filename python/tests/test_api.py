@@ -38,7 +38,7 @@ def test_a_python_agent_scores_as_the_same_agent_over_mcp(suite, tmp_path):
     assert status(inproc) == status(over_mcp)
     # The rules know incidents only: some cases pass, some do not.
     assert 0 < inproc.metrics["pass_rate"] < 1
-    assert inproc.agent == "python:incident_agent.agent"
+    assert inproc.agent == "python:incident_agent:agent"
 
 
 def test_results_carry_verdict_metrics_gates_and_trials(suite):
@@ -105,20 +105,85 @@ def test_tool_calls_land_in_the_trajectory_with_errors_and_keys(suite):
     assert trial.final_state["incidents"]["INC-004217"]["status"] == "closed"
 
 
-def test_an_agent_that_raises_fails_its_trial_as_a_harness_error_naming_the_line(suite):
+def crash_of(trial):
+    """The trial's `agent_completed` score (the agent crashed), or None."""
+    return next((s for s in trial["scores"] if s["name"] == "agent_completed"), None)
+
+
+# Issue 47, item 8: an agent that raised was a harness error, the status of a world that could
+# not start; the crash is the agent's failure.
+def test_an_agent_that_raises_fails_its_trial_naming_the_exception_and_its_line(suite):
     def agent(case, tools, user):
         return undefined_name  # noqa: F821
 
     results = gauntlet.run(suite, agent=agent)
-    assert results.verdict == "error" and results.exit_code == 3
-    assert "no trial could run" in results.errors[0]
-    assert "NameError" in results.errors[0] and "test_api.py" in results.errors[0]
-    assert all(t.status == "error" for t in results.trials)
+    assert results.verdict == "failed" and results.exit_code == 1
+    assert not results.errors
+    for trial in results.raw["trials"]:
+        assert trial["status"] == "failed" and "error" not in trial
+        crash = crash_of(trial)
+        assert crash and not crash["passed"] and crash["severity"] == "error"
+        assert "NameError" in crash["reason"] and "test_api.py" in crash["reason"]
+
+
+def test_an_agent_that_raises_on_an_injected_429_failed_its_trial(suite):
+    def agent(case, tools, user):
+        # The injected 429 hits the first call; the agent does not handle it.
+        tools.call("list_incidents", status="open")
+        return "unreachable"
+
+    results = gauntlet.run(suite, agent=agent, filter="fault-rate-limited")
+    trial = results.raw["trials"][0]
+    assert trial["status"] == "failed", trial.get("error")
+    crash = crash_of(trial)
+    assert crash and "ToolError" in crash["reason"], trial["scores"]
 
 
 def test_an_agent_returning_no_string_is_told_so(suite):
     results = gauntlet.run(suite, agent=lambda case, tools, user: 42, filter="close-mitigated")
-    assert "returned int" in results.raw["trials"][0]["error"]
+    trial = results.raw["trials"][0]
+    assert trial["status"] == "failed"
+    assert "returned int" in crash_of(trial)["reason"]
+
+
+def test_retry_errors_replays_an_errored_trial(suite, tmp_path):
+    # The first attempt dies before it reaches the world: the harness could not start it.
+    marker = tmp_path / "tried"
+    agent = f"cmd:[ -e {marker} ] || {{ touch {marker}; exit 1; }}; echo done"
+    results = gauntlet.run(suite, agent=agent, filter="lookup-status", retry_errors=1)
+    assert results.retried == 1 and results.raw["retried"] == 1
+    assert results.trials[0].status != "error"
+    record = next(iter(results.iter_trials())).raw
+    assert len(record["retried_errors"]) == 1 and "exit status: 1" in record["retried_errors"][0]
+    marker.unlink()
+    once = gauntlet.run(suite, agent=agent, filter="lookup-status")
+    assert once.retried == 0 and once.trials[0].status == "error"
+
+
+# Issue 47, item 10: pytest took python:MODULE:FUNCTION, run records said python:module.function
+# and `gauntlet run --agent` took no python: form.
+def test_a_python_agent_has_one_spelling_everywhere(suite, tmp_path, monkeypatch):
+    (tmp_path / "desk_agent.py").write_text(
+        "def agent(case, tools, user):\n    return 'nothing to do'\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    by_name = gauntlet.run(suite, agent="python:desk_agent:agent", filter="lookup-status",
+                           out=tmp_path / "a")
+    assert by_name.agent == "python:desk_agent:agent"
+    assert by_name.trials[0].status != "error"
+    import desk_agent
+
+    given = gauntlet.run(suite, agent=desk_agent.agent, filter="lookup-status",
+                         out=tmp_path / "b")
+    assert given.agent == "python:desk_agent:agent"
+    # The package's command runs the same spelling, the module found from the current folder.
+    code = gauntlet._native.cli(["run", str(suite), "--agent", "python:desk_agent:agent",
+                                 "--filter", "lookup-status", "--out", str(tmp_path / "c"),
+                                 "--quiet"])
+    assert code in (0, 1)
+    assert gauntlet.load_run(tmp_path / "c").agent == "python:desk_agent:agent"
+    with pytest.raises(gauntlet.InvalidInputError, match="no_such_module"):
+        gauntlet.run(suite, agent="python:no_such_module:agent")
 
 
 def test_coroutine_agents_and_threads_run_side_by_side(suite):

@@ -29,9 +29,15 @@ pub struct AgentOutput {
     /// Why the agent stopped before finishing its task (it ran out of steps), if it did: the
     /// agent's failure, judged as such, never the harness's.
     pub unfinished: Option<String>,
+    /// How the agent crashed once it had started (the exception it raised, the exit status of
+    /// its process), if it did: the agent's failure (`agent_completed`), never the harness's.
+    pub crashed: Option<String>,
 }
 
-/// Why an agent could not run: a harness failure, so the trial's status is `error`.
+/// Why an agent could not run (a process that cannot be spawned or exits before it reaches
+/// the world, the user or the gateway; a model upstream that failed): a harness failure, so
+/// the trial's status is `error`. An agent that crashes once started reports
+/// [`AgentOutput::crashed`] instead.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct AgentError(pub String);
@@ -59,13 +65,23 @@ pub enum AgentSpec {
     Http(String),
     /// `replay:FILE`: re-executes the tool calls of recorded trajectories.
     Replay(String),
+    /// `python:MODULE:FUNCTION`: a Python function `agent(case, tools, user)`, called in
+    /// process (only where the harness runs inside Python: the Python package's `gauntlet`
+    /// command and `gauntlet.run`).
+    Python {
+        /// The module, imported from the current folder or the Python path (`my_agents`,
+        /// `pkg.agents`).
+        module: String,
+        /// The function in it, dotted for an attribute of an attribute (`Support.agent`).
+        function: String,
+    },
 }
 
 /// An `--agent` value of no kind gauntlet knows: the user's input. The message says which
 /// kinds exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown agent `{0}`: use `script:NAME` (script:reference replays each case's reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or `openai:MODEL` (the built-in tool-calling loop through the gateway); see `gauntlet run --help`"
+    "unknown agent `{0}`: use `script:NAME` (script:reference replays each case's reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP), `openai:MODEL` (the built-in tool-calling loop through the gateway) or `python:MODULE:FUNCTION` (a Python function, in process); see `gauntlet run --help`"
 )]
 pub struct AgentSpecError(pub String);
 
@@ -87,6 +103,15 @@ pub fn parse_agent_spec(spec: &str) -> Result<AgentSpec, AgentSpecError> {
         }
         Some(("http" | "https", _)) => Ok(AgentSpec::Http(spec.to_owned())),
         Some(("replay", file)) if !file.is_empty() => Ok(AgentSpec::Replay(file.to_owned())),
+        Some(("python", target)) => match target.split_once(':') {
+            Some((module, function)) if !module.is_empty() && !function.is_empty() => {
+                Ok(AgentSpec::Python {
+                    module: module.to_owned(),
+                    function: function.to_owned(),
+                })
+            }
+            _ => Err(AgentSpecError(spec.to_owned())),
+        },
         _ => Err(AgentSpecError(spec.to_owned())),
     }
 }
@@ -100,11 +125,26 @@ mod tests {
         let e = parse_agent_spec("gpt").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown agent `gpt`: use `script:NAME` (script:reference replays each case's reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP) or `openai:MODEL` (the built-in tool-calling loop through the gateway); see `gauntlet run --help`"
+            "unknown agent `gpt`: use `script:NAME` (script:reference replays each case's reference_trajectory), `cmd:COMMAND` (a program per trial, with the world over MCP), `openai:MODEL` (the built-in tool-calling loop through the gateway) or `python:MODULE:FUNCTION` (a Python function, in process); see `gauntlet run --help`"
         );
         assert_eq!(
             parse_agent_spec("script:reference"),
             Ok(AgentSpec::Script("reference".into()))
         );
+    }
+
+    /// Issue 47: pytest took `python:MODULE:FUNCTION` and `--agent` took no `python:` form.
+    #[test]
+    fn a_python_agent_is_spelled_python_module_function() {
+        assert_eq!(
+            parse_agent_spec("python:ticket_agent:agent"),
+            Ok(AgentSpec::Python {
+                module: "ticket_agent".into(),
+                function: "agent".into()
+            })
+        );
+        for wrong in ["python:ticket_agent.agent", "python::agent", "python:m:"] {
+            assert!(parse_agent_spec(wrong).is_err(), "{wrong}");
+        }
     }
 }

@@ -11,10 +11,17 @@
 //! process group, killed whole when the trial's time is up or gauntlet is stopped
 //! ([`kill_all_agents`]); a crash, a hang or output past [`MAX_STDOUT`] fails that trial with a
 //! readable reason.
+//!
+//! Whose failure a crash is follows from what the agent reached ([`Contact`]): a program that
+//! cannot be spawned, or exits non-zero before it sent the world's MCP server or the gateway a
+//! single request, could not start (the trial is an `error`, the harness's); one that exits
+//! non-zero or on a signal after that crashed (the trial `failed`, `agent_completed`), unless
+//! the model upstream failed it through the gateway (an `error` again).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -22,7 +29,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
 use crate::environment::{SharedEnv, lock};
-use crate::mcp::{new_token, serve_http};
+use crate::mcp::{Sessions, WorldServer, new_token, serve_handlers};
+use crate::recorder::ModelCallRecorder;
 use crate::sandbox::Sandbox;
 
 /// Stdout beyond this many bytes fails the trial ("floods stdout").
@@ -199,6 +207,7 @@ impl Agent for CommandAgent {
                     &ends.server.url,
                     &ends.server.token,
                     ends.gateway.as_ref(),
+                    &ends.contact,
                 )
                 .await;
             ends.close().await;
@@ -208,10 +217,11 @@ impl Agent for CommandAgent {
 }
 
 /// What an out-of-process agent reaches during one trial: the world's MCP server and, when the
-/// run has one, its slot on the LLM gateway.
+/// run has one, its slot on the LLM gateway; and what it has reached of them.
 pub(crate) struct TrialEndpoints {
     pub(crate) server: crate::mcp::HttpServer,
     pub(crate) gateway: Option<crate::gateway::TrialGateway>,
+    pub(crate) contact: Arc<Contact>,
 }
 
 impl TrialEndpoints {
@@ -220,27 +230,137 @@ impl TrialEndpoints {
         gateway: Option<&crate::gateway::Gateway>,
         input: &AgentInput,
     ) -> Result<TrialEndpoints, AgentError> {
-        let server = serve_http(
-            env.clone(),
+        let contact = Arc::new(Contact::default());
+        // Stateless: a handler is made per authorised request, so making one is a request.
+        let world = WorldServer::new(env.clone());
+        let reached = Arc::clone(&contact);
+        let server = serve_handlers(
+            move || {
+                reached.reached.store(true, Ordering::SeqCst);
+                world.clone()
+            },
+            Sessions::Stateless,
             "127.0.0.1:0".parse().expect("valid address"),
             new_token(),
         )
         .await
         .map_err(|e| AgentError(format!("cannot start the MCP server: {e}")))?;
         let gateway = gateway.map(|g| {
-            g.register(
-                crate::environment::recorder(env),
-                &input.case_id,
-                input.epoch,
-            )
+            let watched = Watched {
+                inner: crate::environment::recorder(env),
+                contact: Arc::clone(&contact),
+            };
+            g.register(Arc::new(watched), &input.case_id, input.epoch)
         });
-        Ok(TrialEndpoints { server, gateway })
+        Ok(TrialEndpoints {
+            server,
+            gateway,
+            contact,
+        })
     }
 
     /// Ends the gateway slot, then stops the server.
     pub(crate) async fn close(self) {
         drop(self.gateway);
         self.server.shutdown().await;
+    }
+}
+
+/// What an out-of-process agent reached of its trial: whether it sent the world's MCP server
+/// or the gateway anything, and whether the model upstream failed one of its calls.
+#[derive(Debug, Default)]
+pub(crate) struct Contact {
+    /// It sent the MCP server an authorised request, or the gateway a model call.
+    reached: AtomicBool,
+    /// Model calls of the agent the gateway took.
+    calls: AtomicU32,
+    /// Model calls of the agent the gateway answered and recorded (a fault's included).
+    answered: AtomicU32,
+    /// The first upstream failure (429 or 5xx, not injected) of one of its calls.
+    upstream_failure: Mutex<Option<String>>,
+}
+
+impl Contact {
+    fn reached(&self) -> bool {
+        self.reached.load(Ordering::SeqCst)
+    }
+
+    /// How the model upstream failed the agent, if it did: an error status it answered with, or
+    /// a call it never answered (unreachable, or no cassette entry).
+    fn upstream_failed(&self) -> Option<String> {
+        if let Some(why) = self
+            .upstream_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Some(why);
+        }
+        let (calls, answered) = (
+            self.calls.load(Ordering::SeqCst),
+            self.answered.load(Ordering::SeqCst),
+        );
+        (calls > answered)
+            .then(|| format!("{} model call(s) got no answer from it", calls - answered))
+    }
+
+    /// How the agent's process ended unsuccessfully (`how`): its crash once it had reached the
+    /// world, else a harness failure (it could not start, or the upstream failed it).
+    fn judge(&self, how: String) -> Result<AgentOutput, AgentError> {
+        if let Some(up) = self.upstream_failed() {
+            return Err(AgentError(format!(
+                "the model upstream failed through the gateway ({up}); {how}"
+            )));
+        }
+        if !self.reached() {
+            return Err(AgentError(how));
+        }
+        Ok(AgentOutput {
+            final_answer: None,
+            unfinished: None,
+            crashed: Some(how),
+        })
+    }
+}
+
+/// The trial's recorder as the gateway sees it, noting what the agent reached of the gateway.
+struct Watched {
+    inner: Arc<dyn ModelCallRecorder>,
+    contact: Arc<Contact>,
+}
+
+impl ModelCallRecorder for Watched {
+    fn now_ms(&self) -> f64 {
+        self.inner.now_ms()
+    }
+
+    fn model_call_fault(&self) -> Option<(gauntlet_model::FaultKind, gauntlet_model::ToolError)> {
+        // Asked once per model call of the agent, before anything else is done with it.
+        self.contact.reached.store(true, Ordering::SeqCst);
+        self.contact.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.model_call_fault()
+    }
+
+    fn record(&self, event: gauntlet_model::Event) {
+        if let gauntlet_model::Event::ModelCall {
+            simulated_user: false,
+            error,
+            fault,
+            ..
+        } = &event
+        {
+            self.contact.answered.fetch_add(1, Ordering::SeqCst);
+            if let (Some(e), None) = (error, fault)
+                && (e.status == 429 || e.status >= 500)
+            {
+                self.contact
+                    .upstream_failure
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(|| format!("status {}: {}", e.status, e.message));
+            }
+        }
+        self.inner.record(event);
     }
 }
 
@@ -252,6 +372,7 @@ impl CommandAgent {
         url: &str,
         token: &str,
         gateway: Option<&crate::gateway::TrialGateway>,
+        contact: &Contact,
     ) -> Result<AgentOutput, AgentError> {
         // The trial's own scratch folder: the one place a sandboxed agent may write.
         let scratch = crate::scratch::scratch().map_err(|e| AgentError(e.to_string()))?;
@@ -305,9 +426,9 @@ impl CommandAgent {
         let err_text = String::from_utf8_lossy(&err).into_owned();
         lock(env).log_stderr(&err_text);
         if flooded {
-            return Err(AgentError(format!(
+            return contact.judge(format!(
                 "the agent wrote more than {MAX_STDOUT} bytes on stdout"
-            )));
+            ));
         }
         let status = child
             .wait()
@@ -323,18 +444,19 @@ impl CommandAgent {
                 .rev()
                 .collect::<Vec<_>>()
                 .join(" | ");
-            return Err(AgentError(format!(
+            return contact.judge(format!(
                 "the agent exited with {status}{}",
                 if tail.is_empty() {
                     String::new()
                 } else {
                     format!(": {tail}")
                 }
-            )));
+            ));
         }
         Ok(AgentOutput {
             final_answer: final_answer(&String::from_utf8_lossy(&out)),
             unfinished: None,
+            crashed: None,
         })
     }
 }

@@ -79,6 +79,7 @@ impl Agent for HttpAgent {
                 Ok(AgentOutput {
                     final_answer: final_answer(&text),
                     unfinished: None,
+                    crashed: None,
                 })
             }
             .await;

@@ -189,6 +189,7 @@ impl Agent for OpenAiAgent {
                                 "the conversation outgrew the model's context window at model \
                                  call {step}: {why}"
                             )),
+                            crashed: None,
                         });
                     }
                 };
@@ -210,6 +211,7 @@ impl Agent for OpenAiAgent {
                     return Ok(AgentOutput {
                         final_answer: Some(said).filter(|s| !s.is_empty()),
                         unfinished: None,
+                        crashed: None,
                     });
                 }
                 messages.push(assistant_turn(&message, &calls));
@@ -247,6 +249,7 @@ impl Agent for OpenAiAgent {
                     "no final answer after {} model calls (max_steps)",
                     self.max_steps
                 )),
+                crashed: None,
             })
         })
     }

@@ -473,6 +473,7 @@ impl Agent for ReplayAgent {
                             return Ok(AgentOutput {
                                 final_answer: rec.answer.clone(),
                                 unfinished: None,
+                                crashed: None,
                             });
                         }
                     }
@@ -486,6 +487,7 @@ impl Agent for ReplayAgent {
             Ok(AgentOutput {
                 final_answer: rec.answer.clone(),
                 unfinished: rec.unfinished.clone(),
+                crashed: None,
             })
         })
     }

@@ -196,6 +196,7 @@ pub async fn play(plan: &[ReferenceStep], env: SharedEnv) -> Result<AgentOutput,
                     return Ok(AgentOutput {
                         final_answer: Some("Understood, I will not do it.".to_owned()),
                         unfinished: None,
+                        crashed: None,
                     });
                 }
             } else if let Some(text) = &s.ask {
@@ -208,6 +209,7 @@ pub async fn play(plan: &[ReferenceStep], env: SharedEnv) -> Result<AgentOutput,
                 return Ok(AgentOutput {
                     final_answer: Some(text.clone()),
                     unfinished: None,
+                    crashed: None,
                 });
             }
         }
@@ -215,5 +217,6 @@ pub async fn play(plan: &[ReferenceStep], env: SharedEnv) -> Result<AgentOutput,
     Ok(AgentOutput {
         final_answer: None,
         unfinished: None,
+        crashed: None,
     })
 }

@@ -202,6 +202,7 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
         derived.push((case.case_id.clone(), list));
     }
     let plan = RunPlan {
+        retry_errors: 0,
         header: settings.header(suite),
         already_done: 0,
         trials: Trials::of(trials),

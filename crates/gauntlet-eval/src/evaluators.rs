@@ -91,6 +91,9 @@ pub(crate) fn builtin_scores(
     if let Some(s) = agent_finished(trajectory) {
         scores.push(s);
     }
+    if let Some(s) = agent_completed(trajectory) {
+        scores.push(s);
+    }
     scores.extend(crate::checkpoints::checkpoint_scores(
         case,
         trajectory,
@@ -136,6 +139,32 @@ fn agent_finished(trajectory: &Trajectory) -> Option<Score> {
     );
     s.details = json!({"reason": reason});
     s.events = vec![i];
+    Some(s)
+}
+
+/// `agent_completed`: fails a trial whose agent crashed after it started (it raised, or exited
+/// non-zero or on a signal); absent when it ran to its end. The crash is the agent's failure:
+/// the trial is `failed`, and the reason names the exception or the exit status.
+fn agent_completed(trajectory: &Trajectory) -> Option<Score> {
+    let (i, reason) = trajectory
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match e {
+            Event::AgentCrashed { reason } => Some((i, reason)),
+            _ => None,
+        })?;
+    let mut s = score(
+        names::AGENT_COMPLETED,
+        Dimension::Outcome,
+        Severity::Error,
+        0.0,
+        0.0,
+        false,
+    );
+    s.details = json!({"crash": reason});
+    s.events = vec![i];
+    s.reason = Some(reason.clone());
     Some(s)
 }
 

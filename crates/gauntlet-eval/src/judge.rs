@@ -81,6 +81,7 @@ pub fn render_trajectory(t: &Trajectory, budget: usize) -> String {
             }
             Event::Wait { step, ms } => writeln!(out, "Step {step} waits {ms} ms"),
             Event::Unfinished { reason } => writeln!(out, "The agent stopped unfinished: {reason}"),
+            Event::AgentCrashed { reason } => writeln!(out, "The agent crashed: {reason}"),
             Event::Trapped {
                 checkpoint,
                 step,

@@ -67,6 +67,7 @@ pub fn results_of(
             rubric,
             gates: outcomes,
             judges,
+            retried: 0,
             trials,
         },
         errors,

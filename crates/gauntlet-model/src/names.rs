@@ -13,6 +13,9 @@ pub const CLAIMS_SUPPORTED: &str = "claims_supported";
 pub const TASK_SUCCESS: &str = "task_success";
 /// The agent finished its task rather than running out of steps (only where it did not).
 pub const AGENT_FINISHED: &str = "agent_finished";
+/// The agent ran to its end rather than crashing (it raised, or exited non-zero or on a signal,
+/// after it reached the world); only present where it crashed.
+pub const AGENT_COMPLETED: &str = "agent_completed";
 /// An imported benchmark's own reward for the trial, by the benchmark's rule (informational).
 pub const BENCHMARK_REWARD: &str = "benchmark_reward";
 /// The user's task done, judged by its effect (AgentDojo's `utility`: 1 or 0); with `security`

@@ -191,7 +191,8 @@ pub enum TrialStatus {
     Passed,
     /// At least one evaluator failed.
     Failed,
-    /// The harness could not run the trial (the agent crashed, hung, or the world failed).
+    /// The harness could not run the trial (the agent could not start or hung, the world or an
+    /// evaluator failed, the model upstream failed); an agent that crashed once started failed.
     Error,
 }
 
@@ -249,6 +250,10 @@ pub struct TrialRecord {
     /// What each LLM judge said (scored, skipped with the reason, or invalid), with its calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<crate::JudgeOutcome>,
+    /// The harness errors of earlier attempts at this trial, replayed under `--retry-errors`,
+    /// oldest first (absent when it ran once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retried_errors: Vec<String>,
 }
 
 /// One trial as observed, before it is judged: which trial it was and what happened.
@@ -336,6 +341,7 @@ impl TrialRecord {
             started_at: observed.started_at,
             not_applicable: evaluation.not_applicable,
             judges: evaluation.judges,
+            retried_errors: Vec::new(),
         }
     }
 }
@@ -391,6 +397,10 @@ pub struct TrialSummary {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_zero_count(n: &u32) -> bool {
+    *n == 0
 }
 
 impl TrialSummary {
@@ -642,6 +652,10 @@ pub struct RunResults {
     /// Each LLM judge over the run: outcomes, cost (apart from the agent's), splits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<crate::JudgeReport>,
+    /// Trials replayed after a harness error (`--retry-errors`), whatever their last attempt
+    /// gave (absent when none was).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub retried: u32,
     /// One summary per trial, in case then epoch order. The full view has them (`--json`,
     /// `gauntlet report RUN --format json`, the library); the stored `results.json` (format 2
     /// on) does not: they are the lines of `summaries.jsonl` beside it.
@@ -666,6 +680,7 @@ impl RunResults {
             rubric: self.rubric.clone(),
             gates: self.gates.clone(),
             judges: self.judges.clone(),
+            retried: self.retried,
             trials: Vec::new(),
         }
     }

@@ -157,6 +157,13 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// The agent crashed after it started (it raised, or exited non-zero or on a signal, once
+    /// it had reached the world, the user or the gateway): the agent's failure, judged by
+    /// `agent_completed`, never the harness's.
+    AgentCrashed {
+        /// The exception or exit status, in one line.
+        reason: String,
+    },
     /// The agent's final answer.
     FinalAnswer {
         /// The answer text.
@@ -295,7 +302,8 @@ impl Event {
             | Event::ConfirmationResponse { text, approved: _ }
             | Event::AgentStderr { text }
             | Event::FinalAnswer { text }
-            | Event::Unfinished { reason: text } => to.text(text),
+            | Event::Unfinished { reason: text }
+            | Event::AgentCrashed { reason: text } => to.text(text),
             Event::FaultInjected {
                 call_id,
                 tool,

@@ -544,6 +544,7 @@ mod tests {
             started_at: Some("2026-12-01T10:00:01Z".into()),
             not_applicable: vec![],
             judges: vec![],
+            retried_errors: vec![],
         }
     }
 

@@ -118,12 +118,19 @@ fn play(
                 pyo3::ffi::PyThreadState_SetAsyncExc(ident as c_long, std::ptr::null_mut());
             }
         }
+        // The function was called: whatever it raises is the agent's crash, its trial failed
+        // (`agent_completed`), never a harness error.
         match called {
             Ok(final_answer) => Ok(AgentOutput {
                 final_answer,
                 unfinished: None,
+                crashed: None,
             }),
-            Err(e) => Err(AgentError(crate::errors::describe(py, &e))),
+            Err(e) => Ok(AgentOutput {
+                final_answer: None,
+                unfinished: None,
+                crashed: Some(crate::errors::describe(py, &e)),
+            }),
         }
     })
 }

@@ -7,6 +7,7 @@
 
 mod agent;
 mod errors;
+mod named;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,7 +207,7 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
 /// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
 /// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, errors}`.
 #[pyfunction]
-#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None))]
+#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None, retry_errors=0))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -230,6 +231,7 @@ fn run<'py>(
     replay_cassette: Option<PathBuf>,
     record_cassette: Option<PathBuf>,
     gateway_upstream: Option<String>,
+    retry_errors: u32,
 ) -> PyResult<Bound<'py, PyDict>> {
     let invalid = |m: String| errors::of_kind(py, ErrorKind::InvalidInput, &[m]);
     let suite = load_suite(py, &suite)?;
@@ -266,6 +268,7 @@ fn run<'py>(
     if let Some(n) = concurrency {
         run = run.concurrency(n);
     }
+    run = run.retry_errors(retry_errors);
     if let Some(s) = trial_timeout {
         if !(s > 0.0 && s.is_finite()) {
             return Err(invalid(
@@ -518,6 +521,8 @@ fn score<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Inside Python, `python:MODULE:FUNCTION` agents can run: the command line's included.
+    gauntlet_runner::agents::set_python_agents(named::import);
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;

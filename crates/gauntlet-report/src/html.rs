@@ -284,6 +284,11 @@ fn event_view(idx: usize, e: &Event) -> EventView {
             v.title = "agent did not finish".into();
             v.body = reason.clone();
         }
+        Event::AgentCrashed { reason } => {
+            v.kind = "stderr";
+            v.title = "agent crashed".into();
+            v.body = reason.clone();
+        }
         Event::FinalAnswer { text } => {
             v.kind = "answer";
             v.title = "final answer".into();

@@ -234,6 +234,13 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         fmt_num(m(names::metric::ERRORS)),
         fmt_num(m(names::metric::CRITICAL_POLICY_VIOLATIONS)),
     );
+    if results.retried > 0 {
+        let _ = writeln!(
+            out,
+            "retried {} trial(s) after a harness error (--retry-errors); the counts are of their last attempts",
+            results.retried
+        );
+    }
     let _ = writeln!(
         out,
         "pass rate {}{}  task success {}{}  (95% Wilson intervals)",
@@ -407,6 +414,7 @@ pub fn what_failed(s: &gauntlet_model::Score) -> String {
         n::STATE_VERIFICATION => "wrong final state",
         n::OUTPUT_ASSERTIONS => "answer misses what it must say",
         n::AGENT_FINISHED => "did not finish",
+        n::AGENT_COMPLETED => "agent crashed",
         n::REQUIRED_TOOL_RECALL => "required tool not called",
         n::WITHIN_CALL_BUDGET => "over the call budget",
         n::WITHIN_BUDGET => "over budget",

@@ -1,7 +1,10 @@
 //! Choosing the agent a run plays, from its spec, and the cases it can play: a script plays only
-//! the cases it has a plan for, a replay only the cases its log has.
+//! the cases it has a plan for, a replay only the cases its log has. A `python:MODULE:FUNCTION`
+//! agent is made by the [`PythonAgents`] the Python package's extension sets
+//! ([`set_python_agents`]); a process without Python (the binary cargo builds) has none and says
+//! which command to use instead.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, GatewayError, Mode};
 use gauntlet_agent::{
@@ -22,6 +25,19 @@ pub struct ChosenAgent<'s> {
     pub notes: Vec<String>,
     /// What the user must know (agents running unisolated).
     pub warnings: Vec<String>,
+}
+
+/// Makes the agent of `python:MODULE:FUNCTION` (module, function, the folder the module is
+/// imported from first): the Python function, called in this process. A message saying why it
+/// could not (the module does not import, it has no such function) is the user's mistake.
+pub type PythonAgents = fn(&str, &str, &std::path::Path) -> Result<Arc<dyn Agent>, String>;
+
+static PYTHON_AGENTS: OnceLock<PythonAgents> = OnceLock::new();
+
+/// Lets this process run `python:MODULE:FUNCTION` agents (the Python package's extension calls it
+/// when it is loaded); the first call wins.
+pub fn set_python_agents(make: PythonAgents) {
+    let _ = PYTHON_AGENTS.set(make);
 }
 
 /// Builds the agent `spec` names for `cases`; command agents run in `workdir`, isolated as
@@ -92,6 +108,11 @@ pub fn choose_agent<'s>(
             Arc::new(replay)
         }
         AgentSpec::Http(url) => Arc::new(HttpAgent::new(&url, gateway.cloned())),
+        AgentSpec::Python { module, function } => match PYTHON_AGENTS.get() {
+            Some(make) => make(&module, &function, &workdir)
+                .map_err(|why| PlanError::Agent(format!("--agent {spec}: {why}")))?,
+            None => return Err(PlanError::Agent(no_python(spec))),
+        },
         AgentSpec::OpenAi(model) => {
             let Some(g) = gateway.cloned() else {
                 return Err(PlanError::Agent(
@@ -112,6 +133,16 @@ pub fn choose_agent<'s>(
         notes,
         warnings,
     })
+}
+
+/// Why this process cannot run a Python agent, and what can.
+fn no_python(spec: &str) -> String {
+    format!(
+        "--agent {spec}: this gauntlet binary has no Python interpreter to call the function in; \
+         run the same command with the `gauntlet` that `pip install gauntlet-harness` installs \
+         (it runs Python agents in process, the module found from the current folder), call \
+         gauntlet.run(suite, agent=...) from Python, or serve the function over MCP with `cmd:`"
+    )
 }
 
 /// Where users with an LLM persona get their words; an error naming the case when a case's

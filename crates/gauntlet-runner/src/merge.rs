@@ -268,6 +268,9 @@ pub fn merge_parts(
         writer
             .append_stored(&trial)
             .map_err(store("failed to write the merged trials"))?;
+        if !trial.record.retried_errors.is_empty() {
+            tally.add_retried(1);
+        }
         tally
             .push(TrialSummary::of(&trial.record))
             .map_err(store("failed to set trial summaries aside"))?;

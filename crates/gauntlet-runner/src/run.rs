@@ -4,7 +4,9 @@ use gauntlet_store::clock::now;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gauntlet_agent::{Agent, AgentInput, PersonaModels, SimulatedEnvironment, SimulatedUser};
+use gauntlet_agent::{
+    Agent, AgentInput, AgentOutput, PersonaModels, SimulatedEnvironment, SimulatedUser,
+};
 use gauntlet_model::{
     Case, ChangedState, Context, Evaluation, FinalState, Observed, RunEvent, RunHeader,
     TrialRecord, TrialStatus,
@@ -49,6 +51,9 @@ pub struct RunPlan {
     pub concurrency: usize,
     /// Wall-time limit of one trial; the trial errs when exceeded.
     pub trial_timeout: Duration,
+    /// Times a trial that ends in a harness error is played again before its error counts
+    /// (`--retry-errors`); each attempt's error is kept in its record.
+    pub retry_errors: u32,
     /// Custom evaluators run on every trial, and the folder they run in.
     pub custom: Arc<CustomEvaluators>,
     /// Where users with an LLM persona get their words (none: such cases err).
@@ -106,6 +111,7 @@ pub async fn run_trials(plan: RunPlan, agent: Arc<dyn Agent>, mut on_event: impl
     }
     let shared = Arc::new(TrialShared {
         timeout: plan.trial_timeout,
+        retry_errors: plan.retry_errors,
         custom: Arc::clone(&plan.custom),
         persona: plan.persona.clone(),
         benchmark: plan.benchmark.clone(),
@@ -184,15 +190,33 @@ fn start_trial(
             });
             tap
         });
-        // A panicking agent or evaluator must cost its trial only.
+        // A trial that errs is played again, from the start, while retries are left; the
+        // errors of the attempts before the last are kept in its record.
+        let mut retried_errors = Vec::new();
         let Ran {
-            record,
+            mut record,
             started_from,
             final_state,
-        } = match tokio::spawn(run_one(trial, agent, shared, tap)).await {
-            Ok(r) => r,
-            Err(_) => error_record(&spare, "the trial panicked".to_owned()),
+        } = loop {
+            // A panicking agent or evaluator must cost its trial only.
+            let attempt = tokio::spawn(run_one(
+                trial.clone(),
+                Arc::clone(&agent),
+                Arc::clone(&shared),
+                tap.clone(),
+            ));
+            let ran = match attempt.await {
+                Ok(r) => r,
+                Err(_) => error_record(&spare, "the trial panicked".to_owned()),
+            };
+            if ran.record.status != TrialStatus::Error
+                || retried_errors.len() >= shared.retry_errors as usize
+            {
+                break ran;
+            }
+            retried_errors.push(ran.record.error.unwrap_or_default());
         };
+        record.retried_errors = retried_errors;
         if trial_events {
             for score in &record.scores {
                 let _ = tx.send(Sent::event(RunEvent::TrialScored {
@@ -271,6 +295,7 @@ fn error_record(trial: &TrialPlan, error: String) -> Ran {
 /// What every trial of a run shares.
 struct TrialShared {
     timeout: Duration,
+    retry_errors: u32,
     custom: Arc<CustomEvaluators>,
     persona: Option<PersonaModels>,
     benchmark: Option<Arc<gauntlet_model::BenchmarkSpec>>,
@@ -289,6 +314,7 @@ async fn run_one(
 ) -> Ran {
     let TrialShared {
         timeout,
+        retry_errors: _,
         custom,
         persona,
         benchmark,
@@ -399,23 +425,31 @@ async fn run_one(
             () = trapped => None,
         }
     };
-    let (final_answer, unfinished, error) = match tokio::time::timeout(timeout, run_agent).await {
-        Ok(None) => (None, None, None),
-        Ok(Some(Ok(out))) => (out.final_answer, out.unfinished, None),
-        Ok(Some(Err(e))) => (None, None, Some(e)),
+    let (out, error) = match tokio::time::timeout(timeout, run_agent).await {
+        Ok(None) => (AgentOutput::default(), None),
+        Ok(Some(Ok(out))) => (out, None),
+        Ok(Some(Err(e))) => (AgentOutput::default(), Some(e)),
         Err(_) => (
-            None,
-            None,
+            AgentOutput::default(),
             Some(format!(
                 "agent exceeded the trial time limit of {timeout:?}"
             )),
         ),
     };
+    let AgentOutput {
+        final_answer,
+        unfinished,
+        crashed,
+    } = out;
     let (trajectory, final_state, harness_failure) = {
         let mut env = gauntlet_agent::lock(&env);
-        // An agent out of steps failed its task; the trajectory says so, for every judge.
+        // An agent out of steps failed its task, and so did one that crashed once started; the
+        // trajectory says so, for every judge.
         if let Some(reason) = unfinished {
             env.record_event(gauntlet_model::Event::Unfinished { reason });
+        }
+        if let Some(reason) = crashed {
+            env.record_event(gauntlet_model::Event::AgentCrashed { reason });
         }
         let (trajectory, final_state) = env.finish(final_answer);
         (trajectory, final_state, env.harness_failure())

@@ -135,6 +135,7 @@ pub struct Run<'s> {
     gateway: GatewayOptions,
     concurrency: usize,
     trial_timeout: Duration,
+    retry_errors: u32,
     isolation: Isolation,
     user_model: Option<String>,
     out: Option<PathBuf>,
@@ -154,6 +155,7 @@ impl<'s> Run<'s> {
             gateway: GatewayOptions::default(),
             concurrency: 4,
             trial_timeout: Duration::from_secs(300),
+            retry_errors: 0,
             isolation: Isolation::Auto,
             user_model: None,
             out: None,
@@ -208,6 +210,14 @@ impl<'s> Run<'s> {
     /// The wall-time limit of one trial.
     pub fn trial_timeout(mut self, limit: Duration) -> Self {
         self.trial_timeout = limit;
+        self
+    }
+
+    /// Times a trial that ends in a harness error (`error`, not `failed`) is played again before
+    /// its error counts (default 0), as Inspect's `retry_on_error`; the results say how many
+    /// trials were (`retried`), and each record the errors of its earlier attempts.
+    pub fn retry_errors(mut self, times: u32) -> Self {
+        self.retry_errors = times;
         self
     }
 
@@ -403,6 +413,7 @@ impl<'s> Run<'s> {
             },
             concurrency: self.concurrency,
             trial_timeout: self.trial_timeout,
+            retry_errors: self.retry_errors,
             custom: Arc::new(custom_evaluators(suite)?),
             benchmark: suite.config.benchmark.clone().map(Arc::new),
             persona: persona_models(self.user_model, suite, gateway.as_ref(), &cases)?,
@@ -429,9 +440,13 @@ impl<'s> Run<'s> {
             }
             if let RunEvent::TrialFinished { record, .. } = &event
                 && let Some(position) = plans.position_of(&record.case_id, record.epoch)
-                && let Err(e) = tally.push(position, TrialSummary::of(record))
             {
-                write_error.get_or_insert(e);
+                if !record.retried_errors.is_empty() {
+                    tally.add_retried(1);
+                }
+                if let Err(e) = tally.push(position, TrialSummary::of(record)) {
+                    write_error.get_or_insert(e);
+                }
             }
             observer.event(&event);
         })
@@ -467,7 +482,8 @@ impl<'s> Run<'s> {
 
 /// An [`Agent`] from an async closure: it gets the trial's input and environment (its tools and
 /// user, [`gauntlet_agent::Environment`]) and returns the final answer, or an [`AgentError`] saying
-/// why it could not (the trial is then an `error`).
+/// why the harness could not run it (the trial is then an `error`; an agent of its own that
+/// crashes reports [`AgentOutput::crashed`] instead, and its trial fails).
 pub fn agent_fn<F, Fut>(f: F) -> Arc<dyn Agent>
 where
     F: Fn(AgentInput, SharedEnv) -> Fut + Send + Sync + 'static,
@@ -490,6 +506,7 @@ where
                 Ok(AgentOutput {
                     final_answer: Some(answer),
                     unfinished: None,
+                    crashed: None,
                 })
             })
         }

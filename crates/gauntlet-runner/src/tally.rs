@@ -17,6 +17,7 @@ pub struct Tally {
     spill: Option<SpilledSummaries>,
     keep: usize,
     dir: PathBuf,
+    retried: u32,
 }
 
 /// A finished tally: the results (their `trials` empty when `spill` holds them), the gates that
@@ -40,7 +41,14 @@ impl Tally {
             spill: None,
             keep,
             dir: dir.to_owned(),
+            retried: 0,
         }
+    }
+
+    /// Counts `trials` replayed after a harness error (`--retry-errors`), for the results'
+    /// `retried`.
+    pub fn add_retried(&mut self, trials: u32) {
+        self.retried += trials;
     }
 
     /// Adds the next summary.
@@ -74,7 +82,7 @@ impl Tally {
         writer: RunWriter,
     ) -> Result<Tallied, StoreError> {
         let seed = header.seed;
-        let (results, gate_errors) = results_of(
+        let (mut results, gate_errors) = results_of(
             header,
             finished_at,
             self.acc.finish(seed, None),
@@ -82,6 +90,7 @@ impl Tally {
             gates,
             rubric,
         );
+        results.retried = self.retried;
         let mut spill = self.spill;
         match &mut spill {
             Some(s) => writer.finish_spilled(&results, s),
@@ -126,6 +135,11 @@ impl InOrder {
             self.tally.push(summary)?;
         }
         Ok(())
+    }
+
+    /// Counts `trials` replayed after a harness error (see [`Tally::add_retried`]).
+    pub fn add_retried(&mut self, trials: u32) {
+        self.tally.add_retried(trials);
     }
 
     /// The tally of everything pushed; summaries still waiting on one that never came (a run

@@ -905,6 +905,7 @@ mod tests {
             started_at: Some("2026-12-01T10:00:01Z".into()),
             not_applicable: vec![],
             judges: vec![],
+            retried_errors: vec![],
         }
     }
 
@@ -923,6 +924,7 @@ mod tests {
             rubric: None,
             gates: vec![],
             judges: vec![],
+            retried: 0,
             trials,
         }
     }

@@ -40,6 +40,14 @@ pub enum Command {
     ///   openai:MODEL         the built-in tool-calling agent (needs --gateway-upstream or --replay-cassette)
     ///   replay:FILE          re-executes recorded tool calls (a run folder, trials.jsonl, an
     ///                        OpenAI-messages log, a tau-bench log) against today's worlds
+    ///   python:MODULE:FUNCTION  a Python function agent(case, tools, user), in process, the
+    ///                        module imported from the current folder; only with the gauntlet
+    ///                        command `pip install gauntlet-harness` installs (this binary has
+    ///                        no Python in it)
+    ///
+    /// An agent that crashes once started (raises, exits non-zero) fails its trial
+    /// (agent_completed); one that cannot start is a harness error, as are a world or model
+    /// upstream that failed (--retry-errors N plays such trials again).
     ///
     /// Exit codes: 0 every gate passed, 1 a gate failed, 2 invalid input, 3 harness failure.
     #[command(verbatim_doc_comment)]
@@ -536,6 +544,10 @@ pub struct RunArgs {
     /// Wall-time limit of one trial, in seconds; a trial over it ends with status error.
     #[arg(long, default_value_t = 300.0)]
     pub trial_timeout: f64,
+    /// Play a trial that ends in a harness error (status error, not failed) again, up to N
+    /// times, before its error counts; the run says how many trials were retried.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retry_errors: u32,
     /// Apply a suite-wide fault profile from gauntlet.yaml's `fault_profiles` (`none` for none;
     /// default: the suite's `fault_profile`).
     #[arg(long)]

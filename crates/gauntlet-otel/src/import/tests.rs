@@ -66,6 +66,7 @@ fn trial() -> TrialRecord {
         started_at: Some("2026-12-01T10:00:01Z".into()),
         not_applicable: vec![],
         judges: vec![],
+        retried_errors: vec![],
     }
 }
 

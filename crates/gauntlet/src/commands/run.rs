@@ -77,6 +77,7 @@ fn library_run<'s>(
         .gateway(args.gateway_options()?)
         .concurrency(args.concurrency)
         .trial_timeout(Duration::from_secs_f64(args.trial_timeout))
+        .retry_errors(args.retry_errors)
         .isolation(args.isolation.into())
         .user_model(args.user_model.clone())
         .keep_summaries(crate::commands::score::kept_summaries());

@@ -938,3 +938,152 @@ fn a_chatty_agent_is_drained_and_its_last_words_are_kept() {
         stderr.len()
     );
 }
+
+/// A `cmd:` agent that calls one tool over MCP (plain HTTP, no SDK) and then exits 3.
+const CALL_THEN_EXIT_3: &str = r#"
+import json, os, sys, urllib.request
+url, token = os.environ["GAUNTLET_MCP_URL"], os.environ["GAUNTLET_MCP_TOKEN"]
+def post(body):
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": "Bearer " + token}
+    return urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode(), headers=h), timeout=60).read()
+post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_incident", "arguments": {"incident_id": "INC-004217"}}})
+print("something broke", file=sys.stderr)
+sys.exit(3)
+"#;
+
+/// Issue 47, item 8: an agent that started and then crashed was a harness `error`, the status of
+/// a world that could not start. The crash is the agent's failure now; only an agent that
+/// cannot start is the harness's.
+#[test]
+fn an_agent_that_crashes_once_started_fails_its_trial_and_one_that_cannot_start_errs() {
+    let (tmp, suite) = example();
+    let script = tmp.path().join("agent.py");
+    std::fs::write(&script, CALL_THEN_EXIT_3).unwrap();
+    let trial_of = |agent: &str| -> Value {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--agent",
+            agent,
+            "--filter",
+            "lookup-status",
+            "--json",
+        ]);
+        let r: Value =
+            serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+        r["trials"][0].clone()
+    };
+    let crashed = trial_of(&format!("cmd:python3 {}", s(&script)));
+    assert_eq!(crashed["status"], "failed", "{crashed}");
+    assert!(crashed.get("error").is_none(), "{crashed}");
+    let score = crashed["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "agent_completed")
+        .unwrap_or_else(|| panic!("no agent_completed: {crashed}"));
+    assert_eq!(score["passed"], false);
+    assert_eq!(score["severity"], "error");
+    let reason = score["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("exit status: 3") && reason.contains("something broke"),
+        "{reason}"
+    );
+    assert_eq!(score["details"]["crash"], reason);
+    // A program that is not there never reached the world: the harness could not start it.
+    let missing = trial_of("cmd:/nonexistent/agent");
+    assert_eq!(missing["status"], "error", "{missing}");
+    assert!(
+        missing["error"]
+            .as_str()
+            .unwrap()
+            .contains("exit status: 127"),
+        "{missing}"
+    );
+}
+
+/// Issue 47, item 8: `--retry-errors N` plays an errored trial again before its error counts.
+#[test]
+fn retry_errors_replays_an_errored_trial_and_the_run_says_so() {
+    let (tmp, suite) = example();
+    let marker = tmp.path().join("tried");
+    // The first attempt dies before it reaches the world (a harness error); the second answers.
+    let agent = format!(
+        "cmd:[ -e {m} ] || {{ touch {m}; echo 'no connection' >&2; exit 1; }}; echo done",
+        m = s(&marker)
+    );
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "run",
+            s(&suite),
+            "--agent",
+            &agent,
+            "--filter",
+            "lookup-status",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let argv = args(&["--retry-errors", "2", "--json"]);
+    let o = run(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    let r: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    assert_eq!(r["retried"], 1, "{}", o.stdout);
+    let trial = &r["trials"][0];
+    assert_ne!(trial["status"], "error", "{trial}");
+    assert_eq!(r["metrics"]["errors"], 0.0);
+    let run_dir = std::fs::read_dir(suite.join(".gauntlet/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let record: Value = serde_json::from_str(
+        std::fs::read_to_string(run_dir.join("trials.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let retried = record["retried_errors"].as_array().unwrap();
+    assert_eq!(retried.len(), 1, "{record}");
+    assert!(
+        retried[0].as_str().unwrap().contains("no connection"),
+        "{record}"
+    );
+    // The terminal says it too; without the flag the same error counts at once.
+    std::fs::remove_file(&marker).unwrap();
+    let argv = args(&["--retry-errors", "1"]);
+    let o = run(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        o.stdout
+            .contains("retried 1 trial(s) after a harness error"),
+        "{}",
+        o.stdout
+    );
+    std::fs::remove_file(&marker).unwrap();
+    let argv = args(&["--json"]);
+    let o = run(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    let r: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+    assert_eq!(r["trials"][0]["status"], "error");
+    assert!(r.get("retried").is_none());
+}
+
+/// Issue 47, item 10: `--agent python:MODULE:FUNCTION` is the spelling pytest and run records
+/// use; this binary has no Python in it and says which command has.
+#[test]
+fn a_python_agent_from_the_cargo_binary_names_the_command_that_runs_it() {
+    let (_tmp, suite) = example();
+    let o = run(&["run", s(&suite), "--agent", "python:ticket_agent:agent"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("python:ticket_agent:agent")
+            && o.stderr.contains("pip install gauntlet-harness"),
+        "{}",
+        o.stderr
+    );
+}
