@@ -153,7 +153,7 @@ def test_retry_errors_replays_an_errored_trial(suite, tmp_path):
     results = gauntlet.run(suite, agent=agent, filter="lookup-status", retry_errors=1)
     assert results.retried == 1 and results.raw["retried"] == 1
     assert results.trials[0].status != "error"
-    record = next(iter(results.iter_trials())).raw
+    record = next(iter(results.iter_trials())).record
     assert len(record["retried_errors"]) == 1 and "exit status: 1" in record["retried_errors"][0]
     marker.unlink()
     once = gauntlet.run(suite, agent=agent, filter="lookup-status")
