@@ -19,6 +19,7 @@ reaches the trial's world and user in process, with no server between them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import queue
@@ -92,14 +93,16 @@ def run(
 
     ``on_event`` is called with each event of the run's stream as ``gauntlet run --events``
     writes it (``run_started``, ``trial_started``, the trial's own events when ``trial_events``,
-    ``verdict``, ``trial_finished``, ``run_finished``), from the run's thread. :func:`stream`
-    iterates them instead.
+    ``verdict``, ``trial_finished``, ``run_finished``), from the run's thread; an exception it
+    raises stops the run at once, as Ctrl-C does, and is raised. :func:`stream` iterates them
+    instead.
 
     Raises :class:`InvalidInputError` for a suite or option that is wrong and
     :class:`HarnessError` when the harness cannot run; a failed gate is not an exception
     (``results.verdict == "failed"``). Ctrl-C stops the run (``KeyboardInterrupt``); its folder
     keeps every finished trial, and ``resume=RUN_DIR`` with the same suite and agent goes on
-    (the run's other settings come from its folder).
+    (the run's other settings come from its folder; another agent is refused, and a folder
+    another run of this process is writing too).
     """
     native_agent: Any = agent
     label = None
@@ -133,41 +136,119 @@ def run(
         replay_cassette=_path(replay_cassette),
         record_cassette=_path(record_cassette),
         gateway_upstream=gateway_upstream,
+        stop=getattr(_streaming, "stop", None),
     )
-    return Results(done["results"], done["run_dir"], done["errors"])
+    return Results(done["results"], done["run_dir"], done["errors"], done["trials_on_disk"])
+
+
+#: The stop of the run a :class:`Stream` plays on this thread (the stream's own thread), which
+#: :func:`run` hands to the engine so that the stream can end the run when its consumer leaves.
+_streaming = threading.local()
+#: The end of a stream's events.
+_DONE = object()
+
+
+class _Feed:
+    """What a :class:`Stream`'s thread shares with its consumer: the bounded queue of events,
+    the run's stop, and how the run ended. The thread holds this, not the stream, so that a
+    stream dropped unread can stop its run."""
+
+    def __init__(self, capacity: int):
+        self.events: "queue.Queue[Any]" = queue.Queue(maxsize=capacity)
+        self.stop = _native.Stop()
+        self.results: Optional[Results] = None
+        self.error: Optional[BaseException] = None
+
+    def put(self, event: Any) -> None:
+        """Queues an event, on the run's thread: the run waits while the queue is full (the
+        consumer is behind), and drops it once the consumer has left."""
+        while not self.stop.stopped:
+            try:
+                self.events.put(event, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def work(self, suite: PathLike, agent: Optional[Agent], options: Dict[str, Any]) -> None:
+        _streaming.stop = self.stop
+        try:
+            self.results = run(suite, agent, on_event=self.put, **options)
+        except BaseException as e:  # handed to the iterating thread
+            if not self.stop.stopped:
+                self.error = e
+        finally:
+            self.put(_DONE)
+
+    def leave(self) -> None:
+        """The consumer is gone: the run stops, and a put waiting for room returns."""
+        self.stop.stop()
+        try:
+            while True:
+                self.events.get_nowait()
+        except queue.Empty:
+            pass
 
 
 class Stream:
     """A run followed live: iterate it for the events (dicts, as ``gauntlet run --events``
     writes them); once the iteration ends, ``results`` holds the run's :class:`Results`. An
-    error of the run is raised from the iteration."""
+    error of the run is raised from the iteration.
+
+    At most ``CAPACITY`` events wait unread: past that the run waits for the consumer, as
+    ``gauntlet run --events -`` waits for its pipe. Leaving the iteration early (``break``, an
+    exception, Ctrl-C), :meth:`close`, or dropping the stream stops the run; its folder keeps
+    every finished trial, to ``resume``."""
+
+    #: Events that may wait unread before the run waits for the consumer.
+    CAPACITY = 1024
 
     def __init__(self, suite: PathLike, agent: Optional[Agent], options: Dict[str, Any]):
-        self._events: "queue.Queue[Any]" = queue.Queue()
-        self.results: Optional[Results] = None
-        self._error: Optional[BaseException] = None
-        self._done = object()
-
-        def work() -> None:
-            try:
-                self.results = run(suite, agent, on_event=self._events.put, **options)
-            except BaseException as e:  # handed to the iterating thread
-                self._error = e
-            finally:
-                self._events.put(self._done)
-
-        self._thread = threading.Thread(target=work, name="gauntlet-run", daemon=True)
+        self._feed = _Feed(self.CAPACITY)
+        self._over = False
+        self._thread = threading.Thread(
+            target=self._feed.work, args=(suite, agent, options), name="gauntlet-run", daemon=True
+        )
         self._thread.start()
 
+    @property
+    def results(self) -> Optional[Results]:
+        """The run's results, once the iteration has ended with the run."""
+        return self._feed.results
+
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        while True:
-            event = self._events.get()
-            if event is self._done:
-                break
-            yield event
+        feed = self._feed
+        try:
+            while not self._over:
+                event = feed.events.get()
+                if event is _DONE:
+                    self._over = True
+                    break
+                yield event
+        except BaseException:  # GeneratorExit (break, close, the iterator dropped), Ctrl-C
+            self.close()
+            raise
         self._thread.join()
-        if self._error is not None:
-            raise self._error
+        if feed.error is not None:
+            error, feed.error = feed.error, None
+            raise error
+
+    def close(self) -> None:
+        """Stops the run if it is still going and waits for it to end (its folder keeps every
+        finished trial)."""
+        if not self._over:
+            self._over = True
+            self._feed.leave()
+        self._thread.join()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not self._over:
+            self._feed.leave()
 
 
 def stream(suite: PathLike, agent: Optional[Agent] = None, **options: Any) -> Stream:
@@ -218,7 +299,7 @@ def check(suite: PathLike) -> List[Diagnostic]:
 def load_run(path: PathLike) -> Results:
     """A stored run (a run folder, as ``gauntlet run`` writes it) as :class:`Results`."""
     done = _native.read_results(os.fspath(path))
-    return Results(done["results"], done["run_dir"], done["errors"])
+    return Results(done["results"], done["run_dir"], done["errors"], done["trials_on_disk"])
 
 
 def _path(path: Optional[PathLike]) -> Optional[str]:
@@ -228,18 +309,39 @@ def _path(path: Optional[PathLike]) -> Optional[str]:
 def _synchronous(agent: Callable[..., Any]) -> Callable[[Case, Tools, User], Optional[str]]:
     """The agent as the harness calls it on a trial's thread: a coroutine is run to its end on
     an event loop of its own; the answer must be a string (or None)."""
+    where = _place(agent)
 
     def call(case: Case, tools: Tools, user: User) -> Optional[str]:
         answer = agent(case, tools, user)
         if inspect.isawaitable(answer):
             answer = asyncio.run(_awaited(answer))
         if answer is not None and not isinstance(answer, str):
+            # The agent's place, since this line is gauntlet's (the trial's error names the
+            # innermost frame outside the package, and there is none).
             raise TypeError(
                 f"the agent returned {type(answer).__name__}, not the final answer as a str"
+                f"{where}"
             )
         return answer
 
     return call
+
+
+def _place(agent: Callable[..., Any]) -> str:
+    """Where the agent is defined, as `` (agent.py:12 in agent)``; empty when unknown."""
+    target: Any = agent
+    while isinstance(target, functools.partial):
+        target = target.func
+    try:
+        target = inspect.unwrap(target)
+    except ValueError:
+        pass
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    if code is None:
+        code = getattr(getattr(type(target), "__call__", None), "__code__", None)
+    if code is None:
+        return ""
+    return f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno} in {code.co_name})"
 
 
 async def _awaited(awaitable: Any) -> Any:

@@ -30,7 +30,9 @@ class Tools:
         """The tools the agent may call."""
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Calls a tool; its result (JSON as Python values). Raises ``gauntlet.ToolError`` with
-        the HTTP-like status when the world answers with an error (an injected fault too)."""
+        the HTTP-like status when the world answers with an error (an injected fault too), and
+        ``TypeError`` or ``ValueError`` for arguments ``json.dumps`` refuses (a value that
+        contains itself, NaN, an infinity) or that nest deeper than 128 levels."""
     def call_with(
         self,
         name: str,
@@ -47,12 +49,24 @@ class User:
     """The simulated user of one trial."""
 
     def confirm(self, action: str) -> bool:
-        """Asks the user to confirm an action before doing it; whether they approved."""
+        """Asks the user to confirm an action before doing it; whether they approved. Raises
+        ``gauntlet.ToolError`` (503) once the trial is over, as ``tools.call`` does."""
     def ask(self, question: str) -> str:
         """Asks the user a question; the answer."""
 
 class TrialRecords(Iterator[Dict[str, Any]]):
     def __next__(self) -> Dict[str, Any]: ...
+
+class TrialSummaries(Iterator[Dict[str, Any]]):
+    def __next__(self) -> Dict[str, Any]: ...
+
+class Stop:
+    """A run's stop, set from any thread: the run ends as Ctrl-C ends it."""
+
+    def __init__(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def stopped(self) -> bool: ...
 
 def cli(args: List[str]) -> int: ...
 def run(
@@ -77,8 +91,9 @@ def run(
     replay_cassette: Optional[str] = None,
     record_cassette: Optional[str] = None,
     gateway_upstream: Optional[str] = None,
+    stop: Optional[Stop] = None,
     retry_errors: int = 0,
-) -> Dict[str, Any]: ...
+) -> Dict[str, Any]: ...  # {results, run_dir, errors, trials_on_disk}
 def score(
     trajectories: str,
     cases: str,
@@ -100,5 +115,6 @@ def plan(
 ) -> Dict[str, Any]: ...  # {trials, epochs, seed, agent, run_id}
 def check(suite: str) -> List[Dict[str, Any]]: ...
 def cases(suite: str) -> List[Dict[str, Any]]: ...
-def read_results(run_dir: str) -> Dict[str, Any]: ...  # {results, run_dir, errors}
+def read_results(run_dir: str) -> Dict[str, Any]: ...  # {results, run_dir, errors, trials_on_disk}
 def read_trials(run_dir: str) -> TrialRecords: ...
+def read_summaries(run_dir: str) -> TrialSummaries: ...

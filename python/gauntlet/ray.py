@@ -158,7 +158,9 @@ def run(
     finally:
         if started_here:
             ray.shutdown()
-    return Results(merged["results"], merged["run_dir"], merged["errors"])
+    return Results(
+        merged["results"], merged["run_dir"], merged["errors"], merged.get("trials_on_disk", False)
+    )
 
 
 def _parts_for(trials: int, cpus: float) -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 from gauntlet import _native
 
@@ -93,6 +95,42 @@ class Trial:
         return f"Trial(case_id={self.case_id!r}, epoch={self.epoch}, status={self.status!r})"
 
 
+class TrialSummaries(Sequence):
+    """A large run's trial summaries (``results.raw["trials"]``), left on disk as the command
+    leaves them: each walk reads ``summaries.jsonl`` again, one summary at a time, so holding
+    the results of a run of any size costs the same."""
+
+    def __init__(self, run_dir: Path):
+        self._run_dir = run_dir
+        self._len: Optional[int] = None
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        return iter(_native.read_summaries(str(self._run_dir)))
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = sum(1 for _ in self)
+        return self._len
+
+    def __getitem__(self, index: Union[int, slice]) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += len(self)
+        found = next(islice(self, index, None), None) if index >= 0 else None
+        if found is None:
+            raise IndexError("trial summary index out of range")
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Sequence, list)) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"TrialSummaries({str(self._run_dir)!r})"
+
+
 class Results:
     """A finished run (or a stored one, from :func:`gauntlet.load_run`).
 
@@ -104,9 +142,18 @@ class Results:
     ``gauntlet`` command reads (``gauntlet report``, ``gate``, ``compare``).
     """
 
-    def __init__(self, results: Dict[str, Any], run_dir: str, errors: Optional[List[str]] = None):
+    def __init__(
+        self,
+        results: Dict[str, Any],
+        run_dir: str,
+        errors: Optional[List[str]] = None,
+        trials_on_disk: bool = False,
+    ):
         self.raw = results
         self.run_dir = Path(run_dir)
+        if trials_on_disk:
+            # Past 1,000 trials the summaries stay in the run folder (`summaries.jsonl`).
+            self.raw["trials"] = TrialSummaries(self.run_dir)
         # Why the run earns no verdict: no trial could run, then gates that could not be decided.
         self.errors: List[str] = list(errors or [])
         self._trials: Optional[List[Trial]] = None
@@ -212,4 +259,4 @@ class Results:
         )
 
 
-__all__ = ["Results", "Trial", "Gate", "Diagnostic"]
+__all__ = ["Results", "Trial", "Gate", "Diagnostic", "TrialSummaries"]

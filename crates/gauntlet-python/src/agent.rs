@@ -5,7 +5,7 @@
 
 use std::ffi::c_long;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use gauntlet_agent::{
     Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv, conversation, lock,
@@ -40,32 +40,43 @@ impl Agent for PyAgent {
         let input = input.clone();
         let handle = Handle::current();
         let thread = Arc::new(AtomicU64::new(0));
-        let watch = Interrupt(Arc::clone(&thread));
+        let over = Arc::new(AtomicBool::new(false));
+        let watch = Interrupt {
+            thread: Arc::clone(&thread),
+            over: Arc::clone(&over),
+        };
         Box::pin(async move {
-            let task =
-                tokio::task::spawn_blocking(move || play(&callable, input, env, handle, &thread));
+            let task = tokio::task::spawn_blocking(move || {
+                play(&callable, input, env, handle, &thread, over)
+            });
             let played = task.await;
             // The trial ended on its own: nothing to interrupt.
-            watch.0.store(0, Ordering::SeqCst);
+            watch.thread.store(0, Ordering::SeqCst);
             played.map_err(|e| AgentError(format!("the Python agent's thread failed: {e}")))?
         })
     }
 }
 
 /// Interrupts the agent's Python code with `TimeoutError` when the trial is dropped before the
-/// agent returned (its time ran out, or the run was stopped); the thread's Python identity, or
-/// 0 once the agent returned.
-struct Interrupt(Arc<AtomicU64>);
+/// agent returned (its time ran out, or the run was stopped), and ends the trial for the tools
+/// and the user the agent holds.
+struct Interrupt {
+    /// The agent's thread's Python identity, or 0 once the agent returned.
+    thread: Arc<AtomicU64>,
+    /// Whether the trial is over (see [`Tools`]).
+    over: Arc<AtomicBool>,
+}
 
 impl Drop for Interrupt {
     fn drop(&mut self) {
-        if self.0.load(Ordering::SeqCst) == 0 {
+        self.over.store(true, Ordering::SeqCst);
+        if self.thread.load(Ordering::SeqCst) == 0 {
             return;
         }
         Python::attach(|_py| {
             // Read again under the GIL: the agent's thread clears it under the GIL too, so the
             // exception never reaches a thread that has moved on to another trial.
-            let ident = self.0.load(Ordering::SeqCst);
+            let ident = self.thread.load(Ordering::SeqCst);
             if ident != 0 {
                 // SAFETY: the GIL is held; the exception type is a static Python object.
                 unsafe {
@@ -86,6 +97,7 @@ fn play(
     env: SharedEnv,
     handle: Handle,
     thread: &AtomicU64,
+    over: Arc<AtomicBool>,
 ) -> Result<AgentOutput, AgentError> {
     Python::attach(|py| {
         let ident = py
@@ -102,13 +114,25 @@ fn play(
                 Tools {
                     env: Arc::clone(&env),
                     steps: Arc::clone(&steps),
+                    over: Arc::clone(&over),
                 },
             )?;
-            let user = Py::new(py, User { env, steps, handle })?;
+            let user = Py::new(
+                py,
+                User {
+                    env,
+                    steps,
+                    handle,
+                    over: Arc::clone(&over),
+                },
+            )?;
             callable
                 .call1(py, (case, tools, user))?
                 .extract::<Option<String>>(py)
         })();
+        // The agent returned: a thread it left behind that calls a tool or the user hears that
+        // the trial is over, and nothing more lands in its trajectory.
+        over.store(true, Ordering::SeqCst);
         // Done with Python for this trial: no interrupt may reach this thread any more, and one
         // that arrived too late is dropped.
         thread.store(0, Ordering::SeqCst);
@@ -175,6 +199,9 @@ impl Case {
 pub struct Tools {
     env: SharedEnv,
     steps: Arc<AtomicU32>,
+    /// Set once the agent returned or its trial was dropped: every call then raises
+    /// `ToolError(503, "the trial is over")`.
+    over: Arc<AtomicBool>,
 }
 
 #[pymethods]
@@ -206,7 +233,7 @@ impl Tools {
         arguments: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = match arguments {
-            Some(a) => pythonize::depythonize(a.as_any())?,
+            Some(a) => crate::convert::to_json(a.as_any())?,
             None => serde_json::Value::Object(Default::default()),
         };
         self.call_tool(py, name, args, None)
@@ -222,7 +249,7 @@ impl Tools {
         idempotency_key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = match arguments {
-            Some(a) if !a.is_none() => pythonize::depythonize(a)?,
+            Some(a) if !a.is_none() => crate::convert::to_json(a)?,
             _ => serde_json::Value::Object(Default::default()),
         };
         self.call_tool(py, name, args, idempotency_key)
@@ -231,6 +258,7 @@ impl Tools {
     /// Waits before the next action, as a backoff does: the trial clock advances by `seconds`
     /// (every time-based verdict counts it) without the thread sleeping.
     fn sleep(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        trial_on(py, &self.over)?;
         if !(seconds >= 0.0 && seconds.is_finite()) {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "seconds must be a finite number, 0 or more",
@@ -250,6 +278,7 @@ impl Tools {
         args: serde_json::Value,
         key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        trial_on(py, &self.over)?;
         let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
         let outcome = py.detach(|| lock(&self.env).call_tool(step, name, args, key));
         match outcome {
@@ -259,32 +288,52 @@ impl Tools {
     }
 }
 
+/// Raises `ToolError(503, "the trial is over")`, as a tool of an ended trial answers, once the
+/// trial is `over`.
+fn trial_on(py: Python<'_>, over: &AtomicBool) -> PyResult<()> {
+    if !over.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    Err(tool_error(
+        py,
+        &gauntlet_model::ToolError {
+            status: 503,
+            message: "the trial is over".to_owned(),
+            retry_after_s: None,
+        },
+    ))
+}
+
 /// The simulated user of one trial.
 #[pyclass(module = "gauntlet._native", frozen)]
 pub struct User {
     env: SharedEnv,
     steps: Arc<AtomicU32>,
     handle: Handle,
+    /// As [`Tools`]'s: once the trial is over, the user answers with `ToolError` too.
+    over: Arc<AtomicBool>,
 }
 
 #[pymethods]
 impl User {
     /// Asks the user to confirm an action; whether they approved.
-    fn confirm(&self, py: Python<'_>, action: &str) -> bool {
+    fn confirm(&self, py: Python<'_>, action: &str) -> PyResult<bool> {
+        trial_on(py, &self.over)?;
         let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
-        py.detach(|| {
+        Ok(py.detach(|| {
             self.handle
                 .block_on(conversation::confirm(&self.env, step, action))
                 .0
-        })
+        }))
     }
 
     /// Asks the user a question; the answer.
-    fn ask(&self, py: Python<'_>, question: &str) -> String {
+    fn ask(&self, py: Python<'_>, question: &str) -> PyResult<String> {
+        trial_on(py, &self.over)?;
         let step = self.steps.fetch_add(1, Ordering::SeqCst) + 1;
-        py.detach(|| {
+        Ok(py.detach(|| {
             self.handle
                 .block_on(conversation::ask(&self.env, step, question))
-        })
+        }))
     }
 }

@@ -42,7 +42,9 @@ pub fn tool_error(py: Python<'_>, e: &ToolError) -> PyErr {
 }
 
 /// An exception the agent raised, in one line: `NameError: name 'x' is not defined (agent.py:12
-/// in solve)`, the innermost frame's place.
+/// in solve)`, the place of the innermost frame outside the `gauntlet` package (an exception
+/// the package raises about the agent, such as an answer that is no string, names the agent's
+/// place in its message).
 pub fn describe(py: Python<'_>, e: &PyErr) -> String {
     let what = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
     let class = e
@@ -55,7 +57,22 @@ pub fn describe(py: Python<'_>, e: &PyErr) -> String {
             .import("traceback")
             .and_then(|t| t.call_method1("extract_tb", (tb,)))
             .ok()?;
-        let last = frames.get_item(-1).ok()?;
+        let package = py
+            .import("gauntlet")
+            .and_then(|g| g.getattr("__file__"))
+            .and_then(|f| f.extract::<String>())
+            .ok()
+            .and_then(|f| Some(std::path::Path::new(&f).parent()?.to_owned()));
+        let frames: Vec<Bound<'_, PyAny>> = frames.try_iter().ok()?.flatten().collect();
+        let last = frames.into_iter().rev().find(|frame| {
+            let file = frame
+                .getattr("filename")
+                .and_then(|f| f.extract::<String>())
+                .unwrap_or_default();
+            !package
+                .as_deref()
+                .is_some_and(|p| std::path::Path::new(&file).starts_with(p))
+        })?;
         let file: String = last.getattr("filename").ok()?.extract().ok()?;
         let line: u32 = last.getattr("lineno").ok()?.extract().ok()?;
         let name: String = last.getattr("name").ok()?.extract().ok()?;

@@ -6,8 +6,12 @@
 //! these in typed objects.
 
 mod agent;
+mod convert;
 mod errors;
+mod in_progress;
 mod named;
+mod resume;
+mod stop;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +22,7 @@ use gauntlet_runner::{Finished, Notice, Observer, Run, RunOptions};
 use gauntlet_suite::Suite;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use stop::Stop;
 
 /// Runs the command line (`args` without the program's name) in this process; its exit code.
 #[pyfunction]
@@ -57,7 +62,7 @@ fn cases<'py>(py: Python<'py>, suite: PathBuf) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// A stored run's results (`results.json` and `summaries.jsonl`), checked as `gauntlet report`
-/// reads them, as `{results, run_dir, errors}`.
+/// reads them, as `{results, run_dir, errors, trials_on_disk}`.
 #[pyfunction]
 fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let file = run_dir.join("results.json");
@@ -68,10 +73,25 @@ fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, P
         );
         return Err(errors::of_kind(py, ErrorKind::InvalidInput, &[message]));
     }
-    let results = py
-        .detach(|| gauntlet_store::read_results(&file))
+    // A large run's summaries stay on disk, as `run` leaves them: past the number a run holds
+    // (`KEPT_SUMMARIES`), `Results` reads them from the folder when asked.
+    let (results, trials_on_disk) = py
+        .detach(|| {
+            let mut results = gauntlet_store::read_results_head(&file)?;
+            let mut kept = Vec::new();
+            for summary in gauntlet_store::read_summaries(&file)? {
+                if kept.len() == gauntlet_runner::offline::KEPT_SUMMARIES {
+                    return Ok((results, true));
+                }
+                kept.push(summary?);
+            }
+            results.trials = kept;
+            Ok::<_, gauntlet_store::StoreError>((results, false))
+        })
         .map_err(|e| errors::classified(py, &e))?;
-    finished(py, &results, &run_dir, &[])
+    let out = finished(py, &results, &run_dir, &[])?;
+    out.set_item("trials_on_disk", trials_on_disk)?;
+    Ok(out)
 }
 
 /// A stored run's trial records, one at a time (large states restored from `states/`), as
@@ -97,6 +117,37 @@ impl TrialRecords {
     }
 }
 
+/// A stored run's trial summaries, one at a time, in plan order, as dicts in the form
+/// `summaries.jsonl` holds them: a large run's `Results` reads them from disk when asked.
+#[pyclass(module = "gauntlet._native", unsendable)]
+struct TrialSummaries {
+    summaries:
+        Box<dyn Iterator<Item = Result<gauntlet_model::TrialSummary, gauntlet_store::StoreError>>>,
+}
+
+#[pymethods]
+impl TrialSummaries {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.summaries.next() {
+            None => Ok(None),
+            Some(Ok(summary)) => Ok(Some(pythonize::pythonize(py, &summary)?)),
+            Some(Err(e)) => Err(errors::classified(py, &e)),
+        }
+    }
+}
+
+/// Streams a finished run's trial summaries (see [`TrialSummaries`]).
+#[pyfunction]
+fn read_summaries(py: Python<'_>, run_dir: PathBuf) -> PyResult<TrialSummaries> {
+    let summaries =
+        gauntlet_store::read_summaries(&run_dir).map_err(|e| errors::classified(py, &e))?;
+    Ok(TrialSummaries { summaries })
+}
+
 /// Streams a stored run's trial records (see [`TrialRecords`]).
 #[pyfunction]
 fn read_trials(py: Python<'_>, run_dir: PathBuf) -> PyResult<TrialRecords> {
@@ -107,12 +158,15 @@ fn read_trials(py: Python<'_>, run_dir: PathBuf) -> PyResult<TrialRecords> {
 }
 
 /// Follows a run for Python: each event, in the wire form `--events` writes, to a callback;
-/// warnings as Python warnings. The callback's first exception is kept and raised once the
-/// run is over.
+/// warnings as Python warnings. The callback's first exception stops the run (Ctrl-C's
+/// `KeyboardInterrupt` arrives that way when the signal lands while the callback runs), and is
+/// raised.
 struct PyObserver {
     on_event: Option<Py<PyAny>>,
     trial_events: bool,
     failed: Option<PyErr>,
+    /// Set when the callback fails: the run's wait ends the run.
+    stop: Stop,
     /// The run folder, once it exists.
     folder: Option<PathBuf>,
 }
@@ -127,8 +181,13 @@ impl PyObserver {
             callback.call1(py, (event,)).map(drop)
         });
         if let Err(e) = sent {
-            self.failed = Some(e);
+            self.fail(e);
         }
+    }
+
+    fn fail(&mut self, e: PyErr) {
+        self.failed.get_or_insert(e);
+        self.stop.stop();
     }
 }
 
@@ -150,7 +209,7 @@ impl Observer for PyObserver {
                     )
                 });
                 if let Err(e) = warned {
-                    self.failed.get_or_insert(e);
+                    self.fail(e);
                 }
             });
         }
@@ -163,14 +222,23 @@ impl Observer for PyObserver {
     }
 }
 
+/// Why a run ended before its work did.
+enum Interrupted {
+    /// A signal Python must see (Ctrl-C's `KeyboardInterrupt`): its exception.
+    Signal(PyErr),
+    /// Its [`Stop`] was set.
+    Stopped,
+}
+
 /// Runs a future on the runtime with the GIL released, checking every 100 ms for a signal
-/// Python must see (Ctrl-C's `KeyboardInterrupt`); on one, the run is dropped (its folder
-/// keeps every trial finished, to resume) and the signal's exception is raised.
+/// Python must see (Ctrl-C's `KeyboardInterrupt`) and waking at once when `stop` is set; on
+/// either, the run is dropped (its folder keeps every trial finished, to resume).
 fn block_on_interruptible<T: Send, F: std::future::Future<Output = T>>(
     py: Python<'_>,
     runtime: &tokio::runtime::Runtime,
+    stop: &Stop,
     work: impl FnOnce() -> F + Send,
-) -> PyResult<T> {
+) -> Result<T, Interrupted> {
     py.detach(|| {
         runtime.block_on(async {
             let work = work();
@@ -184,7 +252,8 @@ fn block_on_interruptible<T: Send, F: std::future::Future<Output = T>>(
             };
             tokio::select! {
                 done = work => Ok(done),
-                interrupted = signals => Err(interrupted),
+                interrupted = signals => Err(Interrupted::Signal(interrupted)),
+                () = stop.wait() => Err(Interrupted::Stopped),
             }
         })
     })
@@ -207,7 +276,7 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
 /// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
 /// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, errors}`.
 #[pyfunction]
-#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None, retry_errors=0))]
+#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None, stop=None, retry_errors=0))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -231,6 +300,7 @@ fn run<'py>(
     replay_cassette: Option<PathBuf>,
     record_cassette: Option<PathBuf>,
     gateway_upstream: Option<String>,
+    stop: Option<Bound<'py, Stop>>,
     retry_errors: u32,
 ) -> PyResult<Bound<'py, PyDict>> {
     let invalid = |m: String| errors::of_kind(py, ErrorKind::InvalidInput, &[m]);
@@ -251,6 +321,16 @@ fn run<'py>(
             }
         },
     };
+    if let Some(dir) = &resume {
+        let given = match (&spec, &callable) {
+            (Some(spec), _) => resume::Given::Spec(spec),
+            (None, Some(_)) => resume::Given::Function(agent_label.as_deref().unwrap_or("python")),
+            (None, None) => resume::Given::Nothing,
+        };
+        resume::check_agent(dir, given).map_err(invalid)?;
+    }
+    let _claim =
+        in_progress::claim(out.iter().chain(&resume).map(PathBuf::as_path)).map_err(invalid)?;
     let mut run = Run::new(&suite).options(RunOptions {
         agent: spec,
         seed,
@@ -306,14 +386,16 @@ fn run<'py>(
     if let Some(dir) = resume {
         run = run.resume(dir, false);
     }
+    let stop = stop.map(|s| s.get().clone()).unwrap_or_default();
     let mut observer = PyObserver {
         on_event,
         trial_events,
         failed: None,
+        stop: stop.clone(),
         folder: None,
     };
     let runtime = new_runtime(py)?;
-    let executed = block_on_interruptible(py, &runtime, || run.execute(&mut observer));
+    let executed = block_on_interruptible(py, &runtime, &stop, || run.execute(&mut observer));
     // An agent that will not return (blocked outside Python) must not hold the caller; the GIL
     // is released meanwhile, since a trial dropped now may take it to interrupt its agent.
     py.detach(|| runtime.shutdown_timeout(Duration::from_millis(500)));
@@ -326,26 +408,27 @@ fn run<'py>(
             .getattr("stderr")?
             .call_method1("write", (note,))?;
     }
+    let executed = match executed {
+        Ok(done) => done,
+        Err(Interrupted::Signal(e)) => return Err(e),
+        // The callback's exception, or the stop Python set (a stream's consumer left).
+        Err(Interrupted::Stopped) => {
+            return Err(observer.failed.take().unwrap_or_else(|| {
+                pyo3::exceptions::PyInterruptedError::new_err("the run was stopped")
+            }));
+        }
+    };
     let Finished {
-        mut results,
+        results,
         gate_errors,
         dir,
         shard: _,
         spill,
-    } = executed?.map_err(|e| errors::classified(py, &e))?;
-    // A run too large to hold its summaries kept them on disk: `Results` lists every trial, so
-    // they are read back from the run folder (`summaries.jsonl`).
-    if spill.is_some() {
-        results = py
-            .detach(|| gauntlet_store::read_results(&dir))
-            .map_err(|e| {
-                errors::of_kind(
-                    py,
-                    ErrorKind::Harness,
-                    &[format!("failed to read the run: {e}")],
-                )
-            })?;
-    }
+    } = executed.map_err(|e| errors::classified(py, &e))?;
+    // A run too large to hold its summaries kept them on disk, and there they stay, as the
+    // command keeps them: `Results` reads them from the run folder when asked.
+    let trials_on_disk = spill.is_some();
+    drop(spill);
     observer.send(&gauntlet_model::events::run_finished_wire(
         &results,
         &gauntlet_runner::now(),
@@ -357,7 +440,9 @@ fn run<'py>(
         py.import("warnings")?
             .call_method1("warn", (e.to_string(),))?;
     }
-    finished(py, &results, &dir, &gate_errors)
+    let out = finished(py, &results, &dir, &gate_errors)?;
+    out.set_item("trials_on_disk", trials_on_disk)?;
+    Ok(out)
 }
 
 /// `{results, run_dir, errors}` for the Python half: `errors` says why the run earns no verdict
@@ -439,7 +524,7 @@ fn merge<'py>(
     let Merged {
         results,
         gate_errors,
-        spill: _,
+        spill,
     } = py
         .detach(|| {
             merge_parts(
@@ -456,7 +541,9 @@ fn merge<'py>(
         py.import("warnings")?
             .call_method1("warn", (e.to_string(),))?;
     }
-    finished(py, &results, &out, &gate_errors)
+    let done = finished(py, &results, &out, &gate_errors)?;
+    done.set_item("trials_on_disk", spill.is_some())?;
+    Ok(done)
 }
 
 /// Scores a file (or run folder) of recorded trajectories against a suite's cases, writing a
@@ -531,9 +618,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(read_results, m)?)?;
     m.add_function(wrap_pyfunction!(read_trials, m)?)?;
+    m.add_function(wrap_pyfunction!(read_summaries, m)?)?;
     m.add_function(wrap_pyfunction!(cases, m)?)?;
     m.add_class::<agent::Case>()?;
     m.add_class::<agent::Tools>()?;
     m.add_class::<agent::User>()?;
+    m.add_class::<Stop>()?;
     Ok(())
 }
