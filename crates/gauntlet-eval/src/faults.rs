@@ -518,7 +518,21 @@ fn judge(
             let bad_key = retries.iter().find(|r| {
                 call.idempotency_key.is_none() || r.idempotency_key != call.idempotency_key
             });
-            if let Some(r) = bad_key {
+            // The lost call's key on another call: a retry gone wrong, which an API refuses.
+            let reused_key = later.iter().map(|(_, c)| *c).find(|c| {
+                call.idempotency_key.is_some()
+                    && c.idempotency_key == call.idempotency_key
+                    && (c.tool != call.tool || canonical(&c.arguments) != sig)
+            });
+            if let Some(r) = reused_key {
+                v(
+                    false,
+                    format!(
+                        "retried {} under the lost call's idempotency key with other arguments (an API refuses it with 409); effect applied {count} time(s)",
+                        r.id
+                    ),
+                )
+            } else if let Some(r) = bad_key {
                 v(
                     false,
                     format!(

@@ -3,7 +3,8 @@
 //! Every call is recorded whatever happens to it: unknown tool, invalid arguments (400),
 //! missing scope (403), injected fault, handler error, or success with its state transitions.
 //! A write repeated with an idempotency key already applied is answered from the first call
-//! without applying its effect again, as an idempotent API would.
+//! without applying its effect again, as an idempotent API would; the key reused for another
+//! call (other arguments, or another tool) is refused with 409, as Stripe and ticketing APIs do.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -194,8 +195,8 @@ pub struct Simulator {
     side_effects: Vec<SideEffect>,
     calls_per_tool: std::collections::HashMap<String, u32>,
     model_calls: u32,
-    /// Results of applied writes by idempotency key: (tool, result).
-    idempotent: std::collections::HashMap<String, (String, Value)>,
+    /// Applied writes by idempotency key: what was asked and what it answered.
+    idempotent: std::collections::HashMap<String, Applied>,
     next_call: u32,
     started: Instant,
     waited_ms: f64,
@@ -481,12 +482,11 @@ impl Simulator {
 
     /// Puts the recorded output of a replayed call beside the last call's output.
     pub fn note_recorded_output(&mut self, recorded: Value) {
-        self.events
-            .change_last_call(|c| {
-                let mut recorded = recorded;
-                gauntlet_model::bound::bound_value(&mut recorded);
-                c.recorded_output = Some(recorded);
-            });
+        self.events.change_last_call(|c| {
+            let mut recorded = recorded;
+            gauntlet_model::bound::bound_value(&mut recorded);
+            c.recorded_output = Some(recorded);
+        });
     }
 
     /// The trial's events so far other than its tool calls (the conversation, faults, waits).
@@ -643,11 +643,15 @@ impl Simulator {
         }
         if tool.spec.kind == ToolKind::Write
             && let Some(key) = &call.idempotency_key
-            && let Some((first_tool, result)) = self.idempotent.get(key)
-            && *first_tool == call.tool
+            && let Some(first) = self.idempotent.get(key)
         {
+            // The first call's answer only for the same call: a replay that returned it for
+            // other arguments would hide a wrong retry that no real API accepts.
+            if first.tool != call.tool || first.arguments != call.arguments {
+                return Err(error(409, idempotency_conflict(key, first)));
+            }
             call.idempotent_replay = true;
-            return Ok(result.clone());
+            return Ok(first.result.clone());
         }
         let fault = self
             .faults
@@ -722,8 +726,15 @@ impl Simulator {
                 if tool.spec.kind == ToolKind::Write {
                     SideEffect::log(&mut self.side_effects, call);
                     if let Some(key) = &call.idempotency_key {
-                        self.idempotent
-                            .insert(key.clone(), (call.tool.clone(), value.clone()));
+                        self.idempotent.insert(
+                            key.clone(),
+                            Applied {
+                                call_id: call.id.clone(),
+                                tool: call.tool.clone(),
+                                arguments: call.arguments.clone(),
+                                result: value.clone(),
+                            },
+                        );
                     }
                 }
                 if call.fault == Some(FaultKind::LostResponse) {
@@ -866,6 +877,24 @@ fn error(status: u16, message: String) -> ToolError {
         message,
         retry_after_s: None,
     }
+}
+
+/// A write applied under an idempotency key: what a later call under the key is compared with.
+#[derive(Debug, Clone)]
+struct Applied {
+    call_id: String,
+    tool: String,
+    arguments: Value,
+    result: Value,
+}
+
+/// Why a call under an applied key is refused: the key, and the call that used it first (what
+/// a retry must repeat).
+fn idempotency_conflict(key: &str, first: &Applied) -> String {
+    format!(
+        "idempotency key `{key}` reused with different arguments (first used by {}: `{}` {})",
+        first.call_id, first.tool, first.arguments
+    )
 }
 
 #[cfg(test)]

@@ -118,6 +118,89 @@ fn writes_record_state_changes_and_side_effects() {
     assert_eq!(t.side_effects[1].idempotency_key.as_deref(), Some("k1"));
 }
 
+/// Regression (issue 47, item 7): a retried write under the same idempotency key with other
+/// arguments (`ticket_id TCK-102 -> TCK-104`) was answered with the first call's result, so a
+/// wrong retry read as a good one. A real API refuses it with 409, and so does the world.
+#[test]
+fn an_idempotency_key_reused_with_other_arguments_is_a_409_conflict() {
+    let w: WorldSpec = serde_json::from_value(json!({
+        "name": "tickets",
+        "state": {"tickets": {
+            "TCK-102": {"id": "TCK-102", "status": "open"},
+            "TCK-104": {"id": "TCK-104", "status": "open"}
+        }},
+        "tools": [
+            {"name": "close_ticket", "kind": "write",
+             "parameters": {"type": "object", "properties": {"ticket_id": {"type": "string"}}, "required": ["ticket_id"]},
+             "handler": [{"set": {"path": "/tickets/{ticket_id}/status", "value": "closed"}}]},
+            {"name": "reopen_ticket", "kind": "write",
+             "parameters": {"type": "object", "properties": {"ticket_id": {"type": "string"}}, "required": ["ticket_id"]},
+             "handler": [{"set": {"path": "/tickets/{ticket_id}/status", "value": "open"}}]}
+        ]
+    }))
+    .unwrap();
+    let w = Arc::new(World::compile(w).unwrap());
+    let state = Value::Object(w.spec().state.clone());
+    let mut s = Simulator::new(w, state, Context::default(), FaultPlan::default());
+    let first = s
+        .call_tool(
+            1,
+            "close_ticket",
+            json!({"ticket_id": "TCK-102"}),
+            Some("k1".into()),
+        )
+        .unwrap();
+    // The same call again is a replay: the first answer, not applied again.
+    let replay = s
+        .call_tool(
+            2,
+            "close_ticket",
+            json!({"ticket_id": "TCK-102"}),
+            Some("k1".into()),
+        )
+        .unwrap();
+    assert_eq!(replay, first);
+    let other_arguments = s
+        .call_tool(
+            3,
+            "close_ticket",
+            json!({"ticket_id": "TCK-104"}),
+            Some("k1".into()),
+        )
+        .unwrap_err();
+    assert_eq!(other_arguments.status, 409);
+    assert_eq!(
+        other_arguments.message,
+        r#"idempotency key `k1` reused with different arguments (first used by call-1: `close_ticket` {"ticket_id":"TCK-102"})"#
+    );
+    let other_tool = s
+        .call_tool(
+            4,
+            "reopen_ticket",
+            json!({"ticket_id": "TCK-102"}),
+            Some("k1".into()),
+        )
+        .unwrap_err();
+    assert_eq!(other_tool.status, 409);
+    let (t, state) = s.finish(None);
+    assert_eq!(state["tickets"]["TCK-102"]["status"], "closed");
+    assert_eq!(state["tickets"]["TCK-104"]["status"], "open");
+    let c = calls(&t.events);
+    assert_eq!(
+        c.iter()
+            .map(|c| (c.idempotent_replay, c.error.as_ref().map(|e| e.status)))
+            .collect::<Vec<_>>(),
+        [
+            (false, None),
+            (true, None),
+            (false, Some(409)),
+            (false, Some(409))
+        ]
+    );
+    assert!(c[2].state_changes.is_empty() && c[3].state_changes.is_empty());
+    assert_eq!(t.side_effects.len(), 1);
+}
+
 #[test]
 fn list_filters_skip_absent_arguments() {
     let mut s = sim(&[], vec![]);

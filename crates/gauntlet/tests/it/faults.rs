@@ -251,3 +251,83 @@ fn a_write_applied_twice_is_a_duplicate_whatever_keys_its_calls_carried() {
         }
     }
 }
+
+/// Regression (issue 47, item 7): a retry under the lost call's idempotency key with other
+/// arguments was answered with the first call's result, so `gauntlet audit` called the mutant
+/// `incident_id "INC-004217" -> ...` of the retried write equivalent. The world refuses the
+/// call with 409, as a real API does, the agent sees it, `fault_lost_response` fails it, and the
+/// audit kills the mutant.
+#[test]
+fn a_retry_under_the_lost_calls_key_with_other_arguments_is_a_409_and_the_audit_kills_it() {
+    let (tmp, suite) = example();
+    let file = suite.join("cases/faults/07-lost-response.yaml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(
+        "  other-incident:\n    - tool: get_incident\n      args: {incident_id: INC-004217}\n    - confirm: Close INC-004217?\n\
+         \x20   - tool: close_incident\n      args: {incident_id: INC-004217}\n      idempotency_key: k1\n    - wait_ms: 500\n\
+         \x20   - tool: close_incident\n      args: {incident_id: INC-004218}\n      idempotency_key: k1\n    - answer: INC-004217 is closed.\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("other");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--filter",
+        "fault-lost-response",
+        "--agent",
+        "script:other-incident",
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.code <= 1, "{}", o.stderr);
+    let trial = &read_trials(&out)[0];
+    assert_eq!(trial["status"], "failed", "{trial}");
+    let retry = trial["trajectory"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_call" && e["tool"] == "close_incident")
+        .nth(1)
+        .unwrap()
+        .clone();
+    assert_eq!(retry["error"]["status"], 409, "{retry}");
+    assert_eq!(
+        retry["error"]["message"],
+        r#"idempotency key `k1` reused with different arguments (first used by call-2: `close_incident` {"incident_id":"INC-004217"})"#
+    );
+    assert!(retry.get("state_changes").is_none(), "{retry}");
+    let verdict = trial["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fault_lost_response")
+        .unwrap()
+        .clone();
+    assert_eq!(verdict["passed"], false, "{verdict}");
+    assert!(
+        verdict["details"]
+            .to_string()
+            .contains("under the lost call's idempotency key with other arguments"),
+        "{verdict}"
+    );
+    let o = run(&[
+        "audit",
+        s(&suite),
+        "--filter",
+        "fault-lost-response",
+        "--json",
+    ]);
+    let report: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|_| panic!("{}", o.stderr));
+    let case = &report["cases"][0];
+    let passed: Vec<&str> = ["survivors", "equivalent"]
+        .iter()
+        .flat_map(|list| case[list].as_array().unwrap())
+        .map(|s| s["mutation"].as_str().unwrap())
+        .collect();
+    assert!(
+        !passed
+            .iter()
+            .any(|m| m.starts_with("write 2 (close_incident): incident_id")),
+        "{case}"
+    );
+}
