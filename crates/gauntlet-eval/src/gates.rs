@@ -325,7 +325,21 @@ impl CompiledGate {
     /// segment, a non-boolean result) fails the gate and is reported in its outcome.
     pub fn decide(&self, agg: &Aggregate) -> (GateOutcome, Option<String>) {
         let (context, inputs) = self.context(agg);
+        let no_trials = agg
+            .metrics
+            .get(gauntlet_model::names::metric::TRIALS)
+            .is_some_and(|n| *n == 0.0);
         let (passed, error) = match self.program.execute(&context) {
+            // Over no trials the rates are undefined: say so, not the type error CEL gives on
+            // them.
+            _ if no_trials => (
+                false,
+                Some(format!(
+                    "gate `{}` has no trials to decide on (an empty part of a sharded run, or a \
+                     filter that matched no case)",
+                    self.spec.expr()
+                )),
+            ),
             Ok(cel::Value::Bool(b)) => (b, None),
             Ok(other) => (
                 false,

@@ -33,7 +33,9 @@ pub enum PlanError {
         known: String,
     },
     /// A run id with characters that do not belong in a folder name.
-    #[error("--run-id `{0}`: use letters, digits, `.`, `_` and `-` only")]
+    #[error(
+        "--run-id `{0}`: use letters, digits, `.`, `_` and `-` only, not dots alone (`.` and `..` name other folders)"
+    )]
     BadRunId(String),
     /// A plan too large to be meant (and to fit in memory).
     #[error(

@@ -142,8 +142,10 @@ impl Settings {
                 }
             },
         };
+        // `.` and `..` are made of allowed characters but name the runs folder or its parent.
         if let Some(id) = &options.run_id
             && (id.is_empty()
+                || id.chars().all(|c| c == '.')
                 || !id
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
@@ -577,6 +579,21 @@ mod tests {
             (
                 RunOptions {
                     run_id: Some("a/b".into()),
+                    ..RunOptions::default()
+                },
+                "letters, digits",
+            ),
+            // Issue 48: these wrote into `.gauntlet/` itself.
+            (
+                RunOptions {
+                    run_id: Some("..".into()),
+                    ..RunOptions::default()
+                },
+                "letters, digits",
+            ),
+            (
+                RunOptions {
+                    run_id: Some(".".into()),
                     ..RunOptions::default()
                 },
                 "letters, digits",

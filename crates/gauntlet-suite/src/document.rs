@@ -125,6 +125,20 @@ fn unclosed(text: &str, line: usize) -> Option<String> {
 
 /// A parser message without advice meant for programmers (the parser library's options).
 fn plain(message: String) -> String {
+    // The reader's guard against documents that would take all memory, in its own debug text
+    // (`budget breached: Nodes { nodes: 250001 }`): said in words, with the way out.
+    if message.starts_with("budget breached") {
+        let limit = message
+            .split(|c: char| !c.is_ascii_digit())
+            .find_map(|n| n.parse::<u64>().ok())
+            .map_or_else(String::new, |n| {
+                format!(" ({} values)", n.saturating_sub(1))
+            });
+        return format!(
+            "this file is larger than the YAML reader takes{limit}: put a large world `state:` \
+             in a JSON file beside the world and name it with `state_file:`"
+        );
+    }
     match message.split_once(", set DuplicateKeyPolicy") {
         Some((m, _)) => format!("{m} (the key appears twice; keep one)"),
         None => gauntlet_model::without_rust_types(&message),
@@ -140,4 +154,31 @@ fn yaml_message(e: &serde_saphyr::Error) -> String {
         .map_or(first, |(m, _)| m)
         .trim_end_matches(',');
     first.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 48: a world `state:` of 25,000 records failed with the YAML library's debug text
+    /// (`budget breached: Nodes { nodes: 250001 }`).
+    #[test]
+    fn a_state_too_large_for_yaml_says_the_limit_in_words_and_points_to_state_file() {
+        let mut text = String::from("state:\n  records:\n");
+        for i in 0..25_000 {
+            text.push_str(&format!(
+                "    r{i}: {{a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9}}\n"
+            ));
+        }
+        let e = super::parse::<serde_json::Value>(
+            std::path::Path::new("worlds/big.yaml"),
+            &text,
+            false,
+            0,
+        )
+        .err()
+        .expect("too large");
+        let shown = e.to_string();
+        assert!(!shown.contains("budget breached"), "{shown}");
+        assert!(shown.contains("state_file"), "{shown}");
+        assert!(shown.contains("250000 values"), "{shown}");
+    }
 }

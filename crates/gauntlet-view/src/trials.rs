@@ -228,9 +228,19 @@ impl TrialIndex {
         let mut added = false;
         loop {
             let start = batch.bytes.len();
-            let read = reader
+            // A line is at most what every reader of the store takes: one without end is an
+            // error, not all memory.
+            let limit = gauntlet_store::open::MAX_LINE_BYTES;
+            let read = (&mut reader)
+                .take(limit as u64 + 1)
                 .read_until(b'\n', &mut batch.bytes)
                 .map_err(io(trials))?;
+            if read > limit && batch.bytes.last() != Some(&b'\n') {
+                return Err(io(trials)(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("a line is longer than {limit} bytes, the most gauntlet reads"),
+                )));
+            }
             // A line still being written is read once the file grows.
             let whole = read > 0 && batch.bytes.last() == Some(&b'\n');
             if whole {

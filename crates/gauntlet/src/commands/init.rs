@@ -23,10 +23,22 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 pub fn init(dir: &Path) -> Result<i32, ExpectedError> {
-    // Nothing of the user's is overwritten: every file is checked before one is written.
+    // Nothing of the user's is overwritten: every file is checked before one is written. A
+    // symlink counts as there, dangling or not, and so does one in place of a folder: writing
+    // through it would write outside the suite.
     for (name, _) in FILES {
         let path = dir.join(name);
-        if path.exists() {
+        if let Some(link) = std::iter::successors(Some(path.as_path()), |p| p.parent())
+            .take_while(|p| *p != dir)
+            .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink()))
+        {
+            return Err(ExpectedError::input(format!(
+                "{} is a symbolic link: gauntlet init writes a new suite and writes through no \
+                 link (choose another folder)",
+                link.display()
+            )));
+        }
+        if std::fs::symlink_metadata(&path).is_ok() {
             return Err(ExpectedError::input(format!(
                 "{} already exists: gauntlet init writes a new suite and overwrites nothing (choose another folder)",
                 path.display()
@@ -40,7 +52,12 @@ pub fn init(dir: &Path) -> Result<i32, ExpectedError> {
                 ExpectedError::input(format!("cannot make {}: {e}", parent.display()))
             })?;
         }
-        std::fs::write(&path, text)
+        // `create_new`: a link or file put there since the check is refused, not followed.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
             .map_err(|e| ExpectedError::input(format!("cannot write {}: {e}", path.display())))?;
     }
     let shown = dir.display();
@@ -54,4 +71,25 @@ pub fn init(dir: &Path) -> Result<i32, ExpectedError> {
         "  gauntlet run {shown} --agent 'cmd:python3 my_agent.py'   # your agent (README step 7)"
     );
     Ok(GATES_PASSED)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    /// Issue 48: `gauntlet init` wrote through a dangling symlink to a file outside the folder.
+    #[test]
+    fn init_refuses_to_write_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside.yaml");
+        let suite = tmp.path().join("suite");
+        std::fs::create_dir_all(&suite).unwrap();
+        std::os::unix::fs::symlink(&outside, suite.join("gauntlet.yaml")).unwrap();
+        let e = super::init(&suite).unwrap_err().lines.join("\n");
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(!outside.exists());
+        let other = tmp.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(tmp.path().join("elsewhere"), other.join("cases")).unwrap();
+        assert!(super::init(&other).is_err());
+        assert!(!tmp.path().join("elsewhere").exists());
+    }
 }

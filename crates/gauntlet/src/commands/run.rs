@@ -41,6 +41,9 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         lines.line(&gauntlet_model::events::run_finished_wire(&results, &at));
     }
     let results = report_finished(results, args.json, args.quiet || terminal.events_on_stdout);
+    if let Some(failure) = terminal.events.as_ref().and_then(|l| l.failure()) {
+        return Err(ExpectedError::harness(failure));
+    }
     if terminal.talk {
         println!("results: {}", out.join("results.json").display());
         for r in reports {
@@ -53,8 +56,15 @@ pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
         }
     }
     // A gate that cannot be decided is still an error; in a part, a failed one waits for the
-    // merge.
-    let code = verdict_code(&results, gate_errors)?;
+    // merge, and so does one it could not decide (an empty part: no trials).
+    let code = verdict_code(
+        &results,
+        if shard.is_some() {
+            Vec::new()
+        } else {
+            gate_errors
+        },
+    )?;
     Ok(if shard.is_some() {
         crate::exit::GATES_PASSED
     } else {
@@ -107,7 +117,10 @@ impl<'a> Terminal<'a> {
         let events = args
             .events
             .as_deref()
-            .map(crate::events::EventLines::open)
+            .map(|path| {
+                let folder = args.out.as_deref().or(args.resume.as_deref());
+                crate::events::EventLines::open_beside(path, folder)
+            })
             .transpose()?;
         let events_on_stdout = args.events.as_deref() == Some(std::path::Path::new("-"));
         let talk = !args.quiet && !args.json && !events_on_stdout;

@@ -210,3 +210,59 @@ fn without_events_a_run_does_not_copy_its_trials_events_and_its_folder_is_unchan
         assert_eq!(f, p, "a trial's trajectory differs when followed live");
     }
 }
+
+/// Issue 48: `--events /dev/full` dropped the whole stream with exit 0 and no word; now one
+/// warning, and exit 3 at the end (the run itself is kept).
+#[cfg(target_os = "linux")]
+#[test]
+fn events_to_a_full_disk_warn_once_and_exit_3() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--events",
+        "/dev/full",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert_eq!(
+        o.stderr.matches("warning: --events /dev/full").count(),
+        1,
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("failed to write the events"),
+        "{}",
+        o.stderr
+    );
+    assert!(out.join("results.json").is_file());
+}
+
+/// Issue 48: `--events RUN/trials.jsonl` truncated the run's own records (1,958 finished
+/// trials destroyed on a resume); any path inside the run folder is refused.
+#[test]
+fn events_inside_the_run_folder_are_refused() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("run");
+    std::fs::create_dir_all(&out).unwrap();
+    for events in [
+        out.join("trials.jsonl"),
+        out.join("..").join("run").join("x.ndjson"),
+    ] {
+        let o = run(&[
+            "run",
+            s(&suite),
+            "--events",
+            s(&events),
+            "--out",
+            s(&out),
+            "--quiet",
+        ]);
+        assert_eq!(o.code, 2, "{}", o.stderr);
+        assert!(o.stderr.contains("inside the run folder"), "{}", o.stderr);
+    }
+}

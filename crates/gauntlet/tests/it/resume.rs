@@ -620,3 +620,26 @@ fn assert_same_run(merged: &Path, whole: &Path) {
     };
     assert_eq!(ids(&merged), ids(&whole));
 }
+
+/// Issue 48 (M9): a part with no trials (`--shard 50/100` on 23 trials) exited 2 with a CEL
+/// type error on a null rate; a part exits 0 whatever its gates, and gates over no trials say
+/// so in words.
+#[test]
+fn an_empty_part_exits_0_and_its_gates_say_no_trials() {
+    let (tmp, suite) = example();
+    let out = tmp.path().join("part");
+    let o = run(&[
+        "run",
+        s(&suite),
+        "--shard",
+        "50/100",
+        "--out",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("no matching overload"), "{}", o.stderr);
+    let o = run(&["gate", s(&out)]);
+    assert!(!o.stderr.contains("no matching overload"), "{}", o.stderr);
+    assert!(o.stderr.contains("no trials"), "{}\n{}", o.code, o.stderr);
+}
