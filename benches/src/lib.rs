@@ -96,6 +96,7 @@ pub fn record(i: usize) -> TrialRecord {
             side_effects: Vec::new(),
         },
         scores: Vec::new(),
+        retried_errors: Vec::new(),
         duration_ms: 1.0,
         started_at: None,
         not_applicable: Vec::new(),
