@@ -1,4 +1,4 @@
-//! The simulated user: scripted replies (pattern → reply, with defaults for confirmations and
+//! The simulated user: scripted replies (patterns → reply, with defaults for confirmations and
 //! questions), or an LLM persona that answers through the gateway.
 //!
 //! Agents reach the user through [`crate::conversation`]; this module decides what the user
@@ -153,20 +153,11 @@ impl SimulatedUser {
         Ok(SimulatedUser { spec, persona })
     }
 
-    fn matching(&self, question: &str) -> Option<String> {
-        let q = question.to_lowercase();
-        self.spec
-            .replies
-            .iter()
-            .find(|r| q.contains(&r.pattern.to_lowercase()))
-            .map(|r| r.reply.clone())
-    }
-
     /// The reply to a question or confirmation request, given the conversation so far (the
     /// trial's events but its tool calls, the request included).
     pub fn reply(&self, turn: Turn, text: &str, history: &[&Event]) -> Reply {
-        if let Some(reply) = self.matching(text) {
-            return Reply::Now(reply);
+        if let Some(reply) = self.spec.reply_to(text) {
+            return Reply::Now(reply.reply.clone());
         }
         if let (Some(persona), Some(link)) = (&self.spec.persona, &self.persona) {
             return Reply::Persona(PersonaCall {
@@ -191,7 +182,7 @@ impl SimulatedUser {
                 .spec
                 .default
                 .clone()
-                .unwrap_or_else(|| "I have nothing to add.".to_owned()),
+                .unwrap_or_else(|| gauntlet_model::case::NOTHING_TO_ADD.to_owned()),
         })
     }
 
@@ -323,7 +314,7 @@ impl PersonaCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gauntlet_model::UserReply;
+    use gauntlet_model::{ReplyPattern, UserReply};
 
     fn now(reply: Reply) -> String {
         match reply {
@@ -336,7 +327,7 @@ mod tests {
     fn replies_match_case_insensitively_then_defaults_apply() {
         let user = SimulatedUser::scripted(Some(UserSpec {
             replies: vec![UserReply {
-                pattern: "delete".into(),
+                pattern: ReplyPattern::One("delete".into()),
                 reply: "No, do not delete it.".into(),
             }],
             default: Some("INC-1".into()),
@@ -351,6 +342,31 @@ mod tests {
             &[]
         ))));
         assert_eq!(now(user.reply(Turn::Ask, "Which one?", &[])), "INC-1");
+    }
+
+    /// Regression (issue 47, item 4): `pattern: which` answered only questions containing
+    /// "which", so "Could you tell me the ticket number?" got "I have nothing to add." and the
+    /// agent failed for the user's deafness. A list of patterns hears the ways of asking.
+    #[test]
+    fn a_reply_with_several_patterns_answers_any_of_them_ignoring_case() {
+        let spec: UserSpec = serde_json::from_value(json!({"replies": [
+            {"pattern": ["which", "ticket number", "WHAT TICKET"], "reply": "TCK-102"},
+            {"pattern": "sure", "reply": "Yes."}
+        ]}))
+        .unwrap();
+        let user = SimulatedUser::scripted(Some(spec));
+        for question in [
+            "Which ticket?",
+            "Could you tell me the Ticket Number?",
+            "what ticket do you mean?",
+        ] {
+            assert_eq!(now(user.reply(Turn::Ask, question, &[])), "TCK-102");
+        }
+        assert_eq!(now(user.reply(Turn::Ask, "Are you SURE?", &[])), "Yes.");
+        assert_eq!(
+            now(user.reply(Turn::Ask, "Anything else?", &[])),
+            gauntlet_model::case::NOTHING_TO_ADD
+        );
     }
 
     #[test]

@@ -91,6 +91,7 @@ pub(crate) fn builtin_scores(
     if let Some(s) = agent_finished(trajectory) {
         scores.push(s);
     }
+    scores.extend(crate::user::user_unanswered(case, trajectory));
     if let Some(s) = agent_completed(trajectory) {
         scores.push(s);
     }

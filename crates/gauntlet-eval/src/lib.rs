@@ -27,6 +27,7 @@ pub mod safety;
 mod sequence;
 pub mod trajectory_match;
 mod trial;
+mod user;
 
 pub use aggregate::{
     Accumulator, Aggregate, DISTRIBUTIONS, EXACT_QUANTILE_VALUES, MAX_K, aggregate, metric_names,

@@ -71,6 +71,7 @@ pub const NEEDS: &[(&str, Needs)] = &[
     (names::TASK_SUCCESS, Needs::Case),
     (names::BENCHMARK_REWARD, Needs::Case),
     (names::CHECKPOINTS, Needs::Case),
+    (names::USER_UNANSWERED, Needs::Case),
 ];
 
 /// What a built-in evaluator needs besides the trajectory ([`Needs::Nothing`] for the

@@ -263,13 +263,13 @@ pub struct FaultSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserSpec {
-    /// Replies tried in order: the first whose pattern occurs in the agent's question answers.
+    /// Replies tried in order: the first with a pattern the agent's question contains answers.
     #[serde(default)]
     pub replies: Vec<UserReply>,
     /// Answer to a confirmation request no reply matched (`yes` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<String>,
-    /// Answer to any other question no reply matched.
+    /// Answer to any other question no reply matched ([`NOTHING_TO_ADD`] when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
     /// An LLM persona that answers what no reply matched, through the LLM gateway: who the
@@ -282,14 +282,65 @@ pub struct UserSpec {
     pub model: Option<String>,
 }
 
+/// What the scripted user says to a question no reply matched when its case gives no
+/// `default` (and no persona): the question then went unanswered (`user_unanswered`).
+pub const NOTHING_TO_ADD: &str = "I have nothing to add.";
+
+impl UserSpec {
+    /// The reply that answers `question`: the first any of whose patterns the question
+    /// contains, ignoring case.
+    pub fn reply_to(&self, question: &str) -> Option<&UserReply> {
+        let question = question.to_lowercase();
+        self.replies.iter().find(|r| {
+            r.pattern
+                .texts()
+                .iter()
+                .any(|p| question.contains(&p.to_lowercase()))
+        })
+    }
+
+    /// Whether a question no reply matches still gets an answer the case's author chose: a
+    /// `default`, or the persona's.
+    pub fn answers_unmatched_questions(&self) -> bool {
+        self.default.is_some() || self.persona.is_some()
+    }
+}
+
 /// One scripted reply of the simulated user.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserReply {
-    /// Case-insensitive text that the agent's question must contain.
-    pub pattern: String,
+    /// Case-insensitive text that the agent's question must contain, or a list of such texts
+    /// of which it must contain one (the ways of asking for the same thing).
+    pub pattern: ReplyPattern,
     /// What the user answers.
     pub reply: String,
+}
+
+/// A reply's pattern: one text, or several of which any may match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReplyPattern {
+    /// One text.
+    One(String),
+    /// Several texts; the question contains any.
+    Any(Vec<String>),
+}
+
+impl ReplyPattern {
+    /// The texts, one or several.
+    pub fn texts(&self) -> &[String] {
+        match self {
+            ReplyPattern::One(text) => std::slice::from_ref(text),
+            ReplyPattern::Any(texts) => texts,
+        }
+    }
+}
+
+impl From<&str> for ReplyPattern {
+    fn from(text: &str) -> Self {
+        ReplyPattern::One(text.to_owned())
+    }
 }
 
 /// One step of a reference trajectory or named script: exactly one of `tool`, `confirm`, `ask`,

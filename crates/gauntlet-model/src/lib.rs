@@ -38,7 +38,8 @@ pub mod world;
 pub use attack::{Attack, CallPattern, InjectionVector, NoTemplateError, Predicate};
 pub use benchmark::{BenchmarkHeadline, BenchmarkSpec, Metrics};
 pub use case::{
-    Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, UserReply, UserSpec,
+    Case, Constraints, Context, FaultKind, FaultSpec, ReferenceStep, ReplyPattern, UserReply,
+    UserSpec,
 };
 pub use changed_state::{ChangedState, FinalState, StateRef};
 pub use digest::is_trace_id;

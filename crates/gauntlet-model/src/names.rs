@@ -69,6 +69,9 @@ pub const BFCL_AST_MATCH: &str = "bfcl_ast_match";
 pub const REPLAY_AGREEMENT: &str = "replay_agreement";
 /// Why a failed trial failed: harness, execution, selection, argument or other.
 pub const ERROR_ATTRIBUTION: &str = "error_attribution";
+/// The agent's questions the scripted simulated user had no reply for (informational, only
+/// where there were some): a failure that may be the case's user's, not the agent's.
+pub const USER_UNANSWERED: &str = "user_unanswered";
 
 // Robustness and efficiency.
 /// Writes applied more than once for one logical operation; also the run metric summing them.

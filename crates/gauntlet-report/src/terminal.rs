@@ -184,6 +184,10 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         .filter(|s| s.fails_trial())
         .map(|s| what_failed(&s))
         .collect();
+        if t.status == TrialStatus::Failed {
+            // Whose failure it may be: a question the case's user could not answer.
+            failed.extend(t.scores.iter().filter_map(user_unanswered));
+        }
         if let Some(e) = &t.error {
             failed.insert(0, e.clone());
         }
@@ -397,6 +401,19 @@ impl TerminalReporter {
             _ => None,
         }
     }
+}
+
+/// The `user_unanswered` note as the terminal says it: `user had no reply to "..."`.
+fn user_unanswered(s: &gauntlet_model::Score) -> Option<String> {
+    if s.name != names::USER_UNANSWERED {
+        return None;
+    }
+    let questions: Vec<String> = s.details["questions"]
+        .as_array()?
+        .iter()
+        .filter_map(|q| q.as_str().map(|q| format!("{q:?}")))
+        .collect();
+    Some(format!("user had no reply to {}", questions.join(", ")))
 }
 
 /// A failed score as what went wrong, in one polarity: `forbidden tool used`, `write without

@@ -11,6 +11,7 @@ mod diagnostic;
 mod document;
 mod load;
 mod spans;
+mod warnings;
 
 pub use config::{
     AcceptedSurvivor, AuditConfig, CustomEvaluatorSpec, DatasetEntry, EvaluatorSource,
@@ -19,3 +20,4 @@ pub use config::{
 pub use dataset::{LoadedCase, load_cases};
 pub use diagnostic::Diagnostic;
 pub use load::{LoadedWorld, Suite, load_document, load_gates_file, load_world};
+pub use warnings::warnings;

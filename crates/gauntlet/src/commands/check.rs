@@ -19,6 +19,15 @@ pub fn check(path: &Path, json: bool, audit: bool) -> Result<i32, ExpectedError>
         suite.config.gates.len(),
         gauntlet_eval::HARNESS_GATE,
     );
+    for w in gauntlet_suite::warnings(&suite) {
+        crate::note!(
+            "{}:{}:{}: warning: {}",
+            w.file.display(),
+            w.line.max(1),
+            w.col.max(1),
+            w.message
+        );
+    }
     if audit {
         let report = crate::commands::audit::audit_suite(&suite, 0, None)?;
         crate::say!("{}", crate::commands::audit::render(&report));
@@ -38,6 +47,7 @@ fn check_json(path: &Path, audit: bool) -> Result<i32, ExpectedError> {
                 "worlds": suite.worlds.len(),
                 "gates": suite.gates.len(),
                 "problems": [],
+                "warnings": gauntlet_suite::warnings(&suite),
             });
             let mut code = GATES_PASSED;
             if audit {

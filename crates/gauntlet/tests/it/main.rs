@@ -26,6 +26,7 @@ mod safety;
 mod score;
 mod services;
 mod shadow;
+mod simulated_user;
 mod tau2_bench;
 mod tau_bench;
 mod trust;

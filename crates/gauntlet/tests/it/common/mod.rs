@@ -336,7 +336,7 @@ pub fn read_trials(run: &Path) -> Vec<Value> {
 pub fn persona_case(suite: &Path, persona: &str) {
     let file = suite.join("cases/desk/09-ambiguous.yaml");
     let text = std::fs::read_to_string(&file).unwrap().replace(
-        "user:\n  replies:\n    - pattern: which\n      reply: INC-004301, the EU cards one.\n",
+        "user:\n  replies:\n    - pattern: [which, what incident, incident number]\n      reply: INC-004301, the EU cards one.\n  default: I mean the checkout incident with the EU card errors, INC-004301.\n",
         &format!("user:\n  model: fake-user\n  persona: >-\n    {persona}\n"),
     );
     assert!(text.contains("persona:"), "the example case changed");
