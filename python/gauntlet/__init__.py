@@ -23,13 +23,14 @@ import functools
 import inspect
 import os
 import queue
+import sys
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 from gauntlet import _native
 from gauntlet._native import Case, Tools, User
 from gauntlet.errors import GauntletError, HarnessError, InvalidInputError, ToolError
-from gauntlet.results import Diagnostic, Gate, Results, Trial
+from gauntlet.results import Diagnostic, Gate, Reason, Results, Trial
 
 __version__: str = _native.__version__
 
@@ -62,6 +63,7 @@ def run(
     replay_cassette: Optional[PathLike] = None,
     record_cassette: Optional[PathLike] = None,
     gateway_upstream: Optional[str] = None,
+    verbose: bool = False,
 ) -> Results:
     """Runs a suite against an agent and returns its :class:`Results`.
 
@@ -76,7 +78,8 @@ def run(
     first); ``None`` plays the suite's own agent (else ``script:reference``). The run records a
     function as ``python:MODULE:FUNCTION`` too. An agent that raises fails its trial (status
     ``failed``, an ``agent_completed`` score whose ``reason`` names the exception): it is the
-    agent's failure, not the harness's.
+    agent's failure, not the harness's. The exception is said on ``sys.stderr`` as it happens
+    (``gauntlet: CASE (epoch E): agent_completed: the Python agent raised …``).
 
     ``epochs`` and ``seed`` default to the suite's; ``faults`` names a fault profile of the suite
     (or ``"none"``); ``filter`` keeps cases whose id contains it; ``attack`` places one of the
@@ -95,7 +98,9 @@ def run(
     writes it (``run_started``, ``trial_started``, the trial's own events when ``trial_events``,
     ``verdict``, ``trial_finished``, ``run_finished``), from the run's thread; an exception it
     raises stops the run at once, as Ctrl-C does, and is raised. :func:`stream` iterates them
-    instead.
+    instead. ``verbose=True`` prints the summary ``gauntlet run`` prints when the run ends (the
+    trials table, why each failed trial did not pass, metrics, gates, verdict) and the results'
+    path; :meth:`Results.summary` gives the same text.
 
     Raises :class:`InvalidInputError` for a suite or option that is wrong and
     :class:`HarnessError` when the harness cannot run; a failed gate is not an exception
@@ -138,7 +143,23 @@ def run(
         gateway_upstream=gateway_upstream,
         stop=getattr(_streaming, "stop", None),
     )
-    return Results(done["results"], done["run_dir"], done["errors"], done["trials_on_disk"])
+    results = Results(done["results"], done["run_dir"], done["errors"], done["trials_on_disk"])
+    if verbose:
+        _print_summary(results)
+    return results
+
+
+def _print_summary(results: Results) -> None:
+    """The summary as ``gauntlet run`` ends: colour when stdout is a terminal and ``NO_COLOR``
+    is unset, the width from ``COLUMNS``; then the results' path, and why no trial ran."""
+    out = sys.stdout
+    color = bool(getattr(out, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and 0 < int(columns) < 65536 else None
+    print(results.summary(color=color, width=width), end="", file=out)
+    print(f"results: {results.run_dir / 'results.json'}", file=out)
+    for error in results.errors:
+        print(f"error: {error}", file=sys.stderr)
 
 
 #: The stop of the run a :class:`Stream` plays on this thread (the stream's own thread), which
@@ -365,6 +386,7 @@ __all__ = [
     "load_run",
     "Results",
     "Trial",
+    "Reason",
     "Gate",
     "Diagnostic",
     "Case",

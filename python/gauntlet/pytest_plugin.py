@@ -7,9 +7,10 @@ under the paths)::
     pytest --gauntlet --gauntlet-agent "python:my_agents:support_agent" tests/ suites/
 
 The suite runs once, when its first item runs; each case's item fails when any of its trials
-did not pass (with the evaluators that failed and why), and the ``gates`` item fails when a gate
-of the suite failed, so a failed gate fails the session. ``--gauntlet-agent`` takes what
-``gauntlet run --agent`` takes, or ``python:MODULE:FUNCTION`` for a Python agent
+did not pass, saying why (each trial as ``Trial.explain()`` says it: every failing evaluator
+with its reason, or the harness error) and where the run folder is; the ``gates`` item fails
+when a gate of the suite failed, so a failed gate fails the session. ``--gauntlet-agent`` takes
+what ``gauntlet run --agent`` takes, ``python:MODULE:FUNCTION`` included for a Python agent
 ``agent(case, tools, user) -> str`` (the ini option ``gauntlet_agent`` sets a default).
 """
 
@@ -87,6 +88,7 @@ class SuiteFile(pytest.File):
             raise self.CollectError(str(e)) from e
         self._run: Optional[Any] = None
         self._failure: Optional[BaseException] = None
+        self._by_case: Optional[Dict[str, List[Any]]] = None
         for case in cases:
             item = CaseItem.from_parent(self, name=case["case_id"])
             for tag in case.get("tags", []):
@@ -116,6 +118,17 @@ class SuiteFile(pytest.File):
                 raise
         return self._run
 
+    def trials_of(self, case_id: str) -> List[Any]:
+        """The run's trials of a case (from their summaries: reasons, not trajectories), the
+        summaries read once for every case."""
+        from gauntlet import Trial
+
+        if self._by_case is None:
+            self._by_case = {}
+            for summary in self.results().raw.get("trials", []):
+                self._by_case.setdefault(summary["case_id"], []).append(Trial(summary))
+        return self._by_case.get(case_id, [])
+
 
 class GauntletFailure(Exception):
     """A case or gate that did not hold, with what the run said about it."""
@@ -136,12 +149,16 @@ class CaseItem(_SuiteItem):
     def runtest(self) -> None:
         results = self.parent.results()
         self.user_properties.append(("run_dir", str(results.run_dir)))
-        trials = [t for t in results.raw.get("trials", []) if t["case_id"] == self.name]
-        bad = [t for t in trials if t["status"] != "passed"]
+        trials = self.parent.trials_of(self.name)
+        bad = [t for t in trials if not t.passed]
         if not trials:
-            raise GauntletFailure(f"the run has no trial of case {self.name}")
+            raise GauntletFailure(
+                f"the run has no trial of case {self.name}\nrun folder: {results.run_dir}"
+            )
         if bad:
-            raise GauntletFailure("\n".join(_trial_lines(t) for t in bad))
+            lines = [t.explain() for t in bad]
+            lines.append(f"run folder: {results.run_dir}")
+            raise GauntletFailure("\n".join(lines))
 
     def reportinfo(self) -> Any:
         return self.path, None, f"gauntlet case {self.name}"
@@ -164,14 +181,3 @@ class GatesItem(_SuiteItem):
     def reportinfo(self) -> Any:
         return self.path, None, "gauntlet gates"
 
-
-def _trial_lines(trial: Dict[str, Any]) -> str:
-    head = f"epoch {trial['epoch']}: {trial['status']}"
-    if trial.get("error"):
-        return f"{head}: {trial['error']}"
-    failed = [s for s in trial.get("scores", []) if not s.get("passed", True)]
-    parts = []
-    for s in failed:
-        reason = (s.get("details") or {}).get("reason") if isinstance(s.get("details"), dict) else None
-        parts.append(f"{s['name']}" + (f" ({reason})" if reason else ""))
-    return f"{head}: failed " + ", ".join(parts) if parts else head

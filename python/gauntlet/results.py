@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, TypedDict, Union
 
 from gauntlet import _native
 
@@ -35,11 +35,45 @@ class Diagnostic:
         return f"{self.file}:{self.line}:{self.col}: {self.message}"
 
 
+class Reason(TypedDict):
+    """Why a trial failed, one failing score: the evaluator, its severity (``"critical"`` or
+    ``"error"``; ``"info"`` for a note), one line a person reads without context, and the
+    indexes of the trajectory's events it points at."""
+
+    evaluator: str
+    severity: str
+    reason: str
+    events: List[int]
+
+
+#: The note of a question the case's simulated user had no reply to: whose failure it may be.
+USER_UNANSWERED = "user_unanswered"
+_SEVERITY_ORDER = {"critical": 0, "error": 1}
+
+
+def _fails(score: Dict[str, Any]) -> bool:
+    """Whether a score fails its trial: it did not pass and its severity is not ``info``."""
+    return not score.get("passed", True) and score.get("severity", "error") != "info"
+
+
+def _reason_of(score: Dict[str, Any]) -> str:
+    """A failing score's reason; for a run stored before scores carried one, what its details
+    say, else its score."""
+    reason = score.get("reason")
+    if reason:
+        return reason
+    details = score.get("details")
+    if isinstance(details, dict) and isinstance(details.get("reason"), str):
+        return details["reason"]
+    return f"did not pass (score {score.get('score')})"
+
+
 class Trial:
     """One trial: a case played once (``epoch`` counts the repetitions from 0).
 
-    ``status`` is ``"passed"``, ``"failed"`` or ``"error"`` (the harness could not run it);
-    ``scores`` holds every evaluator's verdict; ``trajectory`` the events in order (tool calls
+    ``status`` is ``"passed"``, ``"failed"`` or ``"error"`` (the harness could not run it:
+    ``error`` says why); ``scores`` holds every evaluator's verdict, and ``reasons`` and
+    ``explain()`` why the trial failed; ``trajectory`` the events in order (tool calls
     with arguments, results, errors, latency and idempotency keys, questions, confirmations,
     faults, the final answer); ``final_state`` the world after the trial.
     """
@@ -87,9 +121,74 @@ class Trial:
         return self.record.get("final_state")
 
     @property
+    def error(self) -> Optional[str]:
+        """The harness error's message when the harness could not run the trial (status
+        ``"error"``); ``None`` otherwise. An agent that raised is no harness error: its trial
+        failed, and :attr:`reasons` says why."""
+        return self.record.get("error")
+
+    @property
     def failed_evaluators(self) -> List[str]:
-        """The evaluators that did not pass this trial."""
-        return [s["name"] for s in self.scores if not s.get("passed", True)]
+        """The evaluators that failed this trial (severity ``error`` or ``critical``), most
+        severe first. A score of severity ``info`` (``duplicate_calls``, ``error_attribution``,
+        ``user_unanswered``) is a note, never a failure."""
+        return [r["evaluator"] for r in self.reasons]
+
+    @property
+    def reasons(self) -> List[Reason]:
+        """Why the trial failed: each failing score of severity ``error`` or ``critical`` as
+        ``{evaluator, severity, reason, events}`` (``reason`` one line a person reads without
+        context; ``events`` the indexes in :attr:`events` it points at), critical first."""
+        failing = [s for s in self.scores if _fails(s)]
+        failing.sort(key=lambda s: _SEVERITY_ORDER.get(s.get("severity"), len(_SEVERITY_ORDER)))
+        return [
+            {
+                "evaluator": s["name"],
+                "severity": s.get("severity", "error"),
+                "reason": _reason_of(s),
+                "events": list(s.get("events", [])),
+            }
+            for s in failing
+        ]
+
+    @property
+    def notes(self) -> List[Reason]:
+        """Scores of severity ``info`` that did not pass, in the form of :attr:`reasons`: notes
+        on the trial (a question the case's user had no reply to, calls repeated), never why it
+        failed."""
+        return [
+            {
+                "evaluator": s["name"],
+                "severity": "info",
+                "reason": _reason_of(s),
+                "events": list(s.get("events", [])),
+            }
+            for s in self.scores
+            if s.get("severity") == "info" and not s.get("passed", True)
+        ]
+
+    def explain(self) -> str:
+        """Why the trial ended as it did, in words: its case, epoch and status, then the harness
+        error (status ``"error"``: alone, since the scores of a trial that could not run judge
+        nothing) or each failing evaluator with its severity and reason, most severe first, and
+        the ``user_unanswered`` note when the case's user had no reply (whose failure it may
+        be)::
+
+            close-mitigated (epoch 0): failed
+              StateVerification (error): /incidents/INC-004217/status expected "closed", got "mitigated"
+              required_tool_recall (error): never called close_incident
+        """
+        lines = [f"{self.case_id} (epoch {self.epoch}): {self.status}"]
+        if self.error is not None:
+            # The scores of a trial the harness could not run judge what never happened.
+            lines.append(f"  harness error: {self.error}")
+            return "\n".join(lines)
+        for r in self.reasons:
+            lines.append(f"  {r['evaluator']} ({r['severity']}): {r['reason']}")
+        for note in self.notes:
+            if note["evaluator"] == USER_UNANSWERED:
+                lines.append(f"  note: {note['evaluator']}: {note['reason']}")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"Trial(case_id={self.case_id!r}, epoch={self.epoch}, status={self.status!r})"
@@ -225,6 +324,18 @@ class Results:
             self._trials = trials
         return self._trials
 
+    def summary(self, *, color: bool = False, width: Optional[int] = None) -> str:
+        """The run's summary as ``gauntlet run`` prints it: the trials table, why each failed
+        trial did not pass (the first 20), the metrics, gates and verdict. ``color`` adds ANSI
+        colours; ``width`` is the terminal's columns."""
+        return _native.summary(str(self.run_dir), color=color, width=width)
+
+    @property
+    def failed_trials(self) -> List[Trial]:
+        """The trials that did not pass (status ``failed`` or ``error``), in the order of
+        :attr:`trials`; ``"\n".join(t.explain() for t in results.failed_trials)`` says why."""
+        return [t for t in self.trials if not t.passed]
+
     def to_pandas(self):
         """One row per trial: ``case_id``, ``epoch``, ``status``, ``passed``, ``duration_ms``,
         ``steps``, ``tool_calls``, ``cost_eur`` and one column per evaluator (its score).
@@ -259,4 +370,4 @@ class Results:
         )
 
 
-__all__ = ["Results", "Trial", "Gate", "Diagnostic", "TrialSummaries"]
+__all__ = ["Results", "Trial", "Reason", "Gate", "Diagnostic", "TrialSummaries"]

@@ -54,38 +54,54 @@ pub(crate) fn parent() -> Result<&'static Path, &'static ScratchError> {
     PARENT
         .get_or_init(|| {
             sweep_stale();
-            let root = root();
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&root)
-                .map_err(|source| ScratchError::Parent {
-                    path: root.clone(),
-                    source,
-                })?;
-            let own = own();
-            match std::fs::DirBuilder::new().mode(0o300).create(&own) {
-                Ok(()) => Ok(own),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // A folder of an earlier process with this pid: ours now.
-                    let _ = std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o300));
-                    Ok(own)
-                }
-                Err(source) => Err(ScratchError::Parent { path: own, source }),
-            }
+            make_own()
         })
         .as_ref()
         .map(PathBuf::as_path)
 }
 
+/// Makes this process's folder of scratch folders (enter-only) and the root above it.
+fn make_own() -> Result<PathBuf, ScratchError> {
+    let root = root();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&root)
+        .map_err(|source| ScratchError::Parent {
+            path: root.clone(),
+            source,
+        })?;
+    let own = own();
+    match std::fs::DirBuilder::new().mode(0o300).create(&own) {
+        Ok(()) => Ok(own),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // A folder of an earlier process with this pid: ours now.
+            let _ = std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o300));
+            Ok(own)
+        }
+        Err(source) => Err(ScratchError::Parent { path: own, source }),
+    }
+}
+
 /// A new scratch folder for one trial, removed when dropped.
 pub(crate) fn scratch() -> Result<tempfile::TempDir, ScratchError> {
     let parent = parent().map_err(ScratchError::ParentEarlier)?;
-    tempfile::Builder::new()
-        .prefix("gauntlet-agent-")
-        .rand_bytes(24)
-        .tempdir_in(parent)
-        .map_err(ScratchError::Scratch)
+    let made = || {
+        tempfile::Builder::new()
+            .prefix("gauntlet-agent-")
+            .rand_bytes(24)
+            .tempdir_in(parent)
+    };
+    match made() {
+        // The folder went away under a live process: a command that ran inside it removed it
+        // as it ended (Python's `gauntlet._native.cli`, then `gauntlet.run` with a `cmd:`
+        // agent in the same interpreter). It is made again.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            make_own()?;
+            made().map_err(ScratchError::Scratch)
+        }
+        done => done.map_err(ScratchError::Scratch),
+    }
 }
 
 /// Removes this process's scratch folders (at the end of a command, and on a stop).

@@ -107,6 +107,7 @@ fn play(
             .unwrap_or(0);
         thread.store(ident, Ordering::SeqCst);
         let steps = Arc::new(AtomicU32::new(0));
+        let trial = format!("{} (epoch {})", input.case_id, input.epoch);
         let called = (|| {
             let case = Py::new(py, Case::from(input))?;
             let tools = Py::new(
@@ -130,6 +131,9 @@ fn play(
                 .call1(py, (case, tools, user))?
                 .extract::<Option<String>>(py)
         })();
+        // Whether the trial was dropped while the agent ran (its time ran out, the run stopped):
+        // then what it raised is the interruption, and the trial is not recorded from here.
+        let dropped = over.load(Ordering::SeqCst);
         // The agent returned: a thread it left behind that calls a tool or the user hears that
         // the trial is over, and nothing more lands in its trajectory.
         over.store(true, Ordering::SeqCst);
@@ -150,13 +154,36 @@ fn play(
                 unfinished: None,
                 crashed: None,
             }),
-            Err(e) => Ok(AgentOutput {
-                final_answer: None,
-                unfinished: None,
-                crashed: Some(crate::errors::describe(py, &e)),
-            }),
+            Err(e) => {
+                let crashed = crate::errors::describe(py, &e);
+                if !dropped {
+                    say_crash(py, &trial, &crashed);
+                }
+                Ok(AgentOutput {
+                    final_answer: None,
+                    unfinished: None,
+                    crashed: Some(crashed),
+                })
+            }
         }
     })
+}
+
+/// Says on Python's `sys.stderr` that the agent raised, as it happens, in the words of the
+/// trial's `agent_completed` reason: `gauntlet: lookup-status (epoch 0): agent_completed: the
+/// Python agent raised KeyError: 'assigne' (agent.py:3 in agent)`. An exception is otherwise
+/// silent (it is the trial's failure, not the run's), and a user's first question is why.
+fn say_crash(py: Python<'_>, trial: &str, crashed: &str) {
+    let line = format!(
+        "gauntlet: {trial}: {}: {crashed}\n",
+        gauntlet_model::names::AGENT_COMPLETED
+    );
+    // Nowhere to say it (stderr closed or replaced by something without `write`): the trial's
+    // record still has it.
+    let _ = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("stderr"))
+        .and_then(|err| err.call_method1("write", (line,)));
 }
 
 /// The trial as the agent sees it: the user's request and which repetition it is. It never

@@ -1,9 +1,9 @@
 //! `gauntlet._native`: the Rust half of the Python package (`python/`). It calls the library,
 //! not the command line: a run ([`gauntlet_runner::Run`]) with a Python callable as its agent
 //! and a Python callback on its event stream, a score of recorded trajectories, a suite's
-//! check, a stored run's results, and the command line itself for the `gauntlet` command. The
-//! GIL is released whenever the harness works. The Python half (`gauntlet/__init__.py`) wraps
-//! these in typed objects.
+//! check, a stored run's results and its terminal summary, and the command line itself for the
+//! `gauntlet` command. The GIL is released whenever the harness works. The Python half
+//! (`gauntlet/__init__.py`) wraps these in typed objects.
 
 mod agent;
 mod convert;
@@ -65,6 +65,16 @@ fn cases<'py>(py: Python<'py>, suite: PathBuf) -> PyResult<Bound<'py, PyAny>> {
 /// reads them, as `{results, run_dir, errors, trials_on_disk}`.
 #[pyfunction]
 fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let (results, trials_on_disk) = stored_results(py, &run_dir)?;
+    let out = finished(py, &results, &run_dir, &[])?;
+    out.set_item("trials_on_disk", trials_on_disk)?;
+    Ok(out)
+}
+
+/// A finished run folder's results, and whether its summaries stayed on disk: a large run's
+/// summaries stay there, as `run` leaves them (past the number a run holds, `KEPT_SUMMARIES`,
+/// `Results` reads them from the folder when asked, and the summary lists no trial).
+fn stored_results(py: Python<'_>, run_dir: &Path) -> PyResult<(gauntlet_model::RunResults, bool)> {
     let file = run_dir.join("results.json");
     if !file.is_file() {
         let message = format!(
@@ -73,25 +83,34 @@ fn read_results<'py>(py: Python<'py>, run_dir: PathBuf) -> PyResult<Bound<'py, P
         );
         return Err(errors::of_kind(py, ErrorKind::InvalidInput, &[message]));
     }
-    // A large run's summaries stay on disk, as `run` leaves them: past the number a run holds
-    // (`KEPT_SUMMARIES`), `Results` reads them from the folder when asked.
-    let (results, trials_on_disk) = py
-        .detach(|| {
-            let mut results = gauntlet_store::read_results_head(&file)?;
-            let mut kept = Vec::new();
-            for summary in gauntlet_store::read_summaries(&file)? {
-                if kept.len() == gauntlet_runner::offline::KEPT_SUMMARIES {
-                    return Ok((results, true));
-                }
-                kept.push(summary?);
+    py.detach(|| {
+        let mut results = gauntlet_store::read_results_head(&file)?;
+        let mut kept = Vec::new();
+        for summary in gauntlet_store::read_summaries(&file)? {
+            if kept.len() == gauntlet_runner::offline::KEPT_SUMMARIES {
+                return Ok((results, true));
             }
-            results.trials = kept;
-            Ok::<_, gauntlet_store::StoreError>((results, false))
-        })
-        .map_err(|e| errors::classified(py, &e))?;
-    let out = finished(py, &results, &run_dir, &[])?;
-    out.set_item("trials_on_disk", trials_on_disk)?;
-    Ok(out)
+            kept.push(summary?);
+        }
+        results.trials = kept;
+        Ok::<_, gauntlet_store::StoreError>((results, false))
+    })
+    .map_err(|e| errors::classified(py, &e))
+}
+
+/// A finished run's summary as `gauntlet run` prints it (the trials table, why each failed
+/// trial did not pass, the metrics, gates and verdict): `color` for ANSI colours, `width` the
+/// terminal's columns when known.
+#[pyfunction]
+#[pyo3(signature = (run_dir, *, color=false, width=None))]
+fn summary(py: Python<'_>, run_dir: PathBuf, color: bool, width: Option<u16>) -> PyResult<String> {
+    let (results, _) = stored_results(py, &run_dir)?;
+    let options = gauntlet_report::SummaryOptions {
+        color,
+        width,
+        ..Default::default()
+    };
+    Ok(py.detach(|| gauntlet_report::render_summary(&results, options)))
 }
 
 /// A stored run's trial records, one at a time (large states restored from `states/`), as
@@ -619,6 +638,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_results, m)?)?;
     m.add_function(wrap_pyfunction!(read_trials, m)?)?;
     m.add_function(wrap_pyfunction!(read_summaries, m)?)?;
+    m.add_function(wrap_pyfunction!(summary, m)?)?;
     m.add_function(wrap_pyfunction!(cases, m)?)?;
     m.add_class::<agent::Case>()?;
     m.add_class::<agent::Tools>()?;
