@@ -1,11 +1,15 @@
 //! Paired comparison of two runs: McNemar's exact test on pass/fail, paired bootstrap intervals
-//! of each quantity's difference, effect sizes, per-segment deltas, and a verdict in words.
+//! of each quantity's difference, effect sizes, per-segment deltas, the pairs that flipped and
+//! why, critical violations new in B, the suite's noise floor, and a verdict in words.
 
 use gauntlet_model::names;
 use std::collections::{BTreeMap, HashMap};
 
-use gauntlet_model::compare::{Comparison, Direction, MetricDelta, PassComparison, SegmentDelta};
-use gauntlet_model::{RunResults, TrialStatus, TrialSummary};
+use gauntlet_model::compare::{
+    Comparison, CriticalViolations, Direction, Flip, MetricDelta, NoiseFloor, PassComparison,
+    SegmentDelta,
+};
+use gauntlet_model::{RunResults, Severity, TrialStatus, TrialSummary};
 
 use gauntlet_stats::{
     CONFIDENCE, RESAMPLES, cohens_dz, cohens_h, mcnemar_exact, paired_bootstrap_diff, pairs_needed,
@@ -237,12 +241,17 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
         (true, std::cmp::Ordering::Less) => Direction::Worse,
         _ => Direction::NoDifference,
     };
+    let flips = flips(&pairs);
+    let critical_violations = critical_violations(&pairs);
+    let noise_floor = noise_floor(&pairs);
+    let (worse, better, cases) = cases_moved(&pairs);
+    let moved = format!("{worse} of {cases} cases got worse, {better} better");
     let ci = format!(
         "[{}, {}]",
         points(pass.interval.lower),
         points(pass.interval.upper)
     );
-    let verdict = match direction {
+    let mut verdict = match direction {
         Direction::Better | Direction::Worse => {
             let word = if direction == Direction::Better {
                 "better"
@@ -250,7 +259,7 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
                 "worse"
             };
             let mut v = format!(
-                "B is {word} by {} points {ci}, p={:.3} (McNemar exact, {n} pairs)",
+                "B is {word} by {} points {ci}, p={:.3} (McNemar exact, {n} pairs): {moved}",
                 points(pass.diff.abs()),
                 p_value
             );
@@ -275,13 +284,35 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
             }
             v
         }
-        Direction::NoDifference => format!(
-            "no significant difference: B − A = {} points {ci}, p={:.3} ({n} pairs); about {} pairs would be needed to see 5 points",
-            points(pass.diff),
-            p_value,
-            pass.pairs_for_5_points
+        Direction::NoDifference if a_only + b_only == 0 => format!(
+            "no difference: no pair flipped ({n} pairs), B − A = {} points",
+            points(pass.diff)
         ),
+        Direction::NoDifference => {
+            let mut v = format!(
+                "B − A = {} points {ci}: {moved}; with {n} pairs chance cannot be ruled out (McNemar p = {})",
+                points(pass.diff),
+                short(p_value)
+            );
+            // Only a difference there is can be settled; the epochs are for one this size.
+            if pass.diff != 0.0 && cases > 0 {
+                let needed = pairs_needed(discordant_share, pass.diff.abs(), ALPHA, 0.8);
+                let epochs = (needed / cases as f64).ceil().max(2.0);
+                v.push_str(&format!(
+                    "; about {epochs} epochs would settle a difference this size"
+                ));
+            }
+            v
+        }
     };
+    if !critical_violations.new_in_b.is_empty() {
+        verdict.push_str(&format!(
+            "; B has critical violations on {} case(s) where A had none ({}): a regression whatever p says",
+            critical_violations.new_in_b.len(),
+            critical_violations.new_in_b.join(", ")
+        ));
+    }
+    let regression = direction == Direction::Worse || !critical_violations.new_in_b.is_empty();
     Comparison {
         run_a: a.header.run_id.clone(),
         run_b: b.header.run_id.clone(),
@@ -294,7 +325,339 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
         changed,
         warnings,
         direction,
+        flips,
+        critical_violations,
+        noise_floor,
+        regression,
         verdict,
         pairwise: None,
+    }
+}
+
+/// A p-value as a person reads it: two digits, three below 0.01.
+fn short(p: f64) -> String {
+    if p < 0.01 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+fn critical_count(t: &TrialSummary) -> u64 {
+    t.scores
+        .iter()
+        .filter(|s| s.severity == Severity::Critical && !s.passed)
+        .count() as u64
+}
+
+/// Why a trial did not pass: its harness error, or its failing scores, critical first.
+fn reasons(t: &TrialSummary) -> Vec<String> {
+    if t.status == TrialStatus::Passed {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = t
+        .error
+        .iter()
+        .map(|e| format!("harness error: {e}"))
+        .collect();
+    let mut failing: Vec<_> = t.scores.iter().filter(|s| s.fails_trial()).collect();
+    failing.sort_by_key(|s| s.severity != Severity::Critical);
+    out.extend(
+        failing
+            .into_iter()
+            .map(|s| format!("{}: {}", s.name, s.reason.as_deref().unwrap_or("failed"))),
+    );
+    out
+}
+
+/// The pairs whose status changed, or that gained a critical violation: those that got worse
+/// (A passed, B did not) first, those that got better last, each group in A's order.
+fn flips(pairs: &[(&TrialSummary, &TrialSummary)]) -> Vec<Flip> {
+    let mut out: Vec<(u8, Flip)> = pairs
+        .iter()
+        .filter(|(x, y)| x.status != y.status || (critical_count(y) > 0 && critical_count(x) == 0))
+        .map(|(x, y)| {
+            let order = match (
+                x.status == TrialStatus::Passed,
+                y.status == TrialStatus::Passed,
+            ) {
+                (true, false) => 0,
+                (false, true) => 2,
+                _ => 1,
+            };
+            let flip = Flip {
+                case_id: x.case_id.clone(),
+                epoch: x.epoch,
+                a: x.status,
+                b: y.status,
+                reasons: reasons(y),
+            };
+            (order, flip)
+        })
+        .collect();
+    out.sort_by_key(|(order, _)| *order);
+    out.into_iter().map(|(_, f)| f).collect()
+}
+
+/// The pairs grouped by case, in A's order.
+fn by_case<'a>(
+    pairs: &[(&'a TrialSummary, &'a TrialSummary)],
+) -> Vec<Vec<(&'a TrialSummary, &'a TrialSummary)>> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: HashMap<&str, Vec<(&TrialSummary, &TrialSummary)>> = HashMap::new();
+    for &(x, y) in pairs {
+        let g = groups.entry(x.case_id.as_str()).or_default();
+        if g.is_empty() {
+            order.push(x.case_id.as_str());
+        }
+        g.push((x, y));
+    }
+    order.into_iter().filter_map(|c| groups.remove(c)).collect()
+}
+
+fn critical_violations(pairs: &[(&TrialSummary, &TrialSummary)]) -> CriticalViolations {
+    let new_in_b = by_case(pairs)
+        .into_iter()
+        .filter(|g| {
+            g.iter().all(|(x, _)| critical_count(x) == 0)
+                && g.iter().any(|(_, y)| critical_count(y) > 0)
+        })
+        .map(|g| g[0].0.case_id.clone())
+        .collect();
+    CriticalViolations {
+        a: pairs.iter().map(|(x, _)| critical_count(x)).sum(),
+        b: pairs.iter().map(|(_, y)| critical_count(y)).sum(),
+        new_in_b,
+    }
+}
+
+/// Cases whose passes over their paired epochs went down, went up, and all cases.
+fn cases_moved(pairs: &[(&TrialSummary, &TrialSummary)]) -> (usize, usize, usize) {
+    let groups = by_case(pairs);
+    let passes = |g: &[(&TrialSummary, &TrialSummary)], b: bool| {
+        g.iter()
+            .filter(|(x, y)| if b { *y } else { *x }.status == TrialStatus::Passed)
+            .count()
+    };
+    let worse = groups
+        .iter()
+        .filter(|g| passes(g, true) < passes(g, false))
+        .count();
+    let better = groups
+        .iter()
+        .filter(|g| passes(g, true) > passes(g, false))
+        .count();
+    (worse, better, groups.len())
+}
+
+/// The suite's noise floor (docs/statistics.md). Each case's pass probability p is its pass
+/// rate over A's and B's paired epochs together; two identical single runs disagree on it with
+/// probability 2p(1−p), and their pass rates differ by a sum of such disagreements over n cases.
+fn noise_floor(pairs: &[(&TrialSummary, &TrialSummary)]) -> NoiseFloor {
+    let groups = by_case(pairs);
+    let n = groups.len();
+    let epochs = groups.iter().map(Vec::len).max().unwrap_or(0);
+    let variance: Vec<f64> = groups
+        .iter()
+        .map(|g| {
+            let k = g.iter().map(|(x, y)| passed(x) + passed(y)).sum::<f64>();
+            let p = k / (2 * g.len()) as f64;
+            2.0 * p * (1.0 - p)
+        })
+        .collect();
+    let (flip_rate, single_run_difference_95) = if epochs > 1 {
+        let sum: f64 = variance.iter().sum();
+        (
+            Some(sum / n as f64),
+            Some(1.96 * sum.sqrt() / n as f64 * 100.0),
+        )
+    } else {
+        (None, None)
+    };
+    let detectable_difference = (!pairs.is_empty()).then(|| {
+        // Without epochs the chance disagreement is unknown: none is assumed, a lower bound.
+        detectable(flip_rate.unwrap_or(0.0), pairs.len() as f64) * 100.0
+    });
+    NoiseFloor {
+        cases: n,
+        flip_rate,
+        single_run_difference_95,
+        detectable_difference,
+    }
+}
+
+/// The smallest difference in pass rate `pairs` pairs detect with 80 % power at level
+/// [`ALPHA`] (McNemar's test, normal approximation, as [`pairs_needed`]), when pairs disagree by
+/// chance with probability `noise`: a difference δ makes at least δ of the pairs disagree, so
+/// the discordance is max(noise, δ). Found by bisection (the pairs needed fall as δ grows); 1
+/// when even δ = 1 needs more pairs.
+fn detectable(noise: f64, pairs: f64) -> f64 {
+    // z of 1 − α/2 and of the power.
+    const Z_ALPHA: f64 = 1.959_963_984_540_054;
+    const Z_POWER: f64 = 0.841_621_233_572_914_3;
+    let needed = |d: f64| {
+        let pd = noise.max(d).min(1.0);
+        ((Z_ALPHA * pd.sqrt() + Z_POWER * (pd - d * d).max(0.0).sqrt()) / d).powi(2)
+    };
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    if needed(hi) > pairs {
+        return 1.0;
+    }
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if needed(mid) <= pairs {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use gauntlet_model::{RunHeader, RunResults, TrialSummary};
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// One trial as a summary: `case` at `epoch`, passed or failed, nothing else.
+    fn trial(case: &str, epoch: u32, passed: bool) -> TrialSummary {
+        serde_json::from_value(json!({
+            "case_id": case, "epoch": epoch, "trace_id": "0af7651916cd43dd8448eb211c80319c",
+            "status": if passed { "passed" } else { "failed" },
+            "tool_calls": 0, "steps": 0, "tokens": 0, "cost_eur": 0.0, "duration_ms": 0.0,
+            "final_state": null, "scores": [],
+        }))
+        .unwrap()
+    }
+
+    fn run(id: &str, trials: Vec<TrialSummary>) -> RunResults {
+        let mut r: RunResults = serde_json::from_value(json!({
+            "format_version": gauntlet_model::FORMAT_VERSION,
+            "header": RunHeader::new(id, "s", "script:reference", "2026-12-01T10:00:00Z"),
+            "finished_at": "2026-12-01T10:00:09Z",
+            "verdict": "passed", "metrics": {}, "intervals": {}, "evaluators": {},
+            "segments": {}, "gates": [],
+        }))
+        .unwrap();
+        r.trials = trials;
+        r
+    }
+
+    #[test]
+    fn the_noise_floor_needs_epochs_and_small_samples_are_told_so() {
+        let a = run(
+            "a",
+            (0..5).map(|i| trial(&format!("c{i}"), 0, true)).collect(),
+        );
+        let b = run(
+            "b",
+            (0..5).map(|i| trial(&format!("c{i}"), 0, i >= 3)).collect(),
+        );
+        let c = compare(&a, &b, 1);
+        assert_eq!(c.noise_floor.flip_rate, None);
+        assert_eq!(c.noise_floor.single_run_difference_95, None);
+        assert_eq!(c.flips.len(), 3);
+        assert!(!c.regression, "no critical violation, p = 0.25");
+        assert!(
+            c.verdict.starts_with(
+                "B − A = -60 points [-100, -20]: 3 of 5 cases got worse, 0 better; with 5 pairs chance cannot be ruled out (McNemar p = 0.25); about "
+            ),
+            "{}",
+            c.verdict
+        );
+    }
+
+    /// tau-bench's GPT-4o airline logs: 50 tasks, 4 trials each. Trials 0 and 1 are run A's
+    /// two epochs, trials 2 and 3 run B's. The figures are computed again here from the raw
+    /// log, and were computed by a Python script (scipy for the normal quantiles, brentq for
+    /// the inversion) as 0.22, 13.001169178193168 and 12.986281043536621.
+    #[test]
+    #[cfg_attr(
+        not(have_tau_bench),
+        ignore = "needs tau-bench data in ../shared/peers/tau-bench"
+    )]
+    fn the_noise_floor_of_tau_bench_gpt4o_airline_matches_an_independent_computation() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/peers/tau-bench/historical_trajectories/gpt-4o-airline.json");
+        let log: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut by_task: BTreeMap<u64, BTreeMap<u64, bool>> = BTreeMap::new();
+        for t in &log {
+            by_task
+                .entry(t["task_id"].as_u64().unwrap())
+                .or_default()
+                .insert(
+                    t["trial"].as_u64().unwrap(),
+                    t["reward"].as_f64().unwrap() >= 1.0 - 1e-6,
+                );
+        }
+        assert_eq!(by_task.len(), 50);
+        let of = |trials: [u64; 2]| {
+            let mut out = Vec::new();
+            for (task, r) in &by_task {
+                for (epoch, k) in trials.iter().enumerate() {
+                    out.push(trial(&task.to_string(), epoch as u32, r[k]));
+                }
+            }
+            out
+        };
+        let c = compare(&run("a", of([0, 1])), &run("b", of([2, 3])), 7);
+        let nf = &c.noise_floor;
+
+        // By hand, from the raw log: each task's share of passed trials p, then 2p(1−p).
+        let variances: Vec<f64> = by_task
+            .values()
+            .map(|r| {
+                let p = r.values().filter(|x| **x).count() as f64 / r.len() as f64;
+                2.0 * p * (1.0 - p)
+            })
+            .collect();
+        let sum: f64 = variances.iter().sum();
+        let n = variances.len() as f64;
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-9;
+        assert!(close(nf.flip_rate.unwrap(), sum / n), "{nf:?}");
+        assert!(close(nf.flip_rate.unwrap(), 0.22), "{nf:?}");
+        assert!(close(
+            nf.single_run_difference_95.unwrap(),
+            1.96 * sum.sqrt() / n * 100.0
+        ));
+        assert!(close(
+            nf.single_run_difference_95.unwrap(),
+            13.001169178193168
+        ));
+        assert!((nf.detectable_difference.unwrap() - 12.986281043536621).abs() < 1e-6);
+
+        // What the flip rate means: over every pair of the 4 trials of a task, the share of
+        // tasks whose verdicts differ. It is 2p(1−p) · m/(m−1) with m = 4 trials (the plug-in
+        // p makes 2p(1−p) low by (m−1)/m): 0.2933 observed, 0.22 · 4/3 expected.
+        let mut disagree = 0.0;
+        for r in by_task.values() {
+            let v: Vec<bool> = r.values().copied().collect();
+            let (mut d, mut pairs) = (0, 0);
+            for i in 0..v.len() {
+                for j in i + 1..v.len() {
+                    d += usize::from(v[i] != v[j]);
+                    pairs += 1;
+                }
+            }
+            disagree += d as f64 / pairs as f64;
+        }
+        assert!(close(disagree / n, 0.22 * 4.0 / 3.0));
+        // And two single runs of the 4 differ by at most 4 points: within the 13-point floor.
+        let rates: Vec<f64> = (0..4)
+            .map(|k| by_task.values().filter(|r| r[&k]).count() as f64 / n * 100.0)
+            .collect();
+        assert!(
+            rates
+                .iter()
+                .all(|x| rates.iter().all(|y| (x - y).abs() <= 13.0))
+        );
+        assert_eq!(c.direction, Direction::NoDifference);
+        assert_eq!((c.pass.a_only, c.pass.b_only), (15, 13));
     }
 }

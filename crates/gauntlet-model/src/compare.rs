@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::run::Interval;
+use crate::run::{Interval, TrialStatus};
 
 /// Two runs compared trial by trial (paired by case and epoch).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -30,11 +30,75 @@ pub struct Comparison {
     pub warnings: Vec<String>,
     /// `better`, `worse` or `no_difference` (for B against A, at p < 0.05).
     pub direction: Direction,
+    /// The pairs whose status changed (or that gained a critical violation in B), those that
+    /// got worse first.
+    #[serde(default)]
+    pub flips: Vec<Flip>,
+    /// Critical violations in each run's paired trials, and the cases where only B has any.
+    #[serde(default)]
+    pub critical_violations: CriticalViolations,
+    /// What differences this suite can tell from chance, at its number of cases and epochs.
+    #[serde(default)]
+    pub noise_floor: NoiseFloor,
+    /// Whether B regressed: significantly worse (`direction` is `worse`), or a critical
+    /// violation on a case where A had none, whatever the p-value says.
+    #[serde(default)]
+    pub regression: bool,
     /// The verdict in words.
     pub verdict: String,
     /// An LLM judge's preferences between the paired trajectories (`compare --pairwise`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairwise: Option<PairwiseReport>,
+}
+
+/// One (case, epoch) pair whose status differs between the runs, or that has a critical
+/// violation in B and none in A.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Flip {
+    /// The case.
+    pub case_id: String,
+    /// The epoch.
+    pub epoch: u32,
+    /// The trial's status in A.
+    pub a: TrialStatus,
+    /// The trial's status in B.
+    pub b: TrialStatus,
+    /// Why B's trial did not pass, most severe first, each `evaluator: reason` (or the harness
+    /// error); empty when it passed.
+    pub reasons: Vec<String>,
+}
+
+/// Critical violations (failing scores of severity critical) over the paired trials.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CriticalViolations {
+    /// In A.
+    pub a: u64,
+    /// In B.
+    pub b: u64,
+    /// The cases with a critical violation in B and none in A (over their paired epochs): each
+    /// is a regression whatever the p-value says.
+    #[serde(default)]
+    pub new_in_b: Vec<String>,
+}
+
+/// What a difference between runs of this suite must exceed to mean anything
+/// (docs/statistics.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NoiseFloor {
+    /// Cases paired.
+    pub cases: usize,
+    /// The expected share of cases whose verdict differs between two identical single-epoch
+    /// runs: the mean over cases of 2p(1−p), p a case's pass rate over A's and B's epochs
+    /// together. `null` when no case has more than one epoch.
+    pub flip_rate: Option<f64>,
+    /// The pass-rate difference, in points, two single runs of this suite need before it
+    /// means anything (95 %): 1.96 · √(Σ 2p(1−p)) / cases · 100. `null` when no case has more
+    /// than one epoch.
+    pub single_run_difference_95: Option<f64>,
+    /// The smallest pass-rate difference, in points, these pairs detect with 80 % power at the
+    /// 5 % level (McNemar), pairs disagreeing by chance at `flip_rate` (none assumed without
+    /// epochs: a lower bound). `null` without pairs.
+    pub detectable_difference: Option<f64>,
 }
 
 /// Which trajectory of a pair a judge prefers, both orders considered.

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use gauntlet_model::TrialStatus;
 use gauntlet_model::compare::{Comparison, Direction};
 use owo_colors::OwoColorize;
 
@@ -41,6 +42,21 @@ pub fn render_comparison(c: &Comparison, opts: SummaryOptions) -> String {
         p.p_value,
         p.cohens_h
     );
+    let _ = write!(out, "{}", render_flips(c, FLIPS_SHOWN));
+    let cv = &c.critical_violations;
+    if cv.a > 0 || cv.b > 0 {
+        let _ = write!(out, "critical violations A {} → B {}", cv.a, cv.b);
+        if !cv.new_in_b.is_empty() {
+            let _ = write!(
+                out,
+                "; new in B on {} case(s) where A had none: {}",
+                cv.new_in_b.len(),
+                cv.new_in_b.join(", ")
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "{}", noise_floor_line(c));
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_header([
@@ -122,10 +138,85 @@ pub fn render_comparison(c: &Comparison, opts: SummaryOptions) -> String {
     }
     let verdict = format!("verdict: {}", c.verdict);
     let painted = match (opts.color, c.direction) {
-        (false, _) | (true, Direction::NoDifference) => verdict,
+        (false, _) => verdict,
+        (true, _) if c.regression => verdict.red().bold().to_string(),
         (true, Direction::Better) => verdict.green().to_string(),
-        (true, Direction::Worse) => verdict.red().bold().to_string(),
+        (true, _) => verdict,
     };
     let _ = writeln!(out, "{painted}");
     out
+}
+
+/// Flipped pairs listed in the terminal; `--json` has them all.
+pub const FLIPS_SHOWN: usize = 20;
+
+fn status(s: TrialStatus) -> &'static str {
+    match s {
+        TrialStatus::Passed => "passed",
+        TrialStatus::Failed => "failed",
+        TrialStatus::Error => "error",
+    }
+}
+
+/// The flipped pairs, worse first, one line each with B's most severe reason (the first
+/// `shown`): `  close-mitigated: passed → failed  confirmation_before_write: …`.
+pub fn render_flips(c: &Comparison, shown: usize) -> String {
+    let mut out = String::new();
+    if c.flips.is_empty() {
+        return out;
+    }
+    let epochs = c.flips.iter().any(|f| f.epoch > 0);
+    let _ = writeln!(out, "flipped (worse first):");
+    for f in c.flips.iter().take(shown) {
+        let at = if epochs {
+            format!("{} (epoch {})", f.case_id, f.epoch)
+        } else {
+            f.case_id.clone()
+        };
+        let _ = write!(out, "  {at}: {} → {}", status(f.a), status(f.b));
+        if let Some(first) = f.reasons.first() {
+            let _ = write!(out, "  {first}");
+            if f.reasons.len() > 1 {
+                let _ = write!(out, " (+{} more)", f.reasons.len() - 1);
+            }
+        }
+        let _ = writeln!(out);
+    }
+    if c.flips.len() > shown {
+        let _ = writeln!(
+            out,
+            "  … and {} more (`--json` lists them all)",
+            c.flips.len() - shown
+        );
+    }
+    out
+}
+
+/// What differences the suite can tell from chance, in one line.
+pub fn noise_floor_line(c: &Comparison) -> String {
+    let nf = &c.noise_floor;
+    let mut line = format!("noise floor: {} cases", nf.cases);
+    if let Some(d) = nf.detectable_difference {
+        let _ = write!(
+            line,
+            ", {} pairs detect a pass-rate difference of {d:.0} points or more (80% power, 5% level){}",
+            c.pairs,
+            if nf.flip_rate.is_none() {
+                " at best"
+            } else {
+                ""
+            }
+        );
+    }
+    match (nf.flip_rate, nf.single_run_difference_95) {
+        (Some(f), Some(d)) => {
+            let _ = write!(
+                line,
+                "; between two identical runs {:.0}% of cases would flip, and two single runs differ by up to {d:.0} points by chance (95%)",
+                f * 100.0
+            );
+        }
+        _ => line.push_str("; with one epoch the runs cannot say how much cases flip between identical runs (--epochs 2 or more would)"),
+    }
+    line
 }

@@ -674,6 +674,7 @@ pub fn render_html(
         script_hash => script_hash,
         comparison => comparison.map(|c| V::from(minijinja::value::Serde(c))),
         comparison_svg => comparison.map(|c| V::from_safe_string(comparison_chart(c))),
+        noise_floor => comparison.map(crate::compare::noise_floor_line),
     };
     env.get_template("report.html")
         .and_then(|t| t.render(ctx))

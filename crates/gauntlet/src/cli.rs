@@ -177,7 +177,8 @@ pub enum Command {
     ///
     /// Gives McNemar's exact test on pass/fail, paired bootstrap intervals of each quantity's
     /// difference, effect sizes, the segments that moved, what changed between the runs, and a
-    /// verdict in words. Exits 0, or 1 with --fail-on-regression when B is significantly worse.
+    /// verdict in words. Exits 0, or 1 with --fail-on-regression when B is significantly worse or
+    /// has a critical violation on a case where A had none.
     Compare(CompareArgs),
     /// List past runs of a suite, newest first.
     Runs {
@@ -654,7 +655,8 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Exit 1 when B passes significantly less often than A (p < 0.05).
+    /// Exit 1 when B regressed: it passes significantly less often than A (p < 0.05), or it has
+    /// a critical violation on a case where A had none, whatever the p-value.
     #[arg(long)]
     pub fail_on_regression: bool,
     /// Also let this suite's LLM judge say which trajectory of each pair is better, asking in

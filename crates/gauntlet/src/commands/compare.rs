@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use gauntlet_model::compare::{Direction, PairwiseReport};
+use gauntlet_model::compare::PairwiseReport;
 use gauntlet_model::judge::RunOn;
 use gauntlet_model::{Event, TrialRecord, TrialStatus};
 use gauntlet_report::{SummaryOptions, render_comparison};
@@ -43,17 +43,22 @@ pub fn compare(args: CompareArgs) -> Result<i32, ExpectedError> {
         if !crate::say::quiet() {
             anstream::print!(
                 "{}",
-                render_comparison(&c, SummaryOptions { color, width: None })
+                render_comparison(
+                    &c,
+                    SummaryOptions {
+                        color,
+                        width: None,
+                        explain: false,
+                    }
+                )
             );
         }
     }
-    Ok(
-        if args.fail_on_regression && c.direction == Direction::Worse {
-            GATE_FAILED
-        } else {
-            GATES_PASSED
-        },
-    )
+    Ok(if args.fail_on_regression && c.regression {
+        GATE_FAILED
+    } else {
+        GATES_PASSED
+    })
 }
 
 /// A run's trials by (case, epoch).

@@ -177,19 +177,112 @@ fn compare_names_a_regression_and_where_it_sits() {
         run(&["compare", s(&a), s(&b), "--fail-on-regression"]).code,
         1
     );
-    // The same agent twice: no significant difference, with the size that would be needed.
+    // The same agent twice: nothing flipped, and no advice about a difference there is not.
     let o = run(&["compare", s(&a), s(&a2)]);
     assert_eq!(o.code, 0);
     assert!(
-        o.stdout.contains("verdict: no significant difference"),
+        o.stdout
+            .contains("verdict: no difference: no pair flipped (69 pairs)"),
         "{}",
         o.stdout
     );
-    assert!(
-        o.stdout.contains("pairs would be needed to see 5 points"),
-        "{}",
-        o.stdout
+    assert!(!o.stdout.contains("would be needed"), "{}", o.stdout);
+}
+
+/// The comparison as users read it, with the latency row (wall-clock time) redacted and the
+/// tables' padding with it.
+fn without_latency(text: &str) -> String {
+    let padding = regex::Regex::new(r" +([┆│])").unwrap();
+    let rules = regex::Regex::new(r"([─═])+").unwrap();
+    text.lines()
+        .map(|l| {
+            if l.contains("latency_ms") {
+                "[LATENCY ROW]".to_owned()
+            } else {
+                let l = padding.replace_all(l, " $1");
+                rules.replace_all(&l, "$1").into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 50: `compare` of the reference agent against `script:skip-confirmation` on the example
+/// suite listed no case that flipped. Each flipped case is named with B's reason, the new
+/// critical violations are counted, and the run is a regression.
+#[test]
+fn compare_of_skip_confirmation_names_each_flipped_case_and_why() {
+    let cx = TestContext::new();
+    for (agent, out) in [
+        ("script:reference", "[TMP]/ref"),
+        ("script:skip-confirmation", "[TMP]/skip"),
+    ] {
+        let o = cx.run(&["run", "[SUITE]", "--agent", agent, "--out", out, "--quiet"]);
+        assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+    }
+    let o = cx.run(&["compare", "[TMP]/ref", "[TMP]/skip", "--fail-on-regression"]);
+    insta::assert_snapshot!(without_latency(&cx.transcript(&o)));
+    assert_eq!(o.code, 1);
+    let o = cx.run(&["compare", "[TMP]/ref", "[TMP]/skip", "--json"]);
+    let c: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(c["critical_violations"]["a"], 0);
+    assert_eq!(c["critical_violations"]["b"], 8);
+    assert_eq!(c["regression"], true);
+    let flips = c["flips"].as_array().unwrap();
+    assert_eq!(flips.len(), 8);
+    assert_eq!(
+        flips[0],
+        json!({
+            "case_id": "close-mitigated", "epoch": 0, "a": "passed", "b": "failed",
+            "reasons": ["confirmation_before_write: close_incident (call #2) ran without an approved confirmation"],
+        })
     );
+    // One epoch: how much cases flip between identical runs is unknown, and says so.
+    assert_eq!(c["noise_floor"]["flip_rate"], Value::Null);
+    assert_eq!(c["noise_floor"]["single_run_difference_95"], Value::Null);
+    // The HTML report against the baseline lists the same flips.
+    let o = cx.run(&[
+        "report",
+        "[TMP]/skip",
+        "--baseline",
+        "[TMP]/ref",
+        "--out",
+        "[TMP]/cmp.html",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let html = std::fs::read_to_string(cx.path("cmp.html")).unwrap();
+    assert!(html.contains("<h3>Cases that flipped (worse first)</h3>"));
+    assert!(html.contains(
+        "<td>close-mitigated</td><td>0</td><td>passed</td><td>failed</td><td>confirmation_before_write: close_incident (call #2) ran without an approved confirmation</td>"
+    ), "{html}");
+    assert!(html.contains("critical violations: baseline 0 → this run 8; new on 8 case(s)"));
+}
+
+/// Issue 50: on the fault cases alone, skip-confirmation fails 2 of 8 (McNemar p = 0.5), and
+/// `compare --fail-on-regression` exited 0 although B broke a critical rule A never broke.
+#[test]
+fn a_new_critical_violation_is_a_regression_whatever_p_says() {
+    let cx = TestContext::new();
+    for (agent, out) in [
+        ("script:reference", "[TMP]/ref"),
+        ("script:skip-confirmation", "[TMP]/skip"),
+    ] {
+        let o = cx.run(&[
+            "run", "[SUITE]", "--agent", agent, "--out", out, "--quiet", "--filter", "fault",
+        ]);
+        assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+    }
+    let o = cx.run(&["compare", "[TMP]/ref", "[TMP]/skip", "--json"]);
+    let c: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(c["direction"], "no_difference");
+    assert!((c["pass"]["p_value"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+    assert_eq!(
+        c["critical_violations"],
+        json!({"a": 0, "b": 2, "new_in_b": ["fault-bad-request", "fault-lost-response"]})
+    );
+    let o = cx.run(&["compare", "[TMP]/ref", "[TMP]/skip", "--fail-on-regression"]);
+    insta::assert_snapshot!(without_latency(&cx.transcript(&o)));
+    assert_eq!(o.code, 1);
 }
 
 #[test]
