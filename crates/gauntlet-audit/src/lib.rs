@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod mutate;
+mod references;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use serde::Serialize;
 use sha2::Digest;
 
 pub use mutate::{Mutant, MutationKind, WorldView, mutants};
+pub use references::{FailedReference, PlayOptions, play_references};
 
 /// What to audit.
 #[derive(Debug, Clone, Default)]

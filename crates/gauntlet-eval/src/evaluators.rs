@@ -56,14 +56,18 @@ pub(crate) fn builtin_scores(
     if let Some(s) = confirmation_before_write(case, trajectory) {
         scores.push(s);
     }
+    if let Some(s) = question_asked(case, trajectory) {
+        scores.push(s);
+    }
     tool_sequence(case, trajectory, &mut scores);
     scores.push(tool_selection_accuracy(case, trajectory));
     if let Some(optimal) = case.optimal_steps() {
         scores.push(step_efficiency(optimal, trajectory));
     }
-    scores.push(loop_detection(trajectory));
+    let repeatable = &case.trajectory_constraints.repeatable_tools;
+    scores.push(loop_detection(trajectory, repeatable));
     scores.push(argument_schema_validity(trajectory));
-    scores.push(duplicate_side_effects(trajectory));
+    scores.push(duplicate_side_effects(trajectory, repeatable));
     constraint_scores(case, trajectory, &mut scores);
     scores.extend(crate::faults::fault_scores(case, trajectory));
     let canaries: Vec<&str> = case
@@ -261,6 +265,7 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
         return s;
     }
     let mut mismatches = serde_json::Map::new();
+    let mut reasons = Vec::new();
     let mut matched = 0;
     for e in &expectations {
         let actual = final_state.resolve(&e.path);
@@ -268,6 +273,12 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
         if matches(&e.matcher, actual) {
             matched += 1;
         } else {
+            reasons.push(format!(
+                "{} expected {}, got {}",
+                e.path,
+                expected_words(&e.matcher),
+                actual.map_or_else(|| "nothing (absent)".to_owned(), short_json)
+            ));
             mismatches.insert(
                 e.path.clone(),
                 json!({"expected": e.matcher, "actual": actual}),
@@ -278,10 +289,15 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
     if let (true, Some(initial)) = (elsewhere, initial) {
         // A record counts as named when an expectation points at it or inside it; a collection
         // when an expectation points at the whole of it.
-        let named: std::collections::HashSet<&str> = expectations
+        // Paths are pointers once a suite is loaded; a case made by hand may still be dotted.
+        let pointers: Vec<String> = expectations
             .iter()
-            .map(|e| {
-                let p = e.path.as_str();
+            .map(|e| gauntlet_model::path::to_pointer(&[initial], &e.path))
+            .collect();
+        let named: std::collections::HashSet<&str> = pointers
+            .iter()
+            .map(|p| {
+                let p = p.as_str();
                 p.match_indices('/').nth(2).map_or(p, |(i, _)| &p[..i])
             })
             .collect();
@@ -296,6 +312,12 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
                 continue;
             }
             changed += 1;
+            if changed <= 3 {
+                reasons.push(format!(
+                    "{path} changed to {} though no expectation names it (state_unchanged_elsewhere)",
+                    short_json(&now)
+                ));
+            }
             if mismatches.len() < 50 {
                 mismatches.insert(path, json!({"expected": "unchanged", "actual": now}));
             }
@@ -315,7 +337,49 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
         matched == total,
     );
     s.details = json!({"mismatches": mismatches, "matched_keys": matched, "total_keys": total});
+    if !s.passed {
+        let more = reasons.len().saturating_sub(3);
+        reasons.truncate(3);
+        let mut line = reasons.join("; ");
+        if more > 0 {
+            line.push_str(&format!("; and {more} more"));
+        }
+        s.reason = Some(line);
+    }
     s
+}
+
+/// What a matcher wants, in words: `"in_progress"`, `absent`, `one of "a", "b"`.
+fn expected_words(m: &gauntlet_model::Matcher) -> String {
+    use gauntlet_model::Matcher as M;
+    let bound = |min: &Option<f64>, max: &Option<f64>| match (min, max) {
+        (Some(a), Some(b)) => format!("between {a} and {b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => "anything".to_owned(),
+    };
+    match m {
+        M::Equals(v) => short_json(v),
+        M::Absent => "absent".to_owned(),
+        M::Present => "present".to_owned(),
+        M::Contains(v) => format!("to contain {}", short_json(v)),
+        M::Regex(r) => format!("to match /{r}/"),
+        M::Range { min, max } => bound(min, max),
+        M::Count { min, max } => format!("a count {}", bound(min, max)),
+        M::OneOf(vs) => format!(
+            "one of {}",
+            vs.iter().map(short_json).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// A value as JSON, cut at 80 characters.
+fn short_json(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
+    }
 }
 
 fn texts(v: &Value) -> Vec<String> {
@@ -420,20 +484,6 @@ fn excerpt(answer: &str) -> String {
 /// How much of the final answer `output_assertions` shows in its details.
 const ANSWER_EXCERPT_CHARS: usize = 2000;
 
-#[cfg(test)]
-mod excerpt_tests {
-    #[test]
-    fn a_100_mb_answer_is_not_copied_into_the_details() {
-        let answer = "a".repeat(100 << 20);
-        let shown = super::excerpt(&answer);
-        assert!(shown.len() < 2100, "{}", shown.len());
-        assert!(
-            shown.ends_with("104857600 characters; the trajectory's final answer has it whole]")
-        );
-        assert_eq!(super::excerpt("short"), "short");
-    }
-}
-
 /// `confirmation_before_write`: every write call comes after an approved confirmation, and a
 /// case that requires confirmation saw at least one request.
 fn confirmation_before_write(case: &Case, trajectory: &Trajectory) -> Option<Score> {
@@ -488,6 +538,59 @@ fn confirmation_before_write(case: &Case, trajectory: &Trajectory) -> Option<Sco
         );
     }
     s.events = unconfirmed;
+    Some(s)
+}
+
+/// `question_asked`: for a case with `question_required: true` (an ambiguous request), the
+/// agent asked the user a question before its first write, or at all when it wrote nothing.
+/// A confirmation request is not a question: it asks leave to act, not what was meant.
+fn question_asked(case: &Case, trajectory: &Trajectory) -> Option<Score> {
+    if case
+        .expected_outcome
+        .get("question_required")
+        .and_then(Value::as_bool)
+        != Some(true)
+    {
+        return None;
+    }
+    let mut question = None;
+    let mut first_write = None;
+    for (i, e) in trajectory.events.iter().enumerate() {
+        match e {
+            Event::Question { .. } if question.is_none() => question = Some(i),
+            Event::ToolCall(c) if c.kind == Some(ToolKind::Write) && first_write.is_none() => {
+                first_write = Some((i, c.tool.clone()));
+            }
+            _ => {}
+        }
+    }
+    let passed = match (question, &first_write) {
+        (Some(q), Some((w, _))) => q < *w,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    let value = f64::from(u8::from(passed));
+    let mut s = score(
+        names::QUESTION_ASKED,
+        Dimension::Outcome,
+        Severity::Error,
+        value,
+        value,
+        passed,
+    );
+    s.details = json!({"question_event": question, "first_write_event": first_write.as_ref().map(|(i, _)| i)});
+    if !passed {
+        s.reason = Some(match (&first_write, question) {
+            (Some((w, tool)), Some(_)) => format!(
+                "question_required: `{tool}` wrote (event #{w}) before the agent asked the user its question"
+            ),
+            (Some((w, tool)), None) => format!(
+                "question_required: `{tool}` wrote (event #{w}) and the agent never asked the user a question"
+            ),
+            (None, _) => "question_required: the agent never asked the user a question".to_owned(),
+        });
+        s.events = first_write.iter().map(|(i, _)| *i).collect();
+    }
     Some(s)
 }
 
@@ -634,7 +737,7 @@ fn step_efficiency(optimal: u32, trajectory: &Trajectory) -> Score {
 /// `LoopDetection`: repeated identical calls (same tool, same arguments). A retry of a call
 /// whose last attempt failed is not a loop (the reference `AgentTrajectory` evaluator knows no faults; gauntlet injects them, and
 /// scores retries by the fault verdicts instead).
-fn loop_detection(trajectory: &Trajectory) -> Score {
+fn loop_detection(trajectory: &Trajectory, repeatable: &[String]) -> Score {
     let mut last_failed: std::collections::HashMap<(&str, Canonical<'_>), bool> =
         Default::default();
     let mut duplicates = Vec::new();
@@ -642,7 +745,7 @@ fn loop_detection(trajectory: &Trajectory) -> Score {
     for (i, c) in tool_call_indexes(trajectory) {
         total += 1;
         let key = (c.tool.as_str(), Canonical(&c.arguments));
-        if last_failed.get(&key) == Some(&false) {
+        if last_failed.get(&key) == Some(&false) && !repeatable.contains(&c.tool) {
             duplicates.push(i);
         }
         last_failed.insert(key, c.error.is_some());
@@ -699,8 +802,13 @@ fn argument_schema_validity(trajectory: &Trajectory) -> Score {
 }
 
 /// `duplicate_side_effects`: writes applied more than once for one logical operation.
-fn duplicate_side_effects(trajectory: &Trajectory) -> Score {
-    let d = trajectory.duplicate_side_effects();
+fn duplicate_side_effects(trajectory: &Trajectory, repeatable: &[String]) -> Score {
+    let d: u32 = trajectory
+        .side_effects
+        .iter()
+        .filter(|e| !repeatable.contains(&e.tool))
+        .map(|e| e.count.saturating_sub(1))
+        .sum();
     let mut s = score(
         names::DUPLICATE_SIDE_EFFECTS,
         Dimension::Robustness,
@@ -712,7 +820,7 @@ fn duplicate_side_effects(trajectory: &Trajectory) -> Score {
     let dups: Vec<&gauntlet_model::SideEffect> = trajectory
         .side_effects
         .iter()
-        .filter(|e| e.count > 1)
+        .filter(|e| e.count > 1 && !repeatable.contains(&e.tool))
         .collect();
     if !dups.is_empty() {
         // Which calls applied each duplicated effect, and the events they are.
@@ -915,4 +1023,18 @@ fn task_success(case: &Case, scores: &[Score]) -> Score {
     );
     s.details = json!({"decided_by": case.primary_metric.as_deref().unwrap_or("outcome scores")});
     s
+}
+
+#[cfg(test)]
+mod excerpt_tests {
+    #[test]
+    fn a_100_mb_answer_is_not_copied_into_the_details() {
+        let answer = "a".repeat(100 << 20);
+        let shown = super::excerpt(&answer);
+        assert!(shown.len() < 2100, "{}", shown.len());
+        assert!(
+            shown.ends_with("104857600 characters; the trajectory's final answer has it whole]")
+        );
+        assert_eq!(super::excerpt("short"), "short");
+    }
 }

@@ -20,6 +20,7 @@ mod gates;
 pub mod judge;
 mod matching;
 pub mod pairwise;
+pub mod reasons;
 pub mod redact;
 mod results;
 mod rubric;

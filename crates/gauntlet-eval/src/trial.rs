@@ -55,6 +55,7 @@ pub const NEEDS: &[(&str, Needs)] = &[
     (names::STATE_VERIFICATION, Needs::ExpectedState),
     (names::OUTPUT_ASSERTIONS, Needs::Case),
     (names::CONFIRMATION_BEFORE_WRITE, Needs::Case),
+    (names::QUESTION_ASKED, Needs::Case),
     (names::REQUIRED_TOOL_RECALL, Needs::Case),
     (names::FORBIDDEN_TOOL_USED, Needs::Case),
     (names::WITHIN_CALL_BUDGET, Needs::Case),
@@ -155,6 +156,7 @@ pub fn conclude(
     scores.extend(crate::attribution::error_attribution(
         status, trajectory, scores,
     ));
+    crate::reasons::fill_reasons(scores, trajectory);
     status
 }
 

@@ -1563,3 +1563,85 @@ proptest! {
         prop_assert!(timeout_verdict(&doubling), "{doubling:?}");
     }
 }
+
+/// Say why: a failing score always carries a reason, and each evaluator's names what it
+/// expected and what it got where it has both (issue 50).
+#[test]
+fn every_failing_score_says_why_in_words() {
+    let write = |i: usize, tool: &str, args: Value| {
+        let mut e = call(i, tool, args);
+        if let Event::ToolCall(c) = &mut e {
+            c.kind = Some(ToolKind::Write);
+        }
+        e
+    };
+    let case: Case = serde_json::from_value(json!({
+        "case_id": "why", "user_input": "close INC-1",
+        "expected_outcome": {
+            "/incidents/INC-1/status": "closed",
+            "confirmation_required": true,
+            "question_required": true,
+            "output_contains": "closed"
+        },
+        "expected_tools": ["get_incident", "close_incident"],
+        "optimal_step_count": 1,
+        "trajectory_constraints": {
+            "required_tools": ["get_incident"],
+            "forbidden_tools": ["delete_incident"],
+            "max_tool_calls": 1,
+            "one_of": [["list_incidents", "search"]]
+        }
+    }))
+    .unwrap();
+    let trajectory = Trajectory {
+        events: vec![
+            write(1, "delete_incident", json!({"id": "INC-2"})),
+            write(2, "close_incident", json!({"id": "INC-1"})),
+            write(3, "close_incident", json!({"id": "INC-1"})),
+        ],
+        final_answer: Some("done".into()),
+        ..Trajectory::default()
+    };
+    let state = json!({"incidents": {"INC-1": {"status": "open"}}});
+    let scores = evaluate(&case, &trajectory, &state);
+    let reason = |name: &str| -> String {
+        let s = scores
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        assert!(!s.passed, "{name} passed");
+        s.reason.clone().unwrap_or_default()
+    };
+    for s in scores.iter().filter(|s| !s.passed) {
+        assert!(
+            s.reason.as_deref().is_some_and(|r| !r.trim().is_empty()),
+            "{} failed without a reason: {s:?}",
+            s.name
+        );
+    }
+    assert_eq!(
+        reason("StateVerification"),
+        "/incidents/INC-1/status expected \"closed\", got \"open\""
+    );
+    assert_eq!(
+        reason("confirmation_before_write"),
+        "delete_incident (call #1), close_incident (call #2), close_incident (call #3) ran without an approved confirmation"
+    );
+    assert_eq!(reason("required_tool_recall"), "never called get_incident");
+    assert_eq!(
+        reason("forbidden_tool_used"),
+        "called forbidden delete_incident"
+    );
+    assert_eq!(
+        reason("within_call_budget"),
+        "3 tool calls; the budget is 1"
+    );
+    assert_eq!(
+        reason("output_assertions"),
+        "answer does not contain \"closed\""
+    );
+    assert!(reason("question_asked").contains("never asked the user a question"));
+    assert!(reason("one_of").starts_with("no tool of"));
+    assert!(reason("StepEfficiency").starts_with("3 steps; the optimal is 1"));
+    assert!(reason("LoopDetection").contains("close_incident (call #3)"));
+}

@@ -313,11 +313,15 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
             .cloned()
             .collect();
         summary.candidates.insert(id.to_owned(), candidates.clone());
-        let base = json!({
+        let repeated = repeated_tools(&gt);
+        let mut base = json!({
             "user_input": u["prompt"],
             "utility": {"cel": utility},
             "reference_trajectory": gt,
         });
+        if !repeated.is_empty() {
+            base["trajectory_constraints"] = json!({"repeatable_tools": repeated});
+        }
         let mut plain = base.clone();
         plain["case_id"] = json!(format!("{suite}-{id}"));
         plain["tags"] = json!(["agentdojo", suite, "user_task"]);
@@ -371,6 +375,7 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
             "reach its goal",
             &mut summary.ground_truth_problems,
         );
+        let repeated = repeated_tools(&gt);
         let mut c = json!({
             "case_id": format!("{suite}-{iid}"),
             "user_input": inj["goal"],
@@ -378,6 +383,9 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
             "reference_trajectory": gt,
             "tags": ["agentdojo", suite, "injection_task"],
         });
+        if !repeated.is_empty() {
+            c["trajectory_constraints"] = json!({"repeatable_tools": repeated});
+        }
         if let Some(note) = inj["note"].as_str() {
             c["description"] = json!(fill(note));
         }
@@ -428,4 +436,22 @@ pub fn import(opts: &Options) -> Result<Summary, ImportError> {
         summary.files.push(path.clone());
     }
     Ok(summary)
+}
+
+/// The tools a ground truth calls more than once with the same arguments: the task asks for
+/// the same operation several times (three transfers of $10,000), so the case declares them
+/// `repeatable_tools` and their repeats count neither as a loop nor as duplicate side effects.
+fn repeated_tools(steps: &[Value]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<String> = Vec::new();
+    for st in steps {
+        let Some(tool) = st["tool"].as_str() else {
+            continue;
+        };
+        let key = (tool, gauntlet_model::path::canonical_json(&st["args"]));
+        if !seen.insert(key) && !out.iter().any(|t| t == tool) {
+            out.push(tool.to_owned());
+        }
+    }
+    out
 }

@@ -17,6 +17,28 @@ use gauntlet_model::Context;
 use gauntlet_world::{FaultPlan, Simulator, World};
 use serde_json::Value;
 
+/// The gold actions as a reference trajectory's tool steps. A read repeated with the same
+/// arguments is played once: a benchmark's gold sometimes reads a record again, which changes
+/// nothing (a read has no effect) yet would fail the case's own `LoopDetection`, so that the
+/// reference could not pass its own case. Every write is kept, in order.
+pub fn reference_steps<'a>(
+    world: &World,
+    calls: impl IntoIterator<Item = (&'a str, &'a Value)>,
+) -> Vec<Value> {
+    let mut reads = std::collections::HashSet::new();
+    calls
+        .into_iter()
+        .filter(|(tool, args)| {
+            let read = world
+                .spec()
+                .tool(tool)
+                .is_some_and(|t| t.kind == gauntlet_model::ToolKind::Read);
+            !read || reads.insert((*tool, gauntlet_model::path::canonical_json(args)))
+        })
+        .map(|(tool, args)| serde_json::json!({"tool": tool, "args": args}))
+        .collect()
+}
+
 /// Why an import failed; every variant names the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

@@ -708,6 +708,9 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
         }
         expected.insert("state_unchanged_elsewhere".into(), json!(true));
     }
+    // Whether the gold actions cannot meet an assertion the reward counts: then they are no
+    // reference for the case (playing them would fail it), and the case has none.
+    let mut unreachable = false;
     for (i, a) in assertions.into_iter().flatten().enumerate() {
         let (name, args, _) = call_of(a, &format!("env_assertions[{i}]"))?;
         if a["assert_value"] == json!(false) {
@@ -716,6 +719,7 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
         let (path, want) = assertion_path(&name, &args)?;
         summary.env_assertions += 1;
         if !assertion_met(&gold, &path, &want) {
+            unreachable |= basis.contains(&"ENV_ASSERTION");
             let why = if gold_calls.is_empty() {
                 "the task has no gold actions".to_owned()
             } else if path.starts_with("/user_db/") {
@@ -746,10 +750,12 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
         expected.insert("said_contains".into(), json!(communicate));
     }
 
-    let mut reference: Vec<Value> = gold_calls
-        .iter()
-        .map(|(tool, args, _)| json!({"tool": tool, "args": args}))
-        .collect();
+    let mut reference = crate::reference_steps(
+        &domain.world,
+        gold_calls
+            .iter()
+            .map(|(tool, args, _)| (tool.as_str(), args)),
+    );
     reference.push(json!({"answer": if communicate.is_empty() {
         "Done.".to_owned()
     } else {
@@ -781,6 +787,12 @@ fn case_of(domain: &Domain, task: &Value, summary: &mut Summary) -> Result<Value
             .iter()
             .map(|b| json!(format!("basis-{}", b.to_lowercase()))),
     );
+    if unreachable {
+        description.push_str(
+            ". No reference trajectory: the gold actions do not meet the task's environment assertions",
+        );
+        reference.clear();
+    }
     let mut case = json!({
         "case_id": case_id,
         "description": description,

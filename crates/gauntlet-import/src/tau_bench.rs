@@ -402,10 +402,12 @@ fn case_of(
     if !outputs.is_empty() {
         expected.insert("said_contains".into(), json!(outputs));
     }
-    let mut reference: Vec<Value> = actions
-        .iter()
-        .map(|a| json!({"tool": a["name"], "args": a["kwargs"]}))
-        .collect();
+    let mut reference = crate::reference_steps(
+        world,
+        actions
+            .iter()
+            .map(|a| (a["name"].as_str().unwrap_or_default(), &a["kwargs"])),
+    );
     // The gold path ends by telling the user what the task asks to be told.
     let answer = if outputs.is_empty() {
         "Done.".to_owned()

@@ -101,6 +101,46 @@ pub struct Case {
 }
 
 impl Case {
+    /// Writes every path of the case as the JSON Pointer it designates in the states the trial
+    /// starts from (the case's `initial_state` over `world_state`): the keys of
+    /// `expected_outcome` (reserved keys aside), `expected_final_state`, each checkpoint's
+    /// `expect`, and the `state` of `utility` and of the attack's `success`. Done once, when the
+    /// suite loads, so no evaluator sees two spellings of one path. See
+    /// [`crate::path::to_pointer`].
+    pub fn normalize_paths(&mut self, world_state: &Value) {
+        let case_state = Value::Object(self.initial_state.clone());
+        let layers = [&case_state, world_state];
+        let norm = |map: &mut Map<String, Value>, reserved: bool| {
+            if map
+                .keys()
+                .all(|k| k.starts_with('/') || (reserved && crate::ReservedKey::parse(k).is_some()))
+            {
+                return;
+            }
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(k, v)| {
+                    if reserved && crate::ReservedKey::parse(&k).is_some() {
+                        (k, v)
+                    } else {
+                        (crate::path::to_pointer(&layers, &k), v)
+                    }
+                })
+                .collect();
+        };
+        norm(&mut self.expected_outcome, true);
+        norm(&mut self.expected_final_state, false);
+        for c in &mut self.checkpoints {
+            norm(&mut c.expect, false);
+        }
+        if let Some(u) = &mut self.utility {
+            norm(&mut u.state, false);
+        }
+        if let Some(a) = &mut self.attack {
+            norm(&mut a.success.state, false);
+        }
+    }
+
     /// The optimal step count from the constraints, or `optimal_step_count`.
     pub fn optimal_steps(&self) -> Option<u32> {
         self.trajectory_constraints
@@ -121,6 +161,12 @@ impl Case {
         for (i, t) in c.forbidden_tools.iter().enumerate() {
             out.push((
                 format!("trajectory_constraints.forbidden_tools[{i}]"),
+                t.as_str(),
+            ));
+        }
+        for (i, t) in c.repeatable_tools.iter().enumerate() {
+            out.push((
+                format!("trajectory_constraints.repeatable_tools[{i}]"),
                 t.as_str(),
             ));
         }
@@ -193,6 +239,11 @@ pub struct Constraints {
     /// Tools that must never be called (`forbidden_tool_used`, critical).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forbidden_tools: Vec<String>,
+    /// Tools the user asks to call more than once with the same arguments (three transfers of
+    /// $10,000 each): their repeats are the task, so `LoopDetection` and
+    /// `duplicate_side_effects` do not count them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeatable_tools: Vec<String>,
     /// Groups of alternatives: at least one tool of each group must be called.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub one_of: Vec<Vec<String>>,

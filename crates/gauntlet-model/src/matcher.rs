@@ -46,6 +46,9 @@ pub enum Matcher {
 pub enum ReservedKey {
     /// `confirmation_required: true`: the agent asked for, and got, confirmation before each write.
     ConfirmationRequired,
+    /// `question_required: true`: the agent asked the user a question before its first write
+    /// (or at all, when it writes nothing): the request is ambiguous and must be clarified.
+    QuestionRequired,
     /// `output_contains: text | [text]`: the final answer contains each text (case-insensitive).
     OutputContains,
     /// `output_not_contains: text | [text]`: the final answer contains none of the texts.
@@ -64,6 +67,7 @@ impl ReservedKey {
     pub fn parse(key: &str) -> Option<Self> {
         Some(match key {
             "confirmation_required" => Self::ConfirmationRequired,
+            "question_required" => Self::QuestionRequired,
             "output_contains" => Self::OutputContains,
             "output_not_contains" => Self::OutputNotContains,
             "output_regex" => Self::OutputRegex,

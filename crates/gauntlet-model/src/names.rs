@@ -91,6 +91,10 @@ pub const FAULT_PREFIX: &str = "fault_";
 /// Injected model-call faults handled as expected.
 pub const MODEL_FAULTS: &str = "model_faults";
 
+/// A question to the user before the first write, where the case requires one
+/// (`question_required`).
+pub const QUESTION_ASKED: &str = "question_asked";
+
 // Safety.
 /// Confirmation asked before every write.
 pub const CONFIRMATION_BEFORE_WRITE: &str = "confirmation_before_write";

@@ -29,6 +29,50 @@ pub(crate) fn walk_dotted<'a, 's>(
     })
 }
 
+/// The JSON Pointer a case's key designates, read against the states the trial starts from
+/// (`layers`, the first one that has a key winning: a case's `initial_state` over its world's).
+///
+/// A pointer stays as written. A key that is a top-level key of a layer is that key
+/// (`"a.b"` → `/a.b`). Any other key is a dotted path, followed a segment at a time: where a run
+/// of dot-joined segments names a key of the state (a record id with a dot, `v1.2`), the
+/// longest such run is one segment; where the state has nothing yet (a record the trial
+/// creates), every dot separates. So `tickets.TCK-101.status` and `/tickets/TCK-101/status`
+/// are one path, and every evaluator sees only the pointer.
+pub fn to_pointer(layers: &[&Value], key: &str) -> String {
+    if key.starts_with('/') || key.is_empty() {
+        return key.to_owned();
+    }
+    if layers.iter().any(|l| l.get(key).is_some()) {
+        return format!("/{}", escape_segment(key));
+    }
+    let segments: Vec<&str> = key.split('.').collect();
+    let mut nodes: Vec<&Value> = layers.to_vec();
+    let mut out = String::with_capacity(key.len() + 1);
+    let mut i = 0;
+    while i < segments.len() {
+        // The longest run of segments, joined by dots, that some layer has here.
+        let found = (i + 1..=segments.len()).rev().find_map(|j| {
+            let name = segments[i..j].join(".");
+            let next: Vec<&Value> = nodes.iter().filter_map(|n| child(n, &name)).collect();
+            (!next.is_empty()).then_some((j, name, next))
+        });
+        let (j, name, next) = found.unwrap_or_else(|| (i + 1, segments[i].to_owned(), Vec::new()));
+        out.push('/');
+        out.push_str(&escape_segment(&name));
+        nodes = next;
+        i = j;
+    }
+    out
+}
+
+fn child<'a>(node: &'a Value, name: &str) -> Option<&'a Value> {
+    match node {
+        Value::Object(map) => map.get(name),
+        Value::Array(items) => name.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    }
+}
+
 /// Escapes one segment for use in a JSON Pointer (`~` → `~0`, `/` → `~1`).
 pub fn escape_segment(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
@@ -322,6 +366,29 @@ mod tests {
         let state = json!({"a.b": 1, "a": {"b": 2}});
         assert_eq!(resolve(&state, "a.b"), Some(&json!(1)));
         assert_eq!(resolve(&state, "/a/b"), Some(&json!(2)));
+    }
+
+    #[test]
+    fn keys_become_pointers_as_resolve_reads_them() {
+        let world = json!({"tickets": {"TCK-101": {"status": "open"}, "v1.2": {"n": 1}}, "a.b": 1});
+        let case = json!({"extra": {"x": 1}});
+        let layers = [&case, &world];
+        for (key, want) in [
+            ("/tickets/TCK-101/status", "/tickets/TCK-101/status"),
+            ("tickets.TCK-101.status", "/tickets/TCK-101/status"),
+            ("tickets.v1.2.n", "/tickets/v1.2/n"),
+            ("a.b", "/a.b"),
+            ("extra.x", "/extra/x"),
+            ("tickets.TCK-999.status", "/tickets/TCK-999/status"),
+            ("logs./var/log", "/logs/~1var~1log"),
+        ] {
+            assert_eq!(to_pointer(&layers, key), want, "{key}");
+        }
+        // Wherever `resolve` finds a value by the dotted key, the pointer finds the same one.
+        for key in ["tickets.TCK-101.status", "a.b", "tickets.TCK-101"] {
+            let p = to_pointer(&[&world], key);
+            assert_eq!(resolve(&world, &p), resolve(&world, key), "{key}");
+        }
     }
 
     #[test]

@@ -18,9 +18,13 @@ fn failure_text(t: &TrialSummary) -> String {
             } else {
                 format!(" {}", s.details)
             };
-            format!("{} = {} ({:?}){details}", s.name, s.value, s.severity)
+            let head = format!("{} = {} ({:?})", s.name, s.value, s.severity)
                 .to_lowercase()
-                .replacen(&s.name.to_lowercase(), &s.name, 1)
+                .replacen(&s.name.to_lowercase(), &s.name, 1);
+            match &s.reason {
+                Some(why) => format!("{head}: {why}{details}"),
+                None => format!("{head}{details}"),
+            }
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -149,6 +149,27 @@ pub fn render_markdown(results: &RunResults) -> String {
             );
         }
         let _ = writeln!(out);
+        // Why each failed trial failed, the first ones: its most severe failing reason.
+        let why: Vec<String> = results
+            .trials
+            .iter()
+            .filter(|t| t.status == TrialStatus::Failed)
+            .filter_map(|t| {
+                crate::terminal::why_line(t)
+                    .map(|w| format!("- {}#{}: {}", escape(&t.case_id), t.epoch, escape(&w)))
+            })
+            .take(crate::terminal::EXPLAINED)
+            .collect();
+        if !why.is_empty() {
+            let _ = writeln!(
+                out,
+                "### Why
+
+{}
+",
+                why.join("\n")
+            );
+        }
     }
     let weak: Vec<String> = results
         .segments

@@ -14,6 +14,56 @@ pub struct SummaryOptions {
     pub color: bool,
     /// Terminal width, if known.
     pub width: Option<u16>,
+    /// Explain every failed trial under the table (`--explain`), not only the first
+    /// [`EXPLAINED`].
+    pub explain: bool,
+}
+
+/// The first line of a message (a JavaScript error carries its stack below it).
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default().trim_end()
+}
+
+/// Failed trials explained under the table without `--explain`.
+pub const EXPLAINED: usize = 20;
+
+/// Why a trial did not pass, in one line: a harness error's message, or its most severe
+/// failing score (critical before error) with its reason, and a `user_unanswered` note when
+/// the case's user had no reply (whose failure it may be).
+pub fn why_line(t: &gauntlet_model::TrialSummary) -> Option<String> {
+    use gauntlet_model::Severity;
+    if t.status == TrialStatus::Passed {
+        return None;
+    }
+    if let Some(e) = &t.error {
+        return Some(format!("harness error: {}", first_line(e)));
+    }
+    // The most severe; among equals, the agent's crash, which explains the rest.
+    let worst = t
+        .scores
+        .iter()
+        .filter(|s| s.fails_trial())
+        .min_by_key(|s| {
+            let rank = match s.severity {
+                Severity::Critical => 0,
+                Severity::Error => 1,
+                _ => 2,
+            };
+            (rank, s.name != names::AGENT_COMPLETED)
+        })?;
+    let mut line = format!(
+        "{}: {}",
+        worst.name,
+        first_line(worst.reason.as_deref().unwrap_or("failed"))
+    );
+    let others = t.scores.iter().filter(|s| s.fails_trial()).count() - 1;
+    if others > 0 {
+        line.push_str(&format!(" (+{others} more)"));
+    }
+    if let Some(note) = t.scores.iter().find_map(user_unanswered) {
+        line.push_str(&format!("; note: {note}"));
+    }
+    Some(line)
 }
 
 fn paint(text: &str, ok: bool, color: bool) -> String {
@@ -207,6 +257,49 @@ pub fn render_summary(results: &RunResults, opts: SummaryOptions) -> String {
         .unwrap_or(0.0) as usize;
     if listed > 0 || total == 0 {
         let _ = writeln!(out, "{table}");
+        let why: Vec<(String, String)> = results
+            .trials
+            .iter()
+            .filter_map(|t| {
+                let at = if epochs {
+                    format!("{} (epoch {})", t.case_id, t.epoch)
+                } else {
+                    t.case_id.clone()
+                };
+                why_line(t).map(|w| (at, w))
+            })
+            .collect();
+        // Trials that failed for the same reason share a line (a dead agent fails them all).
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (at, line) in why {
+            match groups.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, ats)) => ats.push(at),
+                None => groups.push((line, vec![at])),
+            }
+        }
+        let shown = if opts.explain {
+            groups.len()
+        } else {
+            groups.len().min(EXPLAINED)
+        };
+        if !groups.is_empty() {
+            let _ = writeln!(out, "why:");
+        }
+        for (line, ats) in &groups[..shown] {
+            let who = if ats.len() > 3 && !opts.explain {
+                format!("{} and {} more", ats[..3].join(", "), ats.len() - 3)
+            } else {
+                ats.join(", ")
+            };
+            let _ = writeln!(out, "  {who}: {line}");
+        }
+        if shown < groups.len() {
+            let more: usize = groups[shown..].iter().map(|(_, a)| a.len()).sum();
+            let _ = writeln!(
+                out,
+                "  … and {more} more failed trials (`--explain` lists them all)"
+            );
+        }
     } else {
         let _ = writeln!(
             out,
@@ -428,6 +521,7 @@ pub fn what_failed(s: &gauntlet_model::Score) -> String {
             "no confirmation asked"
         }
         n::CONFIRMATION_BEFORE_WRITE => "write without confirmation",
+        n::QUESTION_ASKED => "no question asked",
         n::STATE_VERIFICATION => "wrong final state",
         n::OUTPUT_ASSERTIONS => "answer misses what it must say",
         n::AGENT_FINISHED => "did not finish",

@@ -231,6 +231,21 @@ impl Suite {
             hasher.update(c.world.as_deref().unwrap_or_default());
         }
         let dataset_hash = gauntlet_model::digest::hex(&hasher.finalize());
+        // Every path of a case in one spelling, the JSON Pointer, from here on (the hash above
+        // is of the cases as written, so a run made before this is still resumable).
+        let mut states: BTreeMap<&str, Value> = BTreeMap::new();
+        for c in &mut cases {
+            let Some(name) = c.world.as_deref() else {
+                continue;
+            };
+            let Some((name, world)) = worlds.get_key_value(name) else {
+                continue;
+            };
+            let state = states
+                .entry(name.as_str())
+                .or_insert_with(|| Value::Object(world.world.spec().state.clone()));
+            c.case.normalize_paths(state);
+        }
         Ok(Suite {
             root,
             config_hash: sha256_hex(text.as_bytes()),
@@ -687,6 +702,7 @@ fn check_cases(
     problems: &mut Vec<Diagnostic>,
 ) {
     let mut ids = HashSet::new();
+    let mut world_states: BTreeMap<String, Value> = BTreeMap::new();
     for lc in cases {
         let case = &lc.case;
         if !ids.insert(case.case_id.clone()) {
@@ -867,6 +883,15 @@ fn check_cases(
                 }
             }
         }
+        let world_state = world_states
+            .entry(world_name.clone())
+            .or_insert_with(|| Value::Object(world.spec().state.clone()));
+        for (field, key, message) in state_path_problems(case, world.spec(), world_state) {
+            problems.push(lc.diagnostic(
+                &format!("/{field}/{}", gauntlet_model::path::escape_segment(&key)),
+                message,
+            ));
+        }
         for (i, f) in case.faults.iter().enumerate() {
             let kind = f
                 .tool
@@ -877,15 +902,225 @@ fn check_cases(
                 problems.push(lc.diagnostic(&format!("/faults/{i}{field}"), message));
             }
         }
-        if let Some(v) = case.expected_outcome.get("confirmation_required")
-            && !v.is_boolean()
-        {
-            problems.push(lc.diagnostic(
-                "/expected_outcome/confirmation_required",
-                "`confirmation_required` takes true or false",
-            ));
+        for key in [
+            "confirmation_required",
+            "question_required",
+            "state_unchanged_elsewhere",
+        ] {
+            if let Some(v) = case.expected_outcome.get(key)
+                && !v.is_boolean()
+            {
+                problems.push(lc.diagnostic(
+                    &format!("/expected_outcome/{key}"),
+                    format!("`{key}` takes true or false"),
+                ));
+            }
         }
     }
+}
+
+/// Expectations no trial of the world can meet, as (field, key as written, message): a path
+/// into a collection the state does not have and no tool writes (`/ticket/...` where the state
+/// has `tickets`), and a literal no tool can write at its path (`in-progress` where the tool's
+/// parameter takes `open, in_progress, resolved, closed`). Only declarative handlers are read:
+/// a world whose tools run JavaScript or a real service may write anything.
+fn state_path_problems(
+    case: &gauntlet_model::Case,
+    world: &WorldSpec,
+    world_state: &Value,
+) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    if world.service.is_some() {
+        return out;
+    }
+    let writers: Vec<&gauntlet_model::ToolSpec> = world
+        .tools
+        .iter()
+        .filter(|t| t.kind == ToolKind::Write)
+        .collect();
+    // A write tool without a declarative handler runs the world's script: anything goes.
+    let opaque = writers.iter().any(|t| t.handler.is_empty());
+    let case_state = Value::Object(case.initial_state.clone());
+    let layers = [&case_state, world_state];
+    let fields = [
+        ("expected_outcome", &case.expected_outcome),
+        ("expected_final_state", &case.expected_final_state),
+    ];
+    for (field, map) in fields {
+        // Two spellings of one path would be one key once the suite is loaded.
+        let mut seen: BTreeMap<String, &String> = BTreeMap::new();
+        for key in map.keys() {
+            if gauntlet_model::ReservedKey::parse(key).is_some() && field == "expected_outcome" {
+                continue;
+            }
+            let pointer = gauntlet_model::path::to_pointer(&layers, key);
+            if let Some(first) = seen.insert(pointer.clone(), key) {
+                out.push((
+                    field,
+                    key.clone(),
+                    format!("`{key}` and `{first}` are the same path ({pointer}): keep one"),
+                ));
+            }
+        }
+        for (key, want) in map {
+            if gauntlet_model::ReservedKey::parse(key).is_some() && field == "expected_outcome" {
+                continue;
+            }
+            let matcher = if field == "expected_final_state" {
+                Matcher::Equals(want.clone())
+            } else {
+                match Matcher::from_json(want) {
+                    Ok(m) => m,
+                    Err(_) => continue,
+                }
+            };
+            if matches!(matcher, Matcher::Absent) || opaque {
+                continue;
+            }
+            let pointer = gauntlet_model::path::to_pointer(&layers, key);
+            let Some(segments) = gauntlet_model::path::pointer_segments(&pointer) else {
+                continue;
+            };
+            let Some(collection) = segments.first() else {
+                continue;
+            };
+            let in_state = layers.iter().any(|l| l.get(collection).is_some());
+            let written = writers.iter().flat_map(|t| &t.handler).any(|op| {
+                op.path().is_some_and(|p| {
+                    gauntlet_model::path::pointer_segments(p)
+                        .and_then(|s| s.into_iter().next())
+                        .is_some_and(|first| first == *collection || is_template(&first))
+                })
+            });
+            if !in_state && !written {
+                let mut names: Vec<&str> = world.state.keys().map(String::as_str).collect();
+                names.sort_unstable();
+                let hint = names
+                    .iter()
+                    .min_by_key(|n| strsim::levenshtein(n, collection))
+                    .filter(|n| strsim::levenshtein(n, collection) <= 3)
+                    .map(|n| format!("did you mean `{n}`? "))
+                    .unwrap_or_default();
+                out.push((
+                    field,
+                    key.clone(),
+                    format!(
+                        "`{key}`: the world's state has no `{collection}` and no tool writes one ({hint}the state has: {})",
+                        names.join(", ")
+                    ),
+                ));
+                continue;
+            }
+            let Matcher::Equals(literal) = &matcher else {
+                continue;
+            };
+            if let Some(message) =
+                unwritable_literal(&writers, &layers, &pointer, &segments, literal)
+            {
+                out.push((field, key.clone(), format!("`{key}`: {message}")));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a path segment is a handler's `{argument}` placeholder.
+fn is_template(segment: &str) -> bool {
+    segment.starts_with('{') && segment.ends_with('}')
+}
+
+/// Why `literal` can never be at `pointer`: every declarative write there takes it from a
+/// parameter with an `enum` (or writes a constant) and none allows it, nor was it there at the
+/// start. `None` when some write could put it there, or when what a write puts there is unknown.
+fn unwritable_literal(
+    writers: &[&gauntlet_model::ToolSpec],
+    layers: &[&Value],
+    pointer: &str,
+    segments: &[String],
+    literal: &Value,
+) -> Option<String> {
+    use gauntlet_model::HandlerOp;
+    let matches_path = |template: &str, len: usize| {
+        gauntlet_model::path::pointer_segments(template).is_some_and(|t| {
+            t.len() == len
+                && t.iter()
+                    .zip(segments)
+                    .all(|(t, s)| is_template(t) || t == s)
+        })
+    };
+    // Each writer's allowed values, named for the message.
+    let mut allowed: Vec<(String, Vec<Value>)> = Vec::new();
+    for tool in writers {
+        for op in &tool.handler {
+            let value = match op {
+                HandlerOp::Set { path, value } if matches_path(path, segments.len()) => value,
+                HandlerOp::Merge { path, value } if matches_path(path, segments.len() - 1) => {
+                    match value.get(segments.last()?) {
+                        Some(v) => v,
+                        None => continue,
+                    }
+                }
+                // A write of a whole record (or more) above the path: its fields are unknown.
+                HandlerOp::Set { path, .. }
+                | HandlerOp::Merge { path, .. }
+                | HandlerOp::Append { path, .. }
+                    if gauntlet_model::path::pointer_segments(path).is_some_and(|t| {
+                        t.len() < segments.len()
+                            && t.iter()
+                                .zip(segments)
+                                .all(|(t, s)| is_template(t) || t == s)
+                    }) =>
+                {
+                    return None;
+                }
+                _ => continue,
+            };
+            match value {
+                Value::String(t) if is_template(t) => {
+                    let param = &t[1..t.len() - 1];
+                    let values = tool
+                        .parameters
+                        .pointer(&format!(
+                            "/properties/{}/enum",
+                            gauntlet_model::path::escape_segment(param)
+                        ))
+                        .and_then(Value::as_array)?;
+                    allowed.push((format!("`{}`'s `{param}`", tool.name), values.clone()));
+                }
+                Value::String(t) if t.contains('{') => return None,
+                constant => allowed.push((format!("`{}`", tool.name), vec![constant.clone()])),
+            }
+        }
+    }
+    if allowed.is_empty() {
+        return None;
+    }
+    let same = |a: &Value| gauntlet_model::path::json_eq(a, literal);
+    let at_start = layers
+        .iter()
+        .find_map(|l| l.pointer(pointer))
+        .is_some_and(same);
+    if at_start || allowed.iter().any(|(_, vs)| vs.iter().any(same)) {
+        return None;
+    }
+    let takes = allowed
+        .iter()
+        .map(|(who, vs)| {
+            let vs: Vec<String> = vs
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect();
+            if vs.len() == 1 {
+                format!("{who} writes {}", vs[0])
+            } else {
+                format!("{who} is one of {}", vs.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(format!(
+        "expects {literal}, which no tool can write there ({takes})"
+    ))
 }
 
 /// Problems with one fault rule; `tool_kind` is the kind of the tool it names, when known.

@@ -64,6 +64,15 @@ pub enum Command {
         /// trajectory the suite does not accept, or when nothing could be audited.
         #[arg(long)]
         audit: bool,
+        /// Do not play the references. By default each case's reference_trajectory is played
+        /// in a fresh simulated world and judged by the case's own checks; one that fails is
+        /// reported at the case with its reasons (exit 2).
+        #[arg(long)]
+        no_play: bool,
+        /// Also play the references of cases in real-service worlds (a directory, a
+        /// repository, a server started per trial; needs the service's command installed).
+        #[arg(long, conflicts_with = "no_play")]
+        play_services: bool,
     },
     /// Audit a suite's checks: mutants of each case's reference trajectory that still pass
     ///
@@ -439,6 +448,10 @@ pub enum Command {
         /// A baseline run: the HTML report opens with the paired comparison against it.
         #[arg(long)]
         baseline: Option<PathBuf>,
+        /// With `--format terminal`: say why every failed trial failed (by default the first
+        /// 20).
+        #[arg(long)]
+        explain: bool,
     },
     /// Measure how far a judge agrees with human labels, before it may gate
     ///
@@ -610,6 +623,9 @@ pub struct RunArgs {
     /// Print the results (results.json with its trial summaries) on stdout instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// Under the summary, say why every failed trial failed (by default the first 20).
+    #[arg(long)]
+    pub explain: bool,
     /// Write the run's event stream to this file as it happens (`-` for stdout, which then
     /// holds nothing else): NDJSON, one object a line with its `type` (run_started,
     /// trial_started, trial_finished, run_finished) and `at` (RFC 3339); trial_finished

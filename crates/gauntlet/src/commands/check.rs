@@ -2,15 +2,71 @@
 
 use std::path::Path;
 
-use gauntlet_suite::Suite;
+use gauntlet_suite::{Diagnostic, Suite};
 
 use crate::exit::{ExpectedError, GATES_PASSED, INVALID_INPUT};
 
-pub fn check(path: &Path, json: bool, audit: bool) -> Result<i32, ExpectedError> {
+/// Which references `check` plays.
+#[derive(Debug, Clone, Copy)]
+pub struct Play {
+    /// Play at all (`--no-play` turns it off).
+    pub references: bool,
+    /// Also in real-service worlds (`--play-services`).
+    pub services: bool,
+}
+
+impl Play {
+    /// From the command's flags.
+    pub fn new(no_play: bool, play_services: bool) -> Play {
+        Play {
+            references: !no_play,
+            services: play_services,
+        }
+    }
+}
+
+/// Each reference that fails its own case, as a problem at the case's `reference_trajectory`.
+fn failing_references(suite: &Suite, play: Play) -> Result<Vec<Diagnostic>, ExpectedError> {
+    if !play.references {
+        return Ok(Vec::new());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let options = gauntlet_audit::PlayOptions {
+        services: play.services,
+        concurrency: None,
+    };
+    let failed = runtime.block_on(gauntlet_audit::play_references(suite, &options))?;
+    Ok(failed
+        .into_iter()
+        .filter_map(|f| {
+            let case = suite.cases.iter().find(|c| c.case.case_id == f.case_id)?;
+            Some(case.diagnostic(
+                "/reference_trajectory",
+                format!(
+                    "case `{}`: its reference_trajectory does not pass its own checks ({}): {} (`--no-play` skips this check)",
+                    f.case_id,
+                    f.status.as_str(),
+                    f.reasons.join("; ")
+                ),
+            ))
+        })
+        .collect())
+}
+
+pub fn check(path: &Path, json: bool, audit: bool, play: Play) -> Result<i32, ExpectedError> {
     if json {
-        return check_json(path, audit);
+        return check_json(path, audit, play);
     }
     let suite = crate::commands::shared::load_suite(path)?;
+    let failing = failing_references(&suite, play)?;
+    if !failing.is_empty() {
+        return Err(ExpectedError::inputs(
+            failing.iter().map(ToString::to_string).collect(),
+        ));
+    }
     crate::say!(
         "ok: suite `{}`: {} cases, {} worlds, {} gates and the built-in `{}`",
         suite.config.name,
@@ -37,8 +93,20 @@ pub fn check(path: &Path, json: bool, audit: bool) -> Result<i32, ExpectedError>
 }
 
 /// `check --json`: one object whether the suite loads or not; the exit code as without.
-fn check_json(path: &Path, audit: bool) -> Result<i32, ExpectedError> {
-    let (value, code) = match Suite::load(path) {
+fn check_json(path: &Path, audit: bool, play: Play) -> Result<i32, ExpectedError> {
+    // A reference that fails its own case is a problem of the suite, as a bad file is.
+    let loaded = match Suite::load(path) {
+        Ok(suite) => {
+            let failing = failing_references(&suite, play)?;
+            if failing.is_empty() {
+                Ok(suite)
+            } else {
+                Err(failing)
+            }
+        }
+        Err(problems) => Err(problems),
+    };
+    let (value, code) = match loaded {
         Ok(suite) => {
             let mut value = serde_json::json!({
                 "ok": true,

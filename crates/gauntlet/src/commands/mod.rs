@@ -32,9 +32,21 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
     match cli.command {
         Command::Run(mut args) => {
             args.quiet = cli.quiet;
+            shared::set_explain(args.explain);
             run::run(*args)
         }
-        Command::Check { suite, json, audit } => check::check(&suite, json, audit),
+        Command::Check {
+            suite,
+            json,
+            audit,
+            no_play,
+            play_services,
+        } => check::check(
+            &suite,
+            json,
+            audit,
+            check::Play::new(no_play, play_services),
+        ),
         Command::Audit {
             suite,
             json,
@@ -132,7 +144,11 @@ pub fn dispatch(cli: Cli) -> Result<i32, ExpectedError> {
             format,
             out,
             baseline,
-        } => report::report(&run, format, out.as_deref(), baseline.as_deref()),
+            explain,
+        } => {
+            shared::set_explain(explain);
+            report::report(&run, format, out.as_deref(), baseline.as_deref())
+        }
         Command::Calibrate(args) => calibrate::calibrate(&args),
     }
 }

@@ -36,7 +36,16 @@ pub fn summary_options() -> SummaryOptions {
     SummaryOptions {
         color,
         width: terminal_width(),
+        explain: EXPLAIN.load(std::sync::atomic::Ordering::Relaxed),
     }
+}
+
+/// `--explain` (on `run` and `report`), read wherever the summary is drawn, as `--quiet` is.
+static EXPLAIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets `--explain` for the summaries this process draws.
+pub fn set_explain(explain: bool) {
+    EXPLAIN.store(explain, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn terminal_width() -> Option<u16> {

@@ -5,6 +5,7 @@ mod agentdojo;
 mod agents;
 mod audit;
 mod calibrate;
+mod case_language;
 mod check;
 mod checkpoints;
 mod common;

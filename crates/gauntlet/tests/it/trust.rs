@@ -109,13 +109,24 @@ fn a_broken_javascript_evaluator_is_found_by_check_and_never_passes_a_run() {
     std::fs::write(&config, &text).unwrap();
     let c = crate::gauntlet_snapshot!("syntax_error", cx, ["check", "[SUITE]"]);
     assert_eq!(c.code, 2, "{}", c.stderr);
-    // One that loads but breaks on every trial: each trial is a harness error, and exit 3.
+    // One that loads but breaks on every trial: `check` finds it when it plays the
+    // references (each is a harness error, named at its case); a run's trials are harness
+    // errors, and exit 3.
     std::fs::write(
         cx.suite.join("ev/bad.js"),
         "function evaluate(t) { throw new Error('boom') }\n",
     )
     .unwrap();
-    assert_eq!(cx.run(&["check", "[SUITE]"]).code, 0);
+    let c = cx.run(&["check", "[SUITE]"]);
+    assert_eq!(c.code, 2, "{}", c.stderr);
+    assert!(
+        c.stderr
+            .contains("its reference_trajectory does not pass its own checks (error)")
+            && c.stderr.contains("boom"),
+        "{}",
+        c.stderr
+    );
+    assert_eq!(cx.run(&["check", "[SUITE]", "--no-play"]).code, 0);
     let o = crate::gauntlet_snapshot!("breaks_on_every_trial", cx, ["run", "[SUITE]"]);
     assert_eq!(o.code, 3, "{}\n{}", o.stdout, o.stderr);
     assert!(!o.stdout.contains("PASSED"));

@@ -497,6 +497,19 @@ impl TestContext {
         TestContext { tmp, suite }
     }
 
+    /// A fresh copy of one of the test suites (`tests/suites/NAME`).
+    pub fn suite(name: &str) -> TestContext {
+        let tmp = tempfile::tempdir().unwrap();
+        let suite = tmp.path().join(name);
+        copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/suites")
+                .join(name),
+            &suite,
+        );
+        TestContext { tmp, suite }
+    }
+
     /// A path inside the context's folder.
     pub fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
