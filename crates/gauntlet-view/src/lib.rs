@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod catalog;
+mod comparisons;
 mod labels;
 mod lake;
 mod trials;
@@ -92,6 +93,8 @@ struct Shared {
     token: String,
     page: String,
     csp: String,
+    /// `/api/compare`'s comparisons, once per pair.
+    comparisons: comparisons::Comparisons,
 }
 
 /// A viewer serving.
@@ -144,6 +147,7 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         token: settings.token,
         page,
         csp,
+        comparisons: comparisons::Comparisons::default(),
     });
     let app = Router::new()
         .route("/", get(index))
@@ -472,12 +476,17 @@ async fn compare(
             }
             Ok(dir)
         };
-        let read =
-            |d: &PathBuf| gauntlet_store::read_results(d).map_err(|e| ViewError::Io(e.to_string()));
-        let (a, b) = (read(&dir(&q.a)?)?, read(&dir(&q.b)?)?);
-        // The same seed as `gauntlet compare`, so both give the same figures.
-        let c = gauntlet_eval::compare(&a, &b, a.header.seed ^ b.header.seed.rotate_left(32));
-        serde_json::to_value(&c).map_err(|e| ViewError::Io(e.to_string()))
+        let (da, db) = (dir(&q.a)?, dir(&q.b)?);
+        s.comparisons
+            .get(&da, &db, || {
+                let read = |d: &PathBuf| gauntlet_store::read_results(d).map_err(|e| e.to_string());
+                let (a, b) = (read(&da)?, read(&db)?);
+                // The same seed as `gauntlet compare`, so both give the same figures.
+                let c =
+                    gauntlet_eval::compare(&a, &b, a.header.seed ^ b.header.seed.rotate_left(32));
+                serde_json::to_value(&c).map_err(|e| e.to_string())
+            })
+            .map_err(ViewError::Io)
     })
     .await
 }

@@ -1,0 +1,98 @@
+//! `/api/compare`'s comparisons, made once per pair of finished runs: a second request for a
+//! pair (a page reloaded, three tabs open) waits for the first and shares its answer instead of
+//! reading both runs again, so N requests at once cost one comparison's memory, not N. A pair
+//! is known by its two folders and their `results.json` as last written, so a run resumed or
+//! rescored is compared anew. A few pairs are kept; the oldest is forgotten past that.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+/// Pairs kept.
+const KEPT: usize = 8;
+
+type Key = (PathBuf, Option<SystemTime>, PathBuf, Option<SystemTime>);
+type Slot = Arc<OnceLock<Result<Value, String>>>;
+
+/// The comparisons made, newest last.
+#[derive(Default)]
+pub(crate) struct Comparisons {
+    made: Mutex<VecDeque<(Key, Slot)>>,
+}
+
+fn written(dir: &Path) -> Option<SystemTime> {
+    std::fs::metadata(dir.join("results.json"))
+        .and_then(|m| m.modified())
+        .ok()
+}
+
+impl Comparisons {
+    /// The comparison of the runs in `a` and `b`, made by `make` unless it was made (or is being
+    /// made, then waited for) for the same two runs as they are now.
+    pub(crate) fn get(
+        &self,
+        a: &Path,
+        b: &Path,
+        make: impl FnOnce() -> Result<Value, String>,
+    ) -> Result<Value, String> {
+        let key: Key = (a.to_owned(), written(a), b.to_owned(), written(b));
+        let slot = {
+            let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+            match made.iter().find(|(k, _)| *k == key) {
+                Some((_, slot)) => Arc::clone(slot),
+                None => {
+                    if made.len() >= KEPT {
+                        made.pop_front();
+                    }
+                    let slot: Slot = Arc::default();
+                    made.push_back((key, Arc::clone(&slot)));
+                    slot
+                }
+            }
+        };
+        slot.get_or_init(make).clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Regression (issue 48, M10): three `/api/compare` of one pair at once read and compared
+    /// both runs three times over (5.35 GB for a 46k-trial run); now once.
+    #[test]
+    fn one_pair_asked_at_once_is_compared_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&a, &b] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("results.json"), "{}").unwrap();
+        }
+        let cache = Comparisons::default();
+        let made = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let v = cache.get(&a, &b, || {
+                        made.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        Ok(serde_json::json!({"flips": []}))
+                    });
+                    assert_eq!(v.unwrap()["flips"], serde_json::json!([]));
+                });
+            }
+        });
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        // Another pair, or the same runs rewritten, is compared anew.
+        let again = cache.get(&b, &a, || Ok(Value::Null));
+        assert_eq!(again.unwrap(), Value::Null);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(a.join("results.json"), "{ }").unwrap();
+        let fresh = cache.get(&a, &b, || Ok(serde_json::json!(2))).unwrap();
+        assert_eq!(fresh, serde_json::json!(2));
+    }
+}
