@@ -55,6 +55,7 @@ def run(
     out: Optional[PathLike] = None,
     resume: Optional[PathLike] = None,
     run_id: Optional[str] = None,
+    name: Optional[str] = None,
     trial_timeout: Optional[float] = None,
     retry_errors: int = 0,
     isolation: Optional[str] = None,
@@ -86,7 +87,8 @@ def run(
     suite's attacks in every case; ``shard="I/N"`` runs only part I of N of the plan (as
     ``gauntlet run --shard`` does; ``gauntlet merge`` makes the whole, and :mod:`gauntlet.ray`
     spreads the parts over a cluster); ``out`` is the run folder (default: a new one under the
-    suite's ``.gauntlet/runs``); ``trial_timeout`` is in seconds (300 by default: an agent still
+    suite's ``.gauntlet/runs``); ``name`` names the run (``gauntlet run --name``: ``gauntlet
+    compare baseline candidate`` from the suite's folder finds it); ``trial_timeout`` is in seconds (300 by default: an agent still
     running then is interrupted with ``TimeoutError`` and its trial is an error);
     ``retry_errors`` plays a trial that ends in a harness error (status ``error``: the world or
     the model upstream failed, an agent could not start) again up to that many times before
@@ -133,6 +135,7 @@ def run(
         out=_path(out),
         resume=_path(resume),
         run_id=run_id,
+        name=name,
         trial_timeout=trial_timeout,
         retry_errors=retry_errors,
         isolation=isolation,

@@ -84,6 +84,7 @@ def run(
     out: Optional[str] = None,
     resume: Optional[str] = None,
     run_id: Optional[str] = None,
+    name: Optional[str] = None,
     trial_timeout: Optional[float] = None,
     isolation: Optional[str] = None,
     on_event: Optional[Callable[[Dict[str, Any]], None]] = None,

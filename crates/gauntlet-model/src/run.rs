@@ -81,6 +81,10 @@ pub struct RunHeader {
     /// The suite's LLM judges, and whether each may gate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<crate::JudgeHeader>,
+    /// The name the user gave the run (`--name`, Python's `name=`), by which `compare`,
+    /// `report`, `gate` and `view` find it in the suite's index as well as by its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl RunHeader {
@@ -111,8 +115,23 @@ impl RunHeader {
             filter: None,
             shard: None,
             judges: Vec::new(),
+            name: None,
         }
     }
+}
+
+/// Whether `name` may name a run (`--name`): one word of letters, digits, `.`, `_` and `-`,
+/// starting with a letter or digit, at most 100 characters, so that it is never taken for a
+/// path and reads the same in every shell.
+pub fn is_run_name(name: &str) -> bool {
+    name.len() <= 100
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// One part of a sharded run: the `index`-th (from 1) of `count`.

@@ -514,6 +514,7 @@ mod tests {
             filter: None,
             shard: None,
             judges: vec![],
+            name: None,
         }
     }
 

@@ -295,7 +295,7 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
 /// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
 /// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, errors}`.
 #[pyfunction]
-#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None, stop=None, retry_errors=0))]
+#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, name=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None, stop=None, retry_errors=0))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -312,6 +312,7 @@ fn run<'py>(
     out: Option<PathBuf>,
     resume: Option<PathBuf>,
     run_id: Option<String>,
+    name: Option<String>,
     trial_timeout: Option<f64>,
     isolation: Option<String>,
     on_event: Option<Py<PyAny>>,
@@ -359,6 +360,7 @@ fn run<'py>(
         attack,
         shard,
         run_id,
+        name,
     });
     if let Some(callable) = callable {
         let label = agent_label.unwrap_or_else(|| "python".to_owned());

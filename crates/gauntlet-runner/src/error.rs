@@ -37,6 +37,11 @@ pub enum PlanError {
         "--run-id `{0}`: use letters, digits, `.`, `_` and `-` only, not dots alone (`.` and `..` name other folders)"
     )]
     BadRunId(String),
+    /// A run name that could be taken for a path, or is not one word.
+    #[error(
+        "--name `{0}`: use letters, digits, `.`, `_` and `-` only (at most 100), starting with a letter or digit"
+    )]
+    BadRunName(String),
     /// A plan too large to be meant (and to fit in memory).
     #[error(
         "the plan has {trials} trials ({cases} cases x {epochs} epochs), more than the {max} a run may have: lower --epochs or --filter the cases"

@@ -46,6 +46,8 @@ pub struct RunOptions {
     pub shard: Option<Shard>,
     /// `--run-id`.
     pub run_id: Option<String>,
+    /// `--name`: what the run is called besides its id.
+    pub name: Option<String>,
 }
 
 /// A run's settings, resolved once: what its header records and its trials follow.
@@ -71,6 +73,8 @@ pub struct Settings {
     pub started_at: String,
     /// The part of a sharded run.
     pub shard: Option<Shard>,
+    /// The run's name (`--name`).
+    pub name: Option<String>,
 }
 
 impl Settings {
@@ -152,6 +156,11 @@ impl Settings {
         {
             return Err(PlanError::BadRunId(id.clone()));
         }
+        if let Some(name) = &options.name
+            && !gauntlet_model::run::is_run_name(name)
+        {
+            return Err(PlanError::BadRunName(name.clone()));
+        }
         Ok(Settings {
             agent,
             seed,
@@ -166,6 +175,7 @@ impl Settings {
             ),
             started_at: resumed.map_or_else(now, |h| h.started_at.clone()),
             shard: resumed.map_or(options.shard, |h| h.shard),
+            name: resumed.map_or_else(|| options.name.clone(), |h| h.name.clone()),
         })
     }
 
@@ -213,6 +223,7 @@ impl Settings {
         header.rubric = suite.rubric.as_ref().map(|r| r.def().clone());
         header.filter = self.filter.clone();
         header.shard = self.shard;
+        header.name = self.name.clone();
         header
     }
 

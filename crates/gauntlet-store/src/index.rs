@@ -44,6 +44,8 @@ pub struct RunRow {
     pub passed: u32,
     /// Where the run directory is.
     pub dir: String,
+    /// The run's name (`gauntlet run --name`), if it has one.
+    pub name: Option<String>,
 }
 
 /// One row per run: what `gauntlet runs` lists. Trial records and scores stay in the run folders
@@ -52,8 +54,11 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, suite TEXT NOT NULL, agent TEXT NOT NULL, seed INTEGER NOT NULL,
   started_at TEXT NOT NULL, finished_at TEXT NOT NULL, verdict TEXT NOT NULL,
-  trials INTEGER NOT NULL, passed INTEGER NOT NULL, dir TEXT NOT NULL);
+  trials INTEGER NOT NULL, passed INTEGER NOT NULL, dir TEXT NOT NULL, name TEXT);
 ";
+
+/// Indexes made before runs had names gain the column (empty for their runs).
+const ADD_NAME: &str = "ALTER TABLE runs ADD COLUMN name TEXT;";
 
 /// Earlier indexes also copied every trial and score (364 MB after 118k trials), which nothing
 /// read: dropped, and the file compacted, the first time such an index is opened.
@@ -92,6 +97,16 @@ impl Index {
         if old > 0 {
             conn.execute_batch(DROP_PER_TRIAL_TABLES)
                 .map_err(db(path))?;
+        }
+        let named: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'name'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(db(path))?;
+        if named == 0 {
+            conn.execute_batch(ADD_NAME).map_err(db(path))?;
         }
         Ok(Index { conn })
     }
@@ -149,7 +164,9 @@ impl Index {
             (results.trials.len() as i64, passed.count() as i64)
         };
         tx.execute(
-            "INSERT OR REPLACE INTO runs VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT OR REPLACE INTO runs
+               (run_id, suite, agent, seed, started_at, finished_at, verdict, trials, passed, dir, name)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 h.run_id,
                 h.suite,
@@ -165,6 +182,7 @@ impl Index {
                     .unwrap_or_else(|_| dir.to_owned())
                     .display()
                     .to_string(),
+                h.name,
             ],
         )
         .map_err(db(p))?;
@@ -177,7 +195,7 @@ impl Index {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT run_id, suite, agent, started_at, verdict, trials, passed, dir
+                "SELECT run_id, suite, agent, started_at, verdict, trials, passed, dir, name
                  FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?1",
             )
             .map_err(db(p))?;
@@ -192,10 +210,31 @@ impl Index {
                     trials: r.get(5)?,
                     passed: r.get(6)?,
                     dir: r.get(7)?,
+                    name: r.get(8)?,
                 })
             })
             .map_err(db(p))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(db(p))
+    }
+
+    /// The folder of the run whose id or name is `key`: the run with that id, else the newest
+    /// run of that name. `None` when the index has neither.
+    pub fn find(&self, key: &str) -> Result<Option<std::path::PathBuf>, StoreError> {
+        let p = Path::new("index");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT dir FROM runs WHERE run_id = ?1 OR name = ?1
+                 ORDER BY run_id = ?1 DESC, started_at DESC, run_id DESC LIMIT 1",
+            )
+            .map_err(db(p))?;
+        let mut rows = stmt.query(params![key]).map_err(db(p))?;
+        match rows.next().map_err(db(p))? {
+            Some(row) => Ok(Some(std::path::PathBuf::from(
+                row.get::<_, String>(0).map_err(db(p))?,
+            ))),
+            None => Ok(None),
+        }
     }
 }
 
@@ -203,13 +242,73 @@ impl Index {
 mod tests {
     use super::*;
 
+    /// The runs table before runs had names.
+    const OLD_SCHEMA: &str = "
+    CREATE TABLE runs (
+      run_id TEXT PRIMARY KEY, suite TEXT NOT NULL, agent TEXT NOT NULL, seed INTEGER NOT NULL,
+      started_at TEXT NOT NULL, finished_at TEXT NOT NULL, verdict TEXT NOT NULL,
+      trials INTEGER NOT NULL, passed INTEGER NOT NULL, dir TEXT NOT NULL);
+    ";
+
+    fn results(id: &str, name: Option<&str>, started_at: &str) -> RunResults {
+        let mut header = gauntlet_model::RunHeader::new(id, "s", "script:reference", started_at);
+        header.name = name.map(str::to_owned);
+        serde_json::from_value(serde_json::json!({
+            "format_version": gauntlet_model::FORMAT_VERSION,
+            "header": header,
+            "finished_at": started_at,
+            "verdict": "passed", "metrics": {}, "intervals": {}, "evaluators": {},
+            "segments": {}, "gates": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_index_made_before_names_finds_runs_by_id_and_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(OLD_SCHEMA).unwrap();
+            conn.execute_batch(
+                "INSERT INTO runs VALUES ('old', 's', 'a', 0, 't0', 't1', 'passed', 1, 1, '/runs/old');",
+            )
+            .unwrap();
+        }
+        let mut index = Index::open(&path).unwrap();
+        let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+        let named = |id, at| results(id, Some("baseline"), at);
+        index
+            .record(&named("r1", "2026-12-01T10:00:00Z"), &first)
+            .unwrap();
+        index
+            .record(&named("r2", "2026-12-02T10:00:00Z"), &second)
+            .unwrap();
+        assert_eq!(index.find("old").unwrap(), Some("/runs/old".into()));
+        assert_eq!(index.find("r1").unwrap(), Some(first), "by id");
+        assert_eq!(
+            index.find("baseline").unwrap(),
+            Some(second),
+            "by name: the newest run of that name"
+        );
+        assert_eq!(index.find("nothing").unwrap(), None);
+        let names: Vec<(String, Option<String>)> = index
+            .list(10)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.run_id, r.name))
+            .collect();
+        assert!(names.contains(&("r1".into(), Some("baseline".into()))));
+        assert!(names.contains(&("old".into(), None)));
+    }
+
     #[test]
     fn an_index_with_per_trial_tables_is_compacted_to_its_run_rows() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.sqlite");
         {
             let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute_batch(OLD_SCHEMA).unwrap();
             conn.execute_batch(
                 "CREATE TABLE trials (run_id TEXT, case_id TEXT, epoch INTEGER, status TEXT, trace_id TEXT);
                  CREATE TABLE scores (run_id TEXT, name TEXT, value REAL);

@@ -884,6 +884,7 @@ mod tests {
             filter: None,
             shard: None,
             judges: vec![],
+            name: None,
         }
     }
 

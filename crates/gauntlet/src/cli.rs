@@ -130,7 +130,8 @@ pub enum Command {
     Score(ScoreArgs),
     /// Re-decide the gates of a stored run without re-running it.
     Gate {
-        /// The run folder (or its results.json).
+        /// The run folder (or its results.json), or a run id or name in the index of the suite in
+        /// the current folder.
         run: PathBuf,
         /// A YAML or JSON file with a `gates:` list to use instead of the run's own gates.
         #[arg(long)]
@@ -203,7 +204,7 @@ pub enum Command {
         #[arg(long)]
         prune: bool,
         /// Print the runs as a JSON array (run_id, suite, agent, started_at, verdict, trials,
-        /// passed, dir), newest first.
+        /// passed, dir, name), newest first.
         #[arg(long)]
         json: bool,
     },
@@ -437,7 +438,7 @@ pub enum Command {
     ///   gauntlet report RUN_DIR --format html --out report.html
     #[command(verbatim_doc_comment)]
     Report {
-        /// The run folder.
+        /// The run folder, or a run id or name in the index of the suite in the current folder.
         run: PathBuf,
         /// The format.
         #[arg(long, value_enum, default_value = "html")]
@@ -445,7 +446,8 @@ pub enum Command {
         /// Write to this file instead of standard output.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// A baseline run: the HTML report opens with the paired comparison against it.
+        /// A baseline run (a folder, or a run id or name as RUN): the HTML report opens with the
+        /// paired comparison against it.
         #[arg(long)]
         baseline: Option<PathBuf>,
         /// With `--format terminal`: say why every failed trial failed (by default the first
@@ -592,7 +594,7 @@ pub struct RunArgs {
     /// Finish a run that stopped early (killed, crashed): run only the trials RUN_DIR lacks,
     /// with the run's own agent, seed, epochs, fault profile and filter, then write its
     /// results. Refused if the suite changed since the run started.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record", "shard", "run_id"])]
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record", "shard", "run_id", "name"])]
     pub resume: Option<PathBuf>,
     /// With --resume: move lines of trials.jsonl that are not trial records to
     /// trials.corrupt.jsonl (nothing is lost) and run their trials again.
@@ -614,6 +616,11 @@ pub struct RunArgs {
     /// ids derive from it); a fresh one when absent.
     #[arg(long)]
     pub run_id: Option<String>,
+    /// A name for the run (letters, digits, `.`, `_`, `-`), such as `baseline`: kept in its
+    /// header and the suite's index, so that `compare`, `report`, `gate` and `view` run from the
+    /// suite's folder take it instead of the run folder (the newest run of that name).
+    #[arg(long)]
+    pub name: Option<String>,
     /// Also write these reports into the run folder (report.html, junit.xml, summary.md).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub report: Vec<crate::commands::report::Format>,
@@ -664,9 +671,10 @@ impl From<IsolationArg> for gauntlet_agent::Isolation {
 /// Arguments of `gauntlet compare`.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// The baseline run folder (or its results.json).
+    /// The baseline run: its folder (or its results.json), or a run id or name (`run --name`)
+    /// in the index of the suite in the current folder.
     pub a: PathBuf,
-    /// The candidate run folder.
+    /// The candidate run, as A.
     pub b: PathBuf,
     /// Print the comparison as JSON.
     #[arg(long)]
@@ -807,6 +815,7 @@ impl RunArgs {
             attack: self.attack.clone(),
             shard: self.shard()?,
             run_id: self.run_id.clone(),
+            name: self.name.clone(),
         })
     }
 
@@ -832,7 +841,8 @@ impl RunArgs {
 /// Arguments of `gauntlet view`.
 #[derive(Debug, clap::Args)]
 pub struct ViewArgs {
-    /// Folders to look for runs and lakes in.
+    /// Folders to look for runs and lakes in (a run id or name in the index of the suite in the
+    /// current folder stands for its run's folder).
     #[arg(default_value = ".")]
     pub dirs: Vec<PathBuf>,
     /// Where to listen; loopback unless you say otherwise (port 0 picks a free one).

@@ -20,6 +20,7 @@ fn header() -> RunHeader {
         filter: None,
         shard: None,
         judges: vec![],
+        name: None,
     }
 }
 

@@ -13,22 +13,23 @@ use gauntlet_scoring::judge::{Pair, pairwise_report};
 use gauntlet_store::{read_results, read_trials_lean};
 
 use crate::cli::CompareArgs;
-use crate::commands::shared::{load_suite, offline_judges};
+use crate::commands::shared::{load_suite, offline_judges, run_folder};
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
 
 pub fn compare(args: CompareArgs) -> Result<i32, ExpectedError> {
     let read = |p: &Path| {
         read_results(p).map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))
     };
-    let (ra, rb) = (read(&args.a)?, read(&args.b)?);
+    let (a, b) = (run_folder(&args.a)?, run_folder(&args.b)?);
+    let (ra, rb) = (read(&a)?, read(&b)?);
     // The bootstrap seed comes from the runs, so the same two runs always compare identically.
     let seed = ra.header.seed ^ rb.header.seed.rotate_left(32);
     let mut c = gauntlet_eval::compare(&ra, &rb, seed);
     if let Some(suite) = &args.pairwise {
         c.pairwise = Some(pairwise(
             suite,
-            &args.a,
-            &args.b,
+            &a,
+            &b,
             args.evaluator.as_deref(),
             args.gateway_upstream.clone(),
         )?);

@@ -31,6 +31,7 @@ pub fn stored_rubric(header: &RunHeader) -> Result<Option<CompiledRubric>, Expec
 }
 
 pub fn gate(run: &Path, gates_file: Option<&Path>, json: bool) -> Result<i32, ExpectedError> {
+    let run = &crate::commands::shared::run_folder(run)?;
     let stored = read_results(run)
         .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
     let gates: Vec<CompiledGate> = match gates_file {

@@ -211,6 +211,11 @@ pub fn report(
     out: Option<&Path>,
     baseline: Option<&Path>,
 ) -> Result<i32, ExpectedError> {
+    let run = &crate::commands::shared::run_folder(run)?;
+    let baseline = baseline
+        .map(crate::commands::shared::run_folder)
+        .transpose()?;
+    let baseline = baseline.as_deref();
     let dir = if run.is_dir() {
         run.to_owned()
     } else {

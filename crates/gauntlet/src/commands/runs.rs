@@ -44,10 +44,13 @@ pub fn runs(suite: &Path, limit: usize, prune: bool, json: bool) -> Result<i32, 
     }
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
-    table.set_header(["run", "started", "agent", "verdict", "passed", "folder"]);
+    table.set_header([
+        "run", "name", "started", "agent", "verdict", "passed", "folder",
+    ]);
     for r in rows {
         table.add_row([
             r.run_id,
+            r.name.unwrap_or_default(),
             r.started_at,
             r.agent,
             r.verdict,

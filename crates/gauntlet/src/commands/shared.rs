@@ -199,3 +199,37 @@ pub async fn announce_and_wait(
     }
     Ok(())
 }
+
+/// A run as the user named it: a folder (or its `results.json`) that exists, else a bare run id
+/// or run name (`gauntlet run --name`) found in the index of the suite in the current folder
+/// (`.gauntlet/index.sqlite`), the newest run of that name when several have it.
+pub fn run_folder(arg: &Path) -> Result<std::path::PathBuf, ExpectedError> {
+    if arg.exists() {
+        return Ok(arg.to_owned());
+    }
+    let key = arg.to_str().unwrap_or_default();
+    let bare = arg.components().count() == 1 && gauntlet_model::run::is_run_name(key);
+    let db = Path::new(".gauntlet").join("index.sqlite");
+    if bare && db.is_file() {
+        let index = Index::open(&db)
+            .map_err(|e| ExpectedError::harness(format!("failed to open the run index: {e}")))?;
+        if let Some(dir) = index
+            .find(key)
+            .map_err(|e| ExpectedError::harness(format!("failed to read the run index: {e}")))?
+        {
+            return Ok(dir);
+        }
+    }
+    Err(ExpectedError::input(if bare {
+        format!(
+            "`{key}` is no run folder here, and no run id or name (gauntlet run --name) in {}",
+            if db.is_file() {
+                "this suite's run index (.gauntlet/index.sqlite)"
+            } else {
+                "a run index: this folder has no .gauntlet/index.sqlite (run from the suite's folder)"
+            }
+        )
+    } else {
+        format!("{}: no such run folder", arg.display())
+    }))
+}

@@ -6,7 +6,13 @@ use crate::cli::ViewArgs;
 use crate::commands::shared::{announce_and_wait, random_hex, server_runtime};
 use crate::exit::{ExpectedError, GATES_PASSED};
 
-pub fn view(args: ViewArgs) -> Result<i32, ExpectedError> {
+pub fn view(mut args: ViewArgs) -> Result<i32, ExpectedError> {
+    // A bare run id or name stands for its run's folder.
+    for dir in &mut args.dirs {
+        if !dir.exists() {
+            *dir = crate::commands::shared::run_folder(dir)?;
+        }
+    }
     for dir in &args.dirs {
         if !dir.is_dir() {
             return Err(ExpectedError::input(format!(

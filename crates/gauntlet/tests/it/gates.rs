@@ -773,3 +773,95 @@ fn compare_and_gate_read_well() {
     assert_eq!(gated.code, 1, "{}", gated.stderr);
     insta::assert_snapshot!("gate", redacted(&gated.stdout));
 }
+
+/// Runs gauntlet from `dir` (as a user in the suite's folder does).
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    let out = gauntlet().current_dir(dir).args(args).output().unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Issue 50: runs read as "baseline" and "skip-confirm", not ids. `run --name` keeps the name in
+/// the run's header and the suite's index; `compare`, `report`, `gate` and `view` take it (or the
+/// bare run id) from the suite's folder.
+#[test]
+fn runs_named_with_name_are_compared_reported_and_gated_by_name() {
+    let cx = TestContext::new();
+    for (agent, name) in [
+        ("script:reference", "baseline"),
+        ("script:skip-confirmation", "skip-confirm"),
+    ] {
+        let o = run_in(
+            &cx.suite,
+            &[
+                "run", ".", "--agent", agent, "--name", name, "--quiet", "--filter", "fault",
+            ],
+        );
+        assert!(o.code == 0 || o.code == 1, "{}", o.stderr);
+    }
+    let runs: Value = serde_json::from_str(&run_in(&cx.suite, &["runs", "--json"]).stdout).unwrap();
+    // The two runs may start in the same second: found by name, not by their order.
+    let named = |name: &str| {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no run named {name}: {runs}"))
+            .clone()
+    };
+    let (base, skip) = (named("baseline"), named("skip-confirm"));
+    let dir = PathBuf::from(base["dir"].as_str().unwrap());
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(header["name"], "baseline");
+
+    let o = run_in(
+        &cx.suite,
+        &[
+            "compare",
+            "baseline",
+            "skip-confirm",
+            "--fail-on-regression",
+            "--json",
+        ],
+    );
+    assert_eq!(o.code, 1, "a critical violation new in B: {}", o.stderr);
+    let c: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        (&c["run_a"], &c["run_b"]),
+        (&base["run_id"], &skip["run_id"])
+    );
+    // A bare run id works as well as a name.
+    let id = base["run_id"].as_str().unwrap();
+    assert_eq!(run_in(&cx.suite, &["compare", id, "skip-confirm"]).code, 0);
+    assert_eq!(run_in(&cx.suite, &["gate", "skip-confirm"]).code, 1);
+    assert_eq!(run_in(&cx.suite, &["gate", "baseline"]).code, 0);
+    let o = run_in(
+        &cx.suite,
+        &[
+            "report",
+            "skip-confirm",
+            "--baseline",
+            "baseline",
+            "--out",
+            "cmp.html",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        std::fs::read_to_string(cx.suite.join("cmp.html"))
+            .unwrap()
+            .contains("<td>fault-bad-request</td>")
+    );
+    // A name the index does not have is an input error that says where it looked.
+    let o = run_in(&cx.suite, &["compare", "baseline", "nightly"]);
+    assert_eq!(o.code, 2);
+    insta::assert_snapshot!(o.stderr, @"error: `nightly` is no run folder here, and no run id or name (gauntlet run --name) in this suite's run index (.gauntlet/index.sqlite)");
+    // A name that could be taken for a path is refused before the run.
+    let o = run_in(&cx.suite, &["run", ".", "--name", "../up", "--quiet"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--name `../up`"), "{}", o.stderr);
+}
