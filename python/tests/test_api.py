@@ -311,3 +311,19 @@ def test_ctrl_c_stops_a_run_and_its_folder_resumes(suite, tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "460"
     assert trials.read_text().count("\n") == 460
+
+
+def test_a_named_run_is_compared_by_name_from_the_suites_folder(suite, monkeypatch):
+    """Issue 50: `name=` is `gauntlet run --name`; `gauntlet compare NAME_A NAME_B` finds both."""
+    base = gauntlet.run(suite, agent="script:reference", filter="fault", name="baseline")
+    skip = gauntlet.run(suite, agent="script:skip-confirmation", filter="fault",
+                        name="skip-confirm")
+    header = json.loads((skip.run_dir / "run.json").read_text())
+    assert header["name"] == "skip-confirm"
+    monkeypatch.chdir(suite)
+    code = gauntlet._native.cli(["compare", "baseline", "skip-confirm", "--fail-on-regression",
+                                 "-q"])
+    assert code == 1, "B has critical violations on cases where A had none"
+    assert base.run_dir != skip.run_dir
+    with pytest.raises(gauntlet.InvalidInputError, match="--name"):
+        gauntlet.run(suite, agent="script:reference", filter="fault", name="../up")
