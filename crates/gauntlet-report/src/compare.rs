@@ -220,3 +220,60 @@ pub fn noise_floor_line(c: &Comparison) -> String {
     }
     line
 }
+
+/// A Markdown cell: pipes escaped, one line.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+/// The comparison against a baseline as a Markdown section (`report --format md --baseline`):
+/// the verdict, critical violations, the noise floor and the flipped cases, worse first.
+pub fn render_markdown_comparison(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n## Against the baseline\n");
+    let _ = writeln!(
+        out,
+        "Baseline `{}`, {} paired trials. {}\n",
+        cell(&c.run_a),
+        c.pairs,
+        cell(&c.verdict)
+    );
+    let cv = &c.critical_violations;
+    if cv.a > 0 || cv.b > 0 {
+        let _ = writeln!(
+            out,
+            "Critical violations: baseline {} → this run {}{}\n",
+            cv.a,
+            cv.b,
+            if cv.new_in_b.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; new on {} case(s) where the baseline had none: {}",
+                    cv.new_in_b.len(),
+                    cell(&cv.new_in_b.join(", "))
+                )
+            }
+        );
+    }
+    let _ = writeln!(out, "{}\n", cell(&noise_floor_line(c)));
+    if !c.flips.is_empty() {
+        let _ = writeln!(
+            out,
+            "| case | epoch | baseline | this run | why (this run) |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for f in &c.flips {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                cell(&f.case_id),
+                f.epoch,
+                status(f.a),
+                status(f.b),
+                cell(&f.reasons.join("; "))
+            );
+        }
+    }
+    out
+}

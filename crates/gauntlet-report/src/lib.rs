@@ -14,7 +14,7 @@ mod svg;
 mod terminal;
 
 pub use calibration::render_calibration;
-pub use compare::render_comparison;
+pub use compare::{render_comparison, render_markdown_comparison};
 pub use html::{PlotTrial, ReportError, render_html, run_plots};
 pub use junit::render_junit;
 pub use markdown::render_markdown;

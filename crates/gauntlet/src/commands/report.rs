@@ -153,7 +153,13 @@ pub fn render(
         )
         .map_err(harness)?,
         Format::Junit => gauntlet_report::render_junit(results).map_err(harness)?,
-        Format::Md => gauntlet_report::render_markdown(results),
+        Format::Md => {
+            let mut text = gauntlet_report::render_markdown(results);
+            if let Some(c) = &comparison {
+                text.push_str(&gauntlet_report::render_markdown_comparison(c));
+            }
+            text
+        }
         Format::Json => serde_json::to_string_pretty(results)
             .map_err(|e| ExpectedError::harness(format!("failed to serialize results: {e}")))?,
         Format::Terminal => replay_summary(dir)?,

@@ -256,6 +256,21 @@ fn compare_of_skip_confirmation_names_each_flipped_case_and_why() {
         "<td>close-mitigated</td><td>0</td><td>passed</td><td>failed</td><td>confirmation_before_write: close_incident (call #2) ran without an approved confirmation</td>"
     ), "{html}");
     assert!(html.contains("critical violations: baseline 0 → this run 8; new on 8 case(s)"));
+    // So does the Markdown summary.
+    let o = cx.run(&[
+        "report",
+        "[TMP]/skip",
+        "--baseline",
+        "[TMP]/ref",
+        "--format",
+        "md",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let md = o.stdout;
+    assert!(md.contains("## Against the baseline"), "{md}");
+    assert!(md.contains(
+        "| close-declined | 0 | passed | failed | confirmation_before_write: close_incident (call #2) ran without an approved confirmation; StateVerification: /incidents/INC-004300/status expected \"open\", got \"closed\" |"
+    ), "{md}");
 }
 
 /// Issue 50: on the fault cases alone, skip-confirmation fails 2 of 8 (McNemar p = 0.5), and
