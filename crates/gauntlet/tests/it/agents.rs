@@ -1021,6 +1021,10 @@ fn retry_errors_replays_an_errored_trial_and_the_run_says_so() {
             &agent,
             "--filter",
             "lookup-status",
+            // The marker is a file outside the agent's sandbox (where the host is read-only):
+            // the agent runs as a plain process here.
+            "--isolation",
+            "none",
         ]
         .iter()
         .map(|x| x.to_string())
