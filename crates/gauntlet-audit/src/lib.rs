@@ -138,6 +138,32 @@ impl gauntlet_model::Classified for AuditError {
     }
 }
 
+/// The plan of a run of scripted trials (the audit's mutants, `check`'s references): one
+/// attempt each, a minute at most, a trial a core unless told.
+fn scripted_plan(
+    suite: &Suite,
+    settings: &Settings,
+    trials: Vec<TrialPlan>,
+    concurrency: Option<usize>,
+) -> Result<RunPlan, AuditError> {
+    Ok(RunPlan {
+        retry_errors: 0,
+        header: settings.header(suite),
+        already_done: 0,
+        trials: Trials::of(trials),
+        concurrency: concurrency.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        }),
+        trial_timeout: std::time::Duration::from_secs(60),
+        custom: Arc::new(gauntlet_runner::plan::custom_evaluators(suite)?),
+        persona: None,
+        benchmark: suite.config.benchmark.clone().map(Arc::new),
+        judges: None,
+        services_sandbox: None,
+        trial_events: false,
+    })
+}
+
 /// Plays each trial's plan: the reference at epoch 0, mutant `i` at epoch `i`.
 struct MutantAgent {
     plans: HashMap<(String, u32), Vec<ReferenceStep>>,
@@ -203,22 +229,7 @@ pub async fn audit(suite: &Suite, options: &AuditOptions) -> Result<AuditReport,
         }
         derived.push((case.case_id.clone(), list));
     }
-    let plan = RunPlan {
-        retry_errors: 0,
-        header: settings.header(suite),
-        already_done: 0,
-        trials: Trials::of(trials),
-        concurrency: options.concurrency.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
-        }),
-        trial_timeout: std::time::Duration::from_secs(60),
-        custom: Arc::new(gauntlet_runner::plan::custom_evaluators(suite)?),
-        persona: None,
-        benchmark: suite.config.benchmark.clone().map(Arc::new),
-        judges: None,
-        services_sandbox: None,
-        trial_events: false,
-    };
+    let plan = scripted_plan(suite, &settings, trials, options.concurrency)?;
     // Only what the verdict needs is kept of each trial: states can be megabytes.
     let mut records: HashMap<(String, u32), Outcome> = HashMap::new();
     run_trials(plan, Arc::new(MutantAgent { plans }), |mut event| {

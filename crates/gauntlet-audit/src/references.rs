@@ -5,9 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv};
-use gauntlet_model::{ReferenceStep, RunEvent, Score, TrialStatus};
-use gauntlet_runner::{RunOptions, RunPlan, Settings, Trials, run_trials};
+use gauntlet_model::{RunEvent, Score, TrialStatus};
+use gauntlet_runner::{RunOptions, Settings, run_trials};
 use gauntlet_suite::Suite;
 
 use crate::AuditError;
@@ -60,31 +59,20 @@ pub async fn play_references(
         .filter(|t| !t.case.reference_trajectory.is_empty())
         .filter(|t| options.services || t.world.spec().service.is_none())
         .inspect(|t| {
-            plans.insert(t.case.case_id.clone(), t.case.reference_trajectory.clone());
+            plans.insert(
+                (t.case.case_id.clone(), 0),
+                t.case.reference_trajectory.clone(),
+            );
             order.push(t.case.case_id.clone());
         })
         .collect();
     if trials.is_empty() {
         return Ok(Vec::new());
     }
-    let plan = RunPlan {
-        retry_errors: 0,
-        header: settings.header(suite),
-        already_done: 0,
-        trials: Trials::of(trials),
-        concurrency: options.concurrency.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
-        }),
-        trial_timeout: std::time::Duration::from_secs(60),
-        custom: Arc::new(gauntlet_runner::plan::custom_evaluators(suite)?),
-        persona: None,
-        benchmark: suite.config.benchmark.clone().map(Arc::new),
-        judges: None,
-        services_sandbox: None,
-        trial_events: false,
-    };
+    let plan = crate::scripted_plan(suite, &settings, trials, options.concurrency)?;
     let mut failed: HashMap<String, FailedReference> = HashMap::new();
-    run_trials(plan, Arc::new(Reference { plans }), |mut event| {
+    // The references are the audit's epoch-0 plans.
+    run_trials(plan, Arc::new(crate::MutantAgent { plans }), |mut event| {
         event.settle();
         if let RunEvent::TrialFinished { record, .. } = event
             && record.status != TrialStatus::Passed
@@ -111,26 +99,5 @@ fn why(s: &Score) -> String {
         Some(r) => format!("{}: {r}", s.name),
         None if s.details.is_null() => s.name.clone(),
         None => format!("{}: {}", s.name, s.details),
-    }
-}
-
-/// Plays each case's reference.
-struct Reference {
-    plans: HashMap<String, Vec<ReferenceStep>>,
-}
-
-impl Agent for Reference {
-    fn run<'a>(
-        &'a self,
-        input: &'a AgentInput,
-        env: SharedEnv,
-    ) -> BoxFuture<'a, Result<AgentOutput, AgentError>> {
-        Box::pin(async move {
-            let plan = self
-                .plans
-                .get(&input.case_id)
-                .map_or(&[][..], Vec::as_slice);
-            gauntlet_agent::play(plan, env).await
-        })
     }
 }
