@@ -738,17 +738,25 @@ fn step_efficiency(optimal: u32, trajectory: &Trajectory) -> Score {
 /// whose last attempt failed is not a loop (the reference `AgentTrajectory` evaluator knows no faults; gauntlet injects them, and
 /// scores retries by the fault verdicts instead).
 fn loop_detection(trajectory: &Trajectory, repeatable: &[String]) -> Score {
-    let mut last_failed: std::collections::HashMap<(&str, Canonical<'_>), bool> =
+    // Each call's last outcome (failed?) and how many writes had succeeded after it. A call
+    // repeats an earlier one when that one succeeded and no write succeeded in between: a retry
+    // of a failed call is not a loop, and nor is reading again what a write may have changed.
+    let mut last: std::collections::HashMap<(&str, Canonical<'_>), (bool, usize)> =
         Default::default();
+    let mut writes = 0;
     let mut duplicates = Vec::new();
     let mut total = 0;
     for (i, c) in tool_call_indexes(trajectory) {
         total += 1;
         let key = (c.tool.as_str(), Canonical(&c.arguments));
-        if last_failed.get(&key) == Some(&false) && !repeatable.contains(&c.tool) {
+        if last.get(&key) == Some(&(false, writes)) && !repeatable.contains(&c.tool) {
             duplicates.push(i);
         }
-        last_failed.insert(key, c.error.is_some());
+        // A write counts from itself on: writing the same thing again right after is a loop.
+        if c.kind == Some(ToolKind::Write) && c.error.is_none() {
+            writes += 1;
+        }
+        last.insert(key, (c.error.is_some(), writes));
     }
     let ratio = if total > 0 {
         duplicates.len() as f64 / total as f64

@@ -1645,3 +1645,35 @@ fn every_failing_score_says_why_in_words() {
     assert!(reason("StepEfficiency").starts_with("3 steps; the optimal is 1"));
     assert!(reason("LoopDetection").contains("close_incident (call #3)"));
 }
+
+/// Regression (issue 47, item 5): reading a record again after a write may have changed it is
+/// verification, not a loop (tau2's gold and harvested shadow sessions do it); reading it again
+/// with nothing written in between, or repeating a write, is still a loop.
+#[test]
+fn reading_again_after_a_write_is_not_a_loop() {
+    let write = |i: usize, tool: &str| {
+        let mut e = call(i, tool, json!({"id": 1}));
+        if let Event::ToolCall(c) = &mut e {
+            c.kind = Some(ToolKind::Write);
+        }
+        e
+    };
+    let case: Case = serde_json::from_value(json!({"case_id": "l", "user_input": "x"})).unwrap();
+    let loops = |events: Vec<Event>| -> f64 {
+        let t = Trajectory {
+            events,
+            ..Trajectory::default()
+        };
+        let scores = evaluate(&case, &t, &json!({}));
+        let s = scores.iter().find(|s| s.name == "LoopDetection").unwrap();
+        s.details["duplicate_actions"].as_f64().unwrap()
+    };
+    let read = |i| call(i, "get", json!({"id": 1}));
+    assert_eq!(loops(vec![read(1), write(2, "close"), read(3)]), 0.0);
+    assert_eq!(loops(vec![read(1), read(2)]), 1.0);
+    assert_eq!(loops(vec![write(1, "close"), write(2, "close")]), 1.0);
+    assert_eq!(
+        loops(vec![read(1), write(2, "close"), read(3), read(4)]),
+        1.0
+    );
+}
