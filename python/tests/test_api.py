@@ -150,13 +150,16 @@ def test_retry_errors_replays_an_errored_trial(suite, tmp_path):
     # The first attempt dies before it reaches the world: the harness could not start it.
     marker = tmp_path / "tried"
     agent = f"cmd:[ -e {marker} ] || {{ touch {marker}; exit 1; }}; echo done"
-    results = gauntlet.run(suite, agent=agent, filter="lookup-status", retry_errors=1)
+    # The marker lives outside the agent's sandbox (where bubblewrap makes the host read-only).
+    results = gauntlet.run(
+        suite, agent=agent, filter="lookup-status", retry_errors=1, isolation="none"
+    )
     assert results.retried == 1 and results.raw["retried"] == 1
     assert results.trials[0].status != "error"
     record = next(iter(results.iter_trials())).record
     assert len(record["retried_errors"]) == 1 and "exit status: 1" in record["retried_errors"][0]
     marker.unlink()
-    once = gauntlet.run(suite, agent=agent, filter="lookup-status")
+    once = gauntlet.run(suite, agent=agent, filter="lookup-status", isolation="none")
     assert once.retried == 0 and once.trials[0].status == "error"
 
 
