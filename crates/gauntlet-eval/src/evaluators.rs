@@ -276,8 +276,11 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
             reasons.push(format!(
                 "{} expected {}, got {}",
                 e.path,
-                expected_words(&e.matcher),
-                actual.map_or_else(|| "nothing (absent)".to_owned(), short_json)
+                crate::reasons::expected_words(&e.matcher),
+                actual.map_or_else(
+                    || "nothing (absent)".to_owned(),
+                    |v| crate::reasons::cut_json(v, 80),
+                )
             ));
             mismatches.insert(
                 e.path.clone(),
@@ -315,7 +318,7 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
             if changed <= 3 {
                 reasons.push(format!(
                     "{path} changed to {} though no expectation names it (state_unchanged_elsewhere)",
-                    short_json(&now)
+                    crate::reasons::cut_json(&now, 80)
                 ));
             }
             if mismatches.len() < 50 {
@@ -347,39 +350,6 @@ fn state_verification(case: &Case, final_state: StateRef<'_>, initial: Option<&V
         s.reason = Some(line);
     }
     s
-}
-
-/// What a matcher wants, in words: `"in_progress"`, `absent`, `one of "a", "b"`.
-fn expected_words(m: &gauntlet_model::Matcher) -> String {
-    use gauntlet_model::Matcher as M;
-    let bound = |min: &Option<f64>, max: &Option<f64>| match (min, max) {
-        (Some(a), Some(b)) => format!("between {a} and {b}"),
-        (Some(a), None) => format!("at least {a}"),
-        (None, Some(b)) => format!("at most {b}"),
-        (None, None) => "anything".to_owned(),
-    };
-    match m {
-        M::Equals(v) => short_json(v),
-        M::Absent => "absent".to_owned(),
-        M::Present => "present".to_owned(),
-        M::Contains(v) => format!("to contain {}", short_json(v)),
-        M::Regex(r) => format!("to match /{r}/"),
-        M::Range { min, max } => bound(min, max),
-        M::Count { min, max } => format!("a count {}", bound(min, max)),
-        M::OneOf(vs) => format!(
-            "one of {}",
-            vs.iter().map(short_json).collect::<Vec<_>>().join(", ")
-        ),
-    }
-}
-
-/// A value as JSON, cut at 80 characters.
-fn short_json(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(80) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text,
-    }
 }
 
 fn texts(v: &Value) -> Vec<String> {

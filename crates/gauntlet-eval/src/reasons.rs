@@ -233,20 +233,47 @@ fn generic(s: &Score, calls: &[String]) -> String {
     line
 }
 
-/// A matcher as stored (`{"equals": "closed"}`) in words: `"closed"`, `one of …`.
+/// What a matcher wants, in words: `"in_progress"`, `absent`, `one of "a", "b"`.
+pub(crate) fn expected_words(m: &gauntlet_model::Matcher) -> String {
+    use gauntlet_model::Matcher as M;
+    let bound = |min: &Option<f64>, max: &Option<f64>| match (min, max) {
+        (Some(a), Some(b)) => format!("between {a} and {b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => "anything".to_owned(),
+    };
+    let short = |v: &Value| cut_json(v, 80);
+    match m {
+        M::Equals(v) => short(v),
+        M::Absent => "absent".to_owned(),
+        M::Present => "present".to_owned(),
+        M::Contains(v) => format!("to contain {}", short(v)),
+        M::Regex(r) => format!("to match /{r}/"),
+        M::Range { min, max } => bound(min, max),
+        M::Count { min, max } => format!("a count {}", bound(min, max)),
+        M::OneOf(vs) => format!(
+            "one of {}",
+            vs.iter().map(short).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// A matcher as a score's details store it (`{"equals": "closed"}`), in words.
 fn matcher_words(m: &Value) -> String {
-    match m.as_object().and_then(|o| o.iter().next()) {
-        Some((k, v)) if k == "equals" => compact(v),
-        Some((k, v)) => format!("{} {}", k.replace('_', " "), compact(v)),
-        None => compact(m),
+    serde_json::from_value::<gauntlet_model::Matcher>(m.clone())
+        .map_or_else(|_| compact(m), |m| expected_words(&m))
+}
+
+/// A value as JSON, cut at `max` characters.
+pub(crate) fn cut_json(v: &Value, max: usize) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text,
     }
 }
 
 /// A value as JSON, cut at 160 characters.
 fn compact(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(160) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text,
-    }
+    cut_json(v, 160)
 }

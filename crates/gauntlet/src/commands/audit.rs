@@ -43,10 +43,7 @@ pub fn audit_suite(
     seed: u64,
     filter: Option<String>,
 ) -> Result<AuditReport, ExpectedError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let runtime = crate::commands::shared::runtime()?;
     let options = AuditOptions {
         seed,
         filter,

@@ -30,10 +30,7 @@ fn failing_references(suite: &Suite, play: Play) -> Result<Vec<Diagnostic>, Expe
     if !play.references {
         return Ok(Vec::new());
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let runtime = crate::commands::shared::runtime()?;
     let options = gauntlet_audit::PlayOptions {
         services: play.services,
         concurrency: None,

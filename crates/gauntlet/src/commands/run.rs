@@ -15,10 +15,7 @@ use crate::exit::ExpectedError;
 
 pub fn run(args: RunArgs) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.suite)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))?;
+    let runtime = crate::commands::shared::runtime()?;
     let run = library_run(&args, &suite)?;
     let mut terminal = Terminal::new(&args, &runtime)?;
     let Finished {

@@ -163,6 +163,14 @@ pub fn random_hex() -> Result<String, ExpectedError> {
     Ok(gauntlet_model::digest::hex(&bytes))
 }
 
+/// The runtime a command that runs trials (`run`, `check`, `audit`) drives them on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, ExpectedError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ExpectedError::harness(format!("failed to start the async runtime: {e}")))
+}
+
 /// The runtime a server command (`online`, `view`) serves on, with its stop signal watched.
 pub fn server_runtime() -> Result<tokio::runtime::Runtime, ExpectedError> {
     tokio::runtime::Builder::new_multi_thread()
