@@ -22,11 +22,12 @@ fn smollm2_served() -> bool {
 }
 
 /// Whether `.venvs/langgraph` (made by `.ci/run`: LangGraph's MCP adapters want mcp 1, other
-/// tools here mcp 2) can run the LangGraph example agent.
+/// tools here mcp 2) can run the LangGraph example agent. Watched only once it exists: a clone
+/// without it would otherwise rerun this script, and rebuild the CLI, on every build.
 fn langgraph_venv() -> bool {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
     let python = std::path::Path::new(&manifest).join("../../.venvs/langgraph/bin/python");
-    println!("cargo::rerun-if-changed={}", python.display());
+    watch(&python);
     std::process::Command::new(python)
         .args([
             "-c",
