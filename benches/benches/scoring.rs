@@ -59,7 +59,7 @@ fn scoring(c: &mut Criterion) {
     group.throughput(Throughput::Elements(TRAJECTORIES as u64));
     group.bench_function("tally + finish", |b| {
         b.iter(|| {
-            let mut tally = gauntlet_eval::Accumulator::default();
+            let mut tally = gauntlet_verdict::Accumulator::default();
             for s in &summaries {
                 tally.push(s);
             }

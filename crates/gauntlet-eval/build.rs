@@ -8,7 +8,6 @@ fn main() {
             python_has("pydantic") && python_has("pydantic.v1") && python_has("pydantic_core"),
         ),
         ("have_py_agentevals", python_has("agentevals")),
-        ("have_tau_bench", peers.join("tau-bench").is_dir()),
         ("have_agentevals_data", peers.join("agentevals").is_dir()),
         ("have_bfcl_data", peers.join("gorilla-bfcl").is_dir()),
         ("have_judges_data", peers.join("judges").is_dir()),

@@ -151,7 +151,7 @@ pub fn conclude(
     let status = if harness_failed {
         TrialStatus::Error
     } else {
-        crate::aggregate::trial_status(scores)
+        trial_status(scores)
     };
     scores.extend(crate::attribution::error_attribution(
         status, trajectory, scores,
@@ -223,5 +223,14 @@ mod tests {
             conclude(&mut scores, &trajectory, false),
             TrialStatus::Failed
         );
+    }
+}
+
+/// A trial's status from its scores.
+pub fn trial_status(scores: &[Score]) -> TrialStatus {
+    if scores.iter().any(Score::fails_trial) {
+        TrialStatus::Failed
+    } else {
+        TrialStatus::Passed
     }
 }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gauntlet_eval::{CompiledGate, CompiledRubric};
+use gauntlet_verdict::{CompiledGate, CompiledRubric};
 
 use crate::tally::{Tallied, Tally};
 use gauntlet_model::{Classified, ErrorKind, RunHeader, RunResults, Shard, TrialSummary};

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gauntlet_eval::{Accumulator, results_of};
+use gauntlet_verdict::{Accumulator, results_of};
 use gauntlet_model::{Classified, ErrorKind, RunHeader, RunResults, TrialRecord, TrialSummary};
 use gauntlet_store::{
     EncodedRecord, EncodedSummary, ImportedTrial, ItemParser, RawItem, RunWriter, SpilledSummaries,

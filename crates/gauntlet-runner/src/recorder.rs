@@ -15,7 +15,7 @@ use gauntlet_store::clock::{now, stamp};
 pub struct Recorder {
     writer: RunWriter,
     header: RunHeader,
-    tally: gauntlet_eval::Accumulator,
+    tally: gauntlet_verdict::Accumulator,
     summaries: Vec<TrialSummary>,
 }
 
@@ -35,7 +35,7 @@ impl Recorder {
         };
         let recorder = Recorder {
             writer,
-            tally: gauntlet_eval::Accumulator::with_judges(&header.judges),
+            tally: gauntlet_verdict::Accumulator::with_judges(&header.judges),
             header,
             summaries: Vec::new(),
         };
@@ -79,7 +79,7 @@ impl Recorder {
     /// Writes `results.json` (metrics of every trial; no gates: these runs have no suite to
     /// decide them), and the run's `RunFinished` event.
     pub fn finish(self) -> Result<RunEvent, RunError> {
-        let (results, _) = gauntlet_eval::results_of(
+        let (results, _) = gauntlet_verdict::results_of(
             self.header.clone(),
             stamp(),
             self.tally.finish(self.header.seed, None),

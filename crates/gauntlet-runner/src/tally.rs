@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gauntlet_eval::{Accumulator, CompiledGate, CompiledRubric, results_of};
+use gauntlet_verdict::{Accumulator, CompiledGate, CompiledRubric, results_of};
 use gauntlet_model::{JudgeHeader, RunHeader, RunResults, TrialSummary};
 use gauntlet_store::{RunWriter, SpilledSummaries, StoreError};
 

@@ -1,6 +1,6 @@
 //! The suite configuration file, `gauntlet.yaml`.
 
-use gauntlet_eval::GateSpec;
+use gauntlet_verdict::GateSpec;
 use serde::{Deserialize, Serialize};
 
 /// A suite's `gauntlet.yaml`.

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gauntlet_eval::{CompiledGate, CompiledRubric};
+use gauntlet_verdict::{CompiledGate, CompiledRubric};
 use gauntlet_model::matcher::state_expectations;
 use gauntlet_model::{FaultKind, FaultSpec, Matcher, ToolKind, WorldSpec};
 use gauntlet_world::{World, merge_state};
@@ -354,9 +354,9 @@ fn compile_gates(
     let mut gates = Vec::new();
     let mut names = HashSet::new();
     for (i, g) in config.gates.iter().enumerate() {
-        if !names.insert(g.name()) || g.name() == gauntlet_eval::HARNESS_GATE {
+        if !names.insert(g.name()) || g.name() == gauntlet_verdict::HARNESS_GATE {
             let (line, col) = spans.locate(&format!("/gates/{i}"));
-            let why = if g.name() == gauntlet_eval::HARNESS_GATE {
+            let why = if g.name() == gauntlet_verdict::HARNESS_GATE {
                 format!(
                     "the gate name `{}` is the built-in gate on harness errors (set `max_error_rate` instead, or choose another name)",
                     g.name()
@@ -387,7 +387,7 @@ fn compile_gates(
             format!("max_error_rate must be a share of trials from 0 to 1, not {max_error_rate}"),
         ));
     } else {
-        gates.push(gauntlet_eval::harness_gate(max_error_rate));
+        gates.push(gauntlet_verdict::harness_gate(max_error_rate));
     }
     gates
 }
@@ -1238,7 +1238,7 @@ fn check_audit_accepts(
 /// list, or a suite's `gauntlet.yaml` (whose other keys are the suite's business).
 #[derive(serde::Deserialize)]
 struct GatesFile {
-    gates: Vec<gauntlet_eval::GateSpec>,
+    gates: Vec<gauntlet_verdict::GateSpec>,
     #[serde(default)]
     max_error_rate: Option<f64>,
 }

@@ -483,7 +483,7 @@ async fn compare(
                 let (a, b) = (read(&da)?, read(&db)?);
                 // The same seed as `gauntlet compare`, so both give the same figures.
                 let c =
-                    gauntlet_eval::compare(&a, &b, a.header.seed ^ b.header.seed.rotate_left(32));
+                    gauntlet_verdict::compare(&a, &b, a.header.seed ^ b.header.seed.rotate_left(32));
                 serde_json::to_value(&c).map_err(|e| e.to_string())
             })
             .map_err(ViewError::Io)

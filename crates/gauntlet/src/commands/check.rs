@@ -70,7 +70,7 @@ pub fn check(path: &Path, json: bool, audit: bool, play: Play) -> Result<i32, Ex
         suite.cases.len(),
         suite.worlds.len(),
         suite.config.gates.len(),
-        gauntlet_eval::HARNESS_GATE,
+        gauntlet_verdict::HARNESS_GATE,
     );
     for w in gauntlet_suite::warnings(&suite) {
         crate::note!(

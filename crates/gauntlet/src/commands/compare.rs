@@ -24,7 +24,7 @@ pub fn compare(args: CompareArgs) -> Result<i32, ExpectedError> {
     let (ra, rb) = (read(&a)?, read(&b)?);
     // The bootstrap seed comes from the runs, so the same two runs always compare identically.
     let seed = ra.header.seed ^ rb.header.seed.rotate_left(32);
-    let mut c = gauntlet_eval::compare(&ra, &rb, seed);
+    let mut c = gauntlet_verdict::compare(&ra, &rb, seed);
     if let Some(suite) = &args.pairwise {
         c.pairwise = Some(pairwise(
             suite,

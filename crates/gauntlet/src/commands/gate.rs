@@ -2,14 +2,14 @@
 
 use std::path::Path;
 
-use gauntlet_eval::{CompiledGate, CompiledRubric};
+use gauntlet_verdict::{CompiledGate, CompiledRubric};
 use gauntlet_model::{GateOutcome, RunHeader};
 use gauntlet_store::read_results;
 use gauntlet_suite::load_gates_file;
 
 use crate::commands::shared::{print_results, verdict_code};
 use crate::exit::ExpectedError;
-use gauntlet_eval::build_results;
+use gauntlet_verdict::build_results;
 
 /// A stored run's gates, compiled again.
 pub fn stored_gates(outcomes: &[GateOutcome]) -> Result<Vec<CompiledGate>, ExpectedError> {

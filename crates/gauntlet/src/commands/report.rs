@@ -139,7 +139,7 @@ pub fn render(
 ) -> Result<String, ExpectedError> {
     let harness = |e: gauntlet_report::ReportError| ExpectedError::harness(e.to_string());
     let comparison = baseline.map(|a| {
-        gauntlet_eval::compare(
+        gauntlet_verdict::compare(
             a,
             results,
             a.header.seed ^ results.header.seed.rotate_left(32),

@@ -154,15 +154,6 @@ pub fn metric_names() -> Vec<(String, String)> {
     names
 }
 
-/// A trial's status from its scores.
-pub fn trial_status(scores: &[Score]) -> TrialStatus {
-    if scores.iter().any(Score::fails_trial) {
-        TrialStatus::Failed
-    } else {
-        TrialStatus::Passed
-    }
-}
-
 fn task_succeeded(t: &TrialSummary) -> bool {
     t.status != TrialStatus::Error
         && t.scores
@@ -307,7 +298,7 @@ pub struct Accumulator {
     /// Each distribution's total, summed in trial order.
     totals: [f64; DISTRIBUTIONS.len()],
     sums: BTreeMap<&'static str, f64>,
-    attribution: [usize; crate::attribution::KINDS.len()],
+    attribution: [usize; gauntlet_eval::attribution::KINDS.len()],
     case_at: HashMap<String, usize>,
     cases: Vec<CaseTally>,
     distributions: [Quantiles; DISTRIBUTIONS.len()],
@@ -496,7 +487,7 @@ impl Accumulator {
         self.user_cost += t.user_cost_eur;
         let mut selection = None;
         let mut reward = None;
-        let mut attributed = [false; crate::attribution::KINDS.len()];
+        let mut attributed = [false; gauntlet_eval::attribution::KINDS.len()];
         for s in &t.scores {
             self.critical += usize::from(s.severity == Severity::Critical && !s.passed);
             if let Some(name) = SUMMED.iter().find(|n| **n == s.name) {
@@ -676,7 +667,7 @@ impl Accumulator {
         }
         let injected = sum(names::FAULTS_INJECTED);
         m.insert(names::FAULTS_INJECTED.to_owned(), injected);
-        for (kind, count) in crate::attribution::KINDS.iter().zip(self.attribution) {
+        for (kind, count) in gauntlet_eval::attribution::KINDS.iter().zip(self.attribution) {
             m.insert(format!("failures_{kind}"), count as f64);
         }
         m.insert(
