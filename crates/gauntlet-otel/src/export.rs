@@ -491,6 +491,51 @@ pub fn export_request(header: &RunHeader, spans: Vec<Span>) -> ExportTraceServic
     }
 }
 
+/// Traces by default in one line of an OTLP/JSON Lines export: a request of this many trials.
+pub const TRACES_PER_REQUEST: usize = 100;
+
+/// A run's trials as a stream of export requests of `per_request` traces each: push trials in
+/// plan order, take each request as it fills, and the last partial one from
+/// [`TraceBatches::finish`]. Memory holds one request's spans, whatever the run's size. Written
+/// one request per line (`serde_json::to_writer` and a newline), this is OTLP/JSON Lines, the
+/// format the OpenTelemetry Collector's file exporter writes and its `otlpjsonfile` receiver
+/// reads, and what `import` reads back.
+pub struct TraceBatches {
+    header: RunHeader,
+    per_request: usize,
+    spans: Vec<Span>,
+    traces: usize,
+}
+
+impl TraceBatches {
+    /// Batches of `per_request` traces (at least one) of the run of `header`.
+    pub fn new(header: RunHeader, per_request: usize) -> Self {
+        TraceBatches {
+            header,
+            per_request: per_request.max(1),
+            spans: Vec::new(),
+            traces: 0,
+        }
+    }
+
+    /// Adds a trial's trace; the request it completes, if it does.
+    pub fn push(&mut self, trial: &TrialRecord) -> Option<ExportTraceServiceRequest> {
+        self.spans.extend(trial_spans(&self.header, trial));
+        self.traces += 1;
+        (self.traces >= self.per_request).then(|| self.take())
+    }
+
+    /// The traces pushed since the last request, as one (none when there are none).
+    pub fn finish(mut self) -> Option<ExportTraceServiceRequest> {
+        (self.traces > 0).then(|| self.take())
+    }
+
+    fn take(&mut self) -> ExportTraceServiceRequest {
+        self.traces = 0;
+        export_request(&self.header, std::mem::take(&mut self.spans))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use gauntlet_model::{Trajectory, TrialStatus, Versions};

@@ -18,7 +18,8 @@ pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResp
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 
 pub use export::{
-    evaluation_events, evaluation_request, evaluation_span, export_request, trial_spans,
+    TRACES_PER_REQUEST, TraceBatches, evaluation_events, evaluation_request, evaluation_span,
+    export_request, trial_spans,
 };
 pub use import::{
     Assembler, AssemblerLimits, Encoding, Grouper, ImportError, ImportedTrace, MAX_DOCUMENT_BYTES,

@@ -560,3 +560,45 @@ fn an_endless_input_is_refused_after_the_document_limit() {
         "{err:?}"
     );
 }
+
+/// An export written as OTLP/JSON Lines (a request of `per_request` traces per line) reads back
+/// trace by trace, each trial whole, with no line holding more than its batch.
+#[test]
+fn an_export_in_json_lines_batched_by_traces_reads_back_every_trial() {
+    let trials: Vec<TrialRecord> = (0..5u32)
+        .map(|i| {
+            let mut t = trial();
+            t.epoch = i;
+            t.trace_id = format!("0af7651916cd43dd8448eb211c8031{i:02x}");
+            t
+        })
+        .collect();
+    let mut batches = crate::TraceBatches::new(header(), 2);
+    let mut requests: Vec<ExportTraceServiceRequest> =
+        trials.iter().filter_map(|t| batches.push(t)).collect();
+    requests.extend(batches.finish());
+    let mut file = Vec::new();
+    for r in &requests {
+        serde_json::to_writer(&mut file, r).unwrap();
+        file.push(b'\n');
+    }
+    let text = String::from_utf8(file.clone()).unwrap();
+    assert_eq!(text.lines().count(), 3, "5 traces by 2 make 3 lines");
+    for line in text.lines() {
+        let one: ExportTraceServiceRequest = serde_json::from_str(line).unwrap();
+        let traces = traces_of([one]);
+        assert!((1..=2).contains(&traces.len()), "{} traces", traces.len());
+    }
+    let mut read = Vec::new();
+    read_requests(&file[..], MAX_DOCUMENT_BYTES, |r| read.push(r)).unwrap();
+    let traces = traces_of(read);
+    assert_eq!(traces.len(), 5);
+    let mut epochs: Vec<u32> = traces.iter().map(|t| imported_trace(t).epoch).collect();
+    epochs.sort_unstable();
+    assert_eq!(epochs, vec![0, 1, 2, 3, 4]);
+    for t in &traces {
+        let t = imported_trace(t);
+        assert_eq!(t.trajectory, trial().trajectory);
+        assert_eq!(t.final_state, trial().final_state);
+    }
+}
