@@ -4,11 +4,10 @@
 //! only script is our own (below, fixed at build time) and a Content-Security-Policy allows that
 //! script alone, by hash, so even an escaping mistake could not run injected code.
 
-use gauntlet_model::names;
 use std::collections::BTreeMap;
 
 use base64::Engine;
-use gauntlet_model::{Event, RunResults, TrialRecord, TrialStatus};
+use gauntlet_model::{RunResults, TrialRecord, TrialStatus};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -23,35 +22,6 @@ const STYLE: &str = include_str!("templates/report.css");
 #[derive(Debug, thiserror::Error)]
 #[error("failed to render the report: {0}")]
 pub struct ReportError(pub(crate) String);
-
-#[derive(Serialize)]
-struct EventView {
-    idx: usize,
-    kind: &'static str,
-    step: Option<u32>,
-    at: String,
-    title: String,
-    body: String,
-    badges: Vec<String>,
-    class: &'static str,
-}
-
-#[derive(Serialize)]
-struct ScoreView {
-    name: String,
-    passed: bool,
-    severity: String,
-    value: String,
-    details: String,
-    events: Vec<usize>,
-}
-
-#[derive(Serialize)]
-struct DiffView {
-    path: String,
-    before: String,
-    after: String,
-}
 
 #[derive(Serialize)]
 struct JudgeView {
@@ -81,250 +51,12 @@ struct TrialView {
     duration_ms: String,
     failed: Vec<String>,
     error: Option<String>,
-    events: Vec<EventView>,
-    scores: Vec<ScoreView>,
-    mismatches: Vec<DiffView>,
-    changes: Vec<DiffView>,
-    final_answer: Option<String>,
+    /// The trial as a person reviews it ([`crate::transcript::Review`]), as JSON the page's
+    /// shared renderer draws when the trajectory is opened.
+    review: String,
+    /// Why it did not pass, in one line: the harness error or the most severe failing reason.
+    why: String,
     judges: Vec<JudgeView>,
-}
-
-fn json_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-    }
-}
-
-fn event_view(idx: usize, e: &Event) -> EventView {
-    let mut v = EventView {
-        idx,
-        kind: "",
-        step: None,
-        at: String::new(),
-        title: String::new(),
-        body: String::new(),
-        badges: Vec::new(),
-        class: "",
-    };
-    match e {
-        Event::UserMessage { text } => {
-            v.kind = "user";
-            v.title = "user".into();
-            v.body = text.clone();
-        }
-        Event::AgentMessage { step, text } => {
-            v.kind = "agent";
-            v.step = Some(*step);
-            v.title = "agent".into();
-            v.body = text.clone();
-        }
-        Event::Reasoning { step, text } => {
-            v.kind = "reasoning";
-            v.step = Some(*step);
-            v.title = "reasoning".into();
-            v.body = text.clone();
-        }
-        Event::Question { step, text } => {
-            v.kind = "question";
-            v.step = Some(*step);
-            v.title = "agent asks".into();
-            v.body = text.clone();
-        }
-        Event::ConfirmationRequest { step, text } => {
-            v.kind = "confirm";
-            v.step = Some(*step);
-            v.title = "confirmation requested".into();
-            v.body = text.clone();
-        }
-        Event::ConfirmationResponse { text, approved } => {
-            v.kind = "confirm";
-            v.title = if *approved {
-                "user approves".into()
-            } else {
-                "user declines".into()
-            };
-            v.body = text.clone();
-            v.class = if *approved { "ok" } else { "bad" };
-        }
-        Event::FaultInjected {
-            call_id,
-            tool,
-            kind,
-            source,
-        } => {
-            v.kind = "fault";
-            v.title = format!(
-                "fault injected: {}",
-                serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|k| k.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            );
-            v.body = format!("{tool} ({call_id}), from {source}");
-            v.class = "warn";
-        }
-        Event::CrossTenantAccess {
-            call_id,
-            tool,
-            record,
-            tenant,
-        } => {
-            v.kind = "tenant";
-            v.title = "cross-tenant access".into();
-            v.body = format!("{tool} ({call_id}) touched {record} of tenant {tenant}");
-            v.class = "bad";
-        }
-        Event::Wait { step, ms } => {
-            v.kind = "wait";
-            v.step = Some(*step);
-            v.title = format!("waits {} ms", fmt(*ms));
-        }
-        Event::ToolCall(c) => {
-            v.kind = "tool";
-            v.step = Some(c.step);
-            v.at = format!("{:.1} ms", c.at_ms);
-            v.title = format!("{} ({})", c.tool, c.id);
-            let mut body = format!("arguments: {}", json_text(&c.arguments));
-            match (&c.result, &c.error) {
-                (_, Some(err)) => {
-                    body.push_str(&format!("\nerror {}: {}", err.status, err.message));
-                    v.class = "bad";
-                }
-                (Some(r), None) => body.push_str(&format!("\nresult: {}", json_text(r))),
-                _ => {}
-            }
-            for ch in &c.state_changes {
-                body.push_str(&format!(
-                    "\nstate {}: {} → {}",
-                    ch.path,
-                    ch.before
-                        .as_ref()
-                        .map_or("(absent)".into(), |b| b.to_string()),
-                    ch.after
-                        .as_ref()
-                        .map_or("(absent)".into(), |a| a.to_string())
-                ));
-            }
-            v.body = body;
-            if let Some(k) = &c.kind {
-                v.badges.push(format!("{k:?}").to_lowercase());
-            }
-            if let Some(f) = c.fault {
-                v.badges.push(fault_badge(f));
-            }
-            if c.schema_valid == Some(false) {
-                v.badges.push("invalid arguments".into());
-            }
-            if let Some(k) = &c.idempotency_key {
-                v.badges.push(format!("key {k}"));
-            }
-            if c.idempotent_replay {
-                v.badges.push("idempotent replay".into());
-            }
-            v.badges.push(format!("{:.2} ms", c.latency_ms));
-        }
-        Event::ModelCall {
-            model,
-            prompt_tokens,
-            completion_tokens,
-            cost_eur,
-            latency_ms,
-            ttft_ms,
-            simulated_user,
-            error,
-            fault,
-            ..
-        } => {
-            v.kind = "model";
-            v.title = if *simulated_user {
-                format!("simulated user's model call: {model}")
-            } else {
-                format!("model call: {model}")
-            };
-            v.body = match error {
-                Some(e) => format!("error {}: {}", e.status, e.message),
-                None => format!(
-                    "{prompt_tokens} prompt + {completion_tokens} completion tokens, {} EUR, {} ms{}",
-                    fmt(*cost_eur),
-                    fmt(*latency_ms),
-                    ttft_ms
-                        .map(|t| format!(", first token after {} ms", fmt(t)))
-                        .unwrap_or_default()
-                ),
-            };
-            if let Some(f) = fault {
-                v.badges.push(fault_badge(*f));
-            }
-        }
-        Event::AgentStderr { text } => {
-            v.kind = "stderr";
-            v.title = "agent stderr".into();
-            v.body = text.clone();
-        }
-        Event::ToolsChanged { tools, after_calls } => {
-            v.kind = "fault";
-            v.title = "tools changed".into();
-            v.body = format!(
-                "after {after_calls} calls the descriptions of {} changed (a rug pull)",
-                tools.join(", ")
-            );
-        }
-        Event::Trapped {
-            checkpoint,
-            step,
-            reason,
-        } => {
-            v.kind = "fault";
-            v.title = format!("trap `{checkpoint}` at step {step}: the trial ended");
-            v.body = reason.clone();
-        }
-        Event::Unfinished { reason } => {
-            v.kind = "stderr";
-            v.title = "agent did not finish".into();
-            v.body = reason.clone();
-        }
-        Event::AgentCrashed { reason } => {
-            v.kind = "stderr";
-            v.title = "agent crashed".into();
-            v.body = reason.clone();
-        }
-        Event::FinalAnswer { text } => {
-            v.kind = "answer";
-            v.title = "final answer".into();
-            v.body = text.clone();
-        }
-    }
-    v
-}
-
-/// Every leaf that differs between two JSON values, as (JSON Pointer, before, after).
-fn diff(before: &Value, after: &Value, path: &mut String, out: &mut Vec<DiffView>) {
-    match (before, after) {
-        (Value::Object(a), Value::Object(b)) => {
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for k in keys {
-                let len = path.len();
-                path.push('/');
-                path.push_str(&gauntlet_model::path::escape_segment(k));
-                match (a.get(k), b.get(k)) {
-                    (Some(x), Some(y)) => diff(x, y, path, out),
-                    (x, y) => out.push(DiffView {
-                        path: path.clone(),
-                        before: x.map_or("(absent)".into(), |v| v.to_string()),
-                        after: y.map_or("(absent)".into(), |v| v.to_string()),
-                    }),
-                }
-                path.truncate(len);
-            }
-        }
-        (x, y) if x != y => out.push(DiffView {
-            path: path.clone(),
-            before: x.to_string(),
-            after: y.to_string(),
-        }),
-        _ => {}
-    }
 }
 
 fn status_name(s: TrialStatus) -> String {
@@ -337,29 +69,6 @@ fn status_name(s: TrialStatus) -> String {
 }
 
 fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
-    let mut changes = Vec::new();
-    diff(
-        &t.initial_state,
-        &t.final_state,
-        &mut String::new(),
-        &mut changes,
-    );
-    let mismatches = t
-        .scores
-        .iter()
-        .find(|s| s.name == names::STATE_VERIFICATION)
-        .and_then(|s| s.details.get("mismatches"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(path, v)| DiffView {
-                    path: path.clone(),
-                    before: v["expected"].to_string(),
-                    after: v["actual"].to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
     TrialView {
         anchor: format!("trial-{i}"),
         item: gauntlet_model::labels::trial_item(&t.case_id, t.epoch),
@@ -378,32 +87,15 @@ fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
             .map(|s| s.name.clone())
             .collect(),
         error: t.error.clone(),
-        events: t
-            .trajectory
-            .events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| event_view(i, e))
-            .collect(),
-        scores: t
-            .scores
-            .iter()
-            .map(|s| ScoreView {
-                name: s.name.clone(),
-                passed: s.passed,
-                severity: format!("{:?}", s.severity).to_lowercase(),
-                value: fmt(s.value),
-                details: if s.details.is_null() {
-                    String::new()
-                } else {
-                    serde_json::to_string(&s.details).unwrap_or_default()
-                },
-                events: s.events.clone(),
-            })
-            .collect(),
-        mismatches,
-        changes,
-        final_answer: t.trajectory.final_answer.clone(),
+        review: serde_json::to_string(&crate::transcript::review(t)).unwrap_or_default(),
+        why: t.error.clone().unwrap_or_else(|| {
+            let mut failing: Vec<_> = t.scores.iter().filter(|s| s.fails_trial()).collect();
+            failing.sort_by_key(|s| std::cmp::Reverse(s.severity));
+            failing
+                .first()
+                .map(|s| format!("{}: {}", s.name, s.reason.as_deref().unwrap_or("failed")))
+                .unwrap_or_default()
+        }),
         judges: t.judges.iter().map(judge_view).collect(),
     }
 }
@@ -477,7 +169,10 @@ pub fn run_plots<'a>(
     let mut failures: BTreeMap<String, usize> = BTreeMap::new();
     let (mut errors, mut calls, mut latency, mut cost) =
         (0usize, Vec::new(), Vec::new(), Vec::new());
+    let (mut run_passed, mut run_trials) = (0usize, 0usize);
     for t in trials {
+        run_trials += 1;
+        run_passed += usize::from(!t.error && t.failed.is_empty());
         for name in t.failed {
             *failures.entry(name.to_owned()).or_default() += 1;
         }
@@ -495,7 +190,7 @@ pub fn run_plots<'a>(
                 value: s.pass_rate,
                 interval: Some((s.pass_rate_interval.lower, s.pass_rate_interval.upper)),
                 note: format!("{}/{}", s.passed, s.trials),
-                class: if s.passed == s.trials { "ok" } else { "bad" },
+                class: segment_class(s, (run_passed, run_trials)),
             });
         }
     }
@@ -541,7 +236,7 @@ pub fn run_plots<'a>(
                 value: s.pass_rate,
                 interval: Some((s.pass_rate_interval.lower, s.pass_rate_interval.upper)),
                 note: format!("{}/{}", s.passed, s.trials),
-                class: if s.passed == s.trials { "ok" } else { "bad" },
+                class: segment_class(s, (run_passed, run_trials)),
             })
             .collect();
         out.push((
@@ -564,6 +259,28 @@ pub fn run_plots<'a>(
         ));
     }
     out
+}
+
+/// How a segment's bar is coloured: as a failure (`bad`) only when its pass rate differs from
+/// the rest of the run's, below it beyond its 95% interval (a segment that fails as often as
+/// every other is not where the failures are); `ok` when it is above beyond the interval, and
+/// `neutral` otherwise.
+fn segment_class(
+    s: &gauntlet_model::SegmentStats,
+    (passed, trials): (usize, usize),
+) -> &'static str {
+    let rest_trials = trials.saturating_sub(s.trials as usize);
+    if rest_trials == 0 {
+        return "neutral";
+    }
+    let rest = passed.saturating_sub(s.passed as usize) as f64 / rest_trials as f64;
+    if s.pass_rate_interval.upper < rest {
+        "bad"
+    } else if s.pass_rate_interval.lower > rest {
+        "ok"
+    } else {
+        "neutral"
+    }
 }
 
 /// Deltas (B − A) of pass rate and segments, the pass rate with its interval, centred on zero.
@@ -605,8 +322,11 @@ pub fn render_html(
     });
     env.add_template("report.html", TEMPLATE)
         .map_err(|e| ReportError(e.to_string()))?;
+    // The trajectory's renderer is the viewer's own (one implementation), then the report's.
+    let script = format!("{}\n{SCRIPT}", crate::transcript::TRANSCRIPT_SCRIPT);
+    let style = format!("{STYLE}\n{}", crate::transcript::TRANSCRIPT_STYLE);
     let script_hash =
-        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()));
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(script.as_bytes()));
     let metrics: BTreeMap<&str, String> = results
         .metrics
         .iter()
@@ -669,8 +389,8 @@ pub fn render_html(
         }).collect::<Vec<_>>(),
         trials => V::from(minijinja::value::Serde(&trial_views)),
         total_trials => results.trials.len(),
-        script => minijinja::Value::from_safe_string(SCRIPT.to_owned()),
-        style => minijinja::Value::from_safe_string(STYLE.to_owned()),
+        script => minijinja::Value::from_safe_string(script),
+        style => minijinja::Value::from_safe_string(style),
         script_hash => script_hash,
         comparison => comparison.map(|c| V::from(minijinja::value::Serde(c))),
         comparison_svg => comparison.map(|c| V::from_safe_string(comparison_chart(c))),
@@ -679,13 +399,4 @@ pub fn render_html(
     env.get_template("report.html")
         .and_then(|t| t.render(ctx))
         .map_err(|e| ReportError(format!("{e:#}")))
-}
-
-/// The badge of an injected fault: `fault KIND`, the kind as users write it.
-fn fault_badge(kind: gauntlet_model::FaultKind) -> String {
-    let name = serde_json::to_value(kind)
-        .ok()
-        .and_then(|k| k.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    format!("fault {name}")
 }

@@ -183,6 +183,7 @@ impl Run {
         let h = &self.header;
         Ok(serde_json::json!({
             "run_id": h.run_id,
+            "name": h.name,
             "suite": h.suite,
             "agent": h.agent,
             "started_at": h.started_at,

@@ -57,6 +57,56 @@ impl Comparisons {
     }
 }
 
+/// A trial's cell in the case × run matrix: its status and why it did not pass (most severe
+/// first, each `evaluator: reason`, or the harness error).
+fn cell(t: &gauntlet_model::TrialSummary) -> Value {
+    let mut failing: Vec<&gauntlet_model::Score> =
+        t.scores.iter().filter(|s| s.fails_trial()).collect();
+    failing.sort_by_key(|s| std::cmp::Reverse(s.severity));
+    let mut reasons: Vec<String> = t.error.iter().cloned().collect();
+    reasons.extend(failing.iter().map(|s| match &s.reason {
+        Some(r) => format!("{}: {r}", s.name),
+        None => s.name.clone(),
+    }));
+    let critical = failing
+        .iter()
+        .any(|s| s.severity == gauntlet_model::Severity::Critical);
+    serde_json::json!({"status": t.status, "reasons": reasons, "critical": critical})
+}
+
+/// The case × run matrix of two runs: one row per (case, epoch) of either, the flipped ones
+/// first in the comparison's order (worse first), then the rest by case and epoch; a trial
+/// missing from a run is `null` in its column.
+pub(crate) fn matrix(
+    a: &gauntlet_model::RunResults,
+    b: &gauntlet_model::RunResults,
+    flips: &[gauntlet_model::compare::Flip],
+) -> Vec<Value> {
+    use std::collections::BTreeMap;
+    /// A row's cells in A and B.
+    type Cells = (Option<Value>, Option<Value>);
+    let mut rows: BTreeMap<(&str, u32), Cells> = BTreeMap::new();
+    for t in &a.trials {
+        rows.entry((&t.case_id, t.epoch)).or_default().0 = Some(cell(t));
+    }
+    for t in &b.trials {
+        rows.entry((&t.case_id, t.epoch)).or_default().1 = Some(cell(t));
+    }
+    let row = |(case_id, epoch): (&str, u32),
+               (ca, cb): &(Option<Value>, Option<Value>),
+               flipped| {
+        serde_json::json!({"case_id": case_id, "epoch": epoch, "flipped": flipped, "a": ca, "b": cb})
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for f in flips {
+        if let Some(cells) = rows.remove(&(f.case_id.as_str(), f.epoch)) {
+            out.push(row((&f.case_id, f.epoch), &cells, true));
+        }
+    }
+    out.extend(rows.iter().map(|(k, cells)| row(*k, cells, false)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 //! opens without being read whole.
 #![warn(missing_docs)]
 
+mod cases;
 mod catalog;
 mod comparisons;
 mod labels;
@@ -95,6 +96,8 @@ struct Shared {
     csp: String,
     /// `/api/compare`'s comparisons, once per pair.
     comparisons: comparisons::Comparisons,
+    /// The suites whose cases the trajectory page shows beside their trials.
+    cases: cases::Cases,
 }
 
 /// A viewer serving.
@@ -131,14 +134,17 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
     // A client that sends nothing for this long (headers never finished, a connection left
     // idle) is disconnected: it holds no socket for ever and keeps no stop waiting.
     let listener = gauntlet_online::receiver::TimedListener::new(listener, settings.idle_timeout);
+    // The trajectory's renderer is the HTML report's own (one implementation), then the page's.
+    let script = format!("{}\n{SCRIPT}", gauntlet_report::TRANSCRIPT_SCRIPT);
+    let style = format!("{STYLE}\n{}", gauntlet_report::TRANSCRIPT_STYLE);
     let page = PAGE
-        .replace("/*STYLE*/", STYLE)
-        .replace("/*SCRIPT*/", SCRIPT);
+        .replace("/*STYLE*/", &style)
+        .replace("/*SCRIPT*/", &script);
     let csp = format!(
         "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; img-src data:; \
          connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-        hash(SCRIPT),
-        hash(STYLE)
+        hash(&script),
+        hash(&style)
     );
     let shared = Arc::new(Shared {
         addr,
@@ -148,6 +154,7 @@ pub async fn start(listen: SocketAddr, settings: Settings) -> std::io::Result<Ru
         page,
         csp,
         comparisons: comparisons::Comparisons::default(),
+        cases: cases::Cases::default(),
     });
     let app = Router::new()
         .route("/", get(index))
@@ -292,10 +299,29 @@ fn lock(run: &Mutex<Run>) -> std::sync::MutexGuard<'_, Run> {
     run.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The run `run_id`, or the newest run named so (`gauntlet run --name`).
 fn find(s: &Shared, run_id: &str) -> Result<Arc<Mutex<Run>>, ViewError> {
+    if let Some(run) = s.catalog.run(run_id) {
+        return Ok(run);
+    }
     s.catalog
-        .run(run_id)
-        .ok_or_else(|| ViewError::NotFound(format!("no run `{run_id}` under the folders viewed")))
+        .runs()
+        .into_iter()
+        .filter_map(|run| {
+            let key = {
+                let r = lock(&run);
+                (r.header.name.as_deref() == Some(run_id))
+                    .then(|| (r.header.started_at.clone(), r.header.run_id.clone()))
+            };
+            key.map(|k| (k, run))
+        })
+        .max_by(|(a, _), (b, _)| a.cmp(b))
+        .map(|(_, run)| run)
+        .ok_or_else(|| {
+            ViewError::NotFound(format!(
+                "no run with the id or name `{run_id}` under the folders viewed"
+            ))
+        })
 }
 
 async fn runs(State(s): State<Arc<Shared>>) -> Result<axum::Json<Value>, ViewError> {
@@ -440,6 +466,7 @@ async fn trial(
         let run = find(&s, &run_id)?;
         let mut run = lock(&run);
         let path = trials_file(&run.dir);
+        let (dir, header) = (run.dir.clone(), run.header.clone());
         let record = run
             .index()?
             .record(&path, &q.case, q.epoch)?
@@ -449,7 +476,20 @@ async fn trial(
                     q.case, q.epoch
                 ))
             })?;
-        serde_json::to_value(&record).map_err(|e| ViewError::Io(e.to_string()))
+        drop(run);
+        // The record as stored, and the trial as a person reviews it: the transcript, the
+        // verdicts failing first, the state diff and the case beside it.
+        let review = gauntlet_report::review(&record);
+        let mut out = serde_json::to_value(&record).map_err(|e| ViewError::Io(e.to_string()))?;
+        let review = serde_json::to_value(&review).map_err(|e| ViewError::Io(e.to_string()))?;
+        if let (Some(out), Value::Object(review)) = (out.as_object_mut(), review) {
+            for key in ["transcript", "verdicts", "diff", "mismatches", "request"] {
+                out.insert(key.to_owned(), review[key].clone());
+            }
+        }
+        out["case"] = s.cases.panel(&dir, &header, &q.case).unwrap_or(Value::Null);
+        out["run"] = json!({"run_id": header.run_id, "name": header.name, "suite": header.suite});
+        Ok(out)
     })
     .await
 }
@@ -482,9 +522,16 @@ async fn compare(
                 let read = |d: &PathBuf| gauntlet_store::read_results(d).map_err(|e| e.to_string());
                 let (a, b) = (read(&da)?, read(&db)?);
                 // The same seed as `gauntlet compare`, so both give the same figures.
-                let c =
-                    gauntlet_verdict::compare(&a, &b, a.header.seed ^ b.header.seed.rotate_left(32));
-                serde_json::to_value(&c).map_err(|e| e.to_string())
+                let c = gauntlet_verdict::compare(
+                    &a,
+                    &b,
+                    a.header.seed ^ b.header.seed.rotate_left(32),
+                );
+                let mut out = serde_json::to_value(&c).map_err(|e| e.to_string())?;
+                // The case × run matrix, flipped cases first, and the runs' names.
+                out["matrix"] = Value::Array(comparisons::matrix(&a, &b, &c.flips));
+                out["names"] = json!({"a": a.header.name, "b": b.header.name});
+                Ok(out)
             })
             .map_err(ViewError::Io)
     })

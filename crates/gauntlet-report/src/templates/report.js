@@ -32,6 +32,22 @@
       rows.forEach(function (r) { body.appendChild(r); });
     });
   });
+  // A trajectory is drawn by the shared renderer (transcript.js) the first time it is opened,
+  // from the review gauntlet computed (escaped JSON in an attribute, read back as data).
+  function draw(d) {
+    var box = d.querySelector("div.review");
+    if (!box || box.dataset.drawn) { return; }
+    box.dataset.drawn = "1";
+    try {
+      box.replaceChildren(GauntletReview.render(JSON.parse(box.dataset.review), { id: d.id }));
+    } catch (e) {
+      box.textContent = "this trajectory could not be drawn: " + e;
+    }
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("details.trajectory"), function (d) {
+    d.addEventListener("toggle", function () { if (d.open) { draw(d); } });
+    if (d.open) { draw(d); }
+  });
   // Opening a trial from the table unfolds its trajectory.
   function reveal() {
     var id = decodeURIComponent(location.hash.slice(1));

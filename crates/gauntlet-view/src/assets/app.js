@@ -167,7 +167,7 @@
               return el("tr", { class: "run", "data-run": r.run_id },
                 el("td", {}, el("input", { type: "checkbox", class: "pick", value: r.run_id, disabled: r.finished_at ? null : true,
                   onchange: function (ev) { pick(r.run_id, ev.target.checked); } })),
-                el("td", {}, link("#/run/" + enc(r.run_id), r.run_id)),
+                el("td", {}, link("#/run/" + enc(r.run_id), r.name || r.run_id), r.name ? el("div", { class: "muted small" }, r.run_id) : null),
                 el("td", {}, r.started_at),
                 el("td", {}, r.agent),
                 el("td", {}, status(r.verdict)),
@@ -234,7 +234,7 @@
     function header(run) {
       var live = run.verdict === "running";
       head.replaceChildren(
-        el("h1", {}, run.suite, " · ", run.run_id),
+        el("h1", {}, run.suite, " · ", run.name || run.run_id, run.name ? el("span", { class: "muted small" }, " " + run.run_id) : null),
         el("p", {}, "verdict ", el("strong", { id: "verdict", class: run.verdict }, run.verdict),
           live ? el("span", { class: "live", id: "live" }, " · live, following the run") : null,
           " · ", el("span", { id: "counts" }, run.passed + " passed, " + run.failed + " failed, " + run.errors + " errors of " + run.trials),
@@ -242,7 +242,7 @@
           " · ", link("#/label/" + enc(run.run_id), "label its trials")));
       return live;
     }
-    function details(run) {
+    function gates(run) {
       var out = [];
       if (run.gates && run.gates.length) {
         out.push(el("h2", {}, "Gates"), table(["gate", "expression", "result"], run.gates.map(function (g) {
@@ -252,11 +252,24 @@
       if (run.rubric && run.rubric.dimensions) {
         out.push(el("h2", {}, "Rubric"), el("p", {}, "weighted score ", fmt(run.rubric.score)));
       }
+      return out;
+    }
+    // Metrics and plots, below the trials. A metric that is n/a or zero (for every trial, as
+    // the run's figure says) is folded away: it says nothing about this run.
+    function details(run) {
+      var out = [];
       var names = Object.keys(run.metrics || {}).filter(function (k) { return typeof run.metrics[k] === "number" || run.metrics[k] === null; });
-      out.push(el("h2", {}, "Metrics"), table(["metric", "value", "95% interval"], names.map(function (k) {
+      var row = function (k) {
         var iv = run.intervals && run.intervals[k];
         return el("tr", {}, el("td", {}, k), el("td", { class: "num" }, fmt(run.metrics[k])), el("td", { class: "num" }, iv ? "[" + fmt(iv.lower) + ", " + fmt(iv.upper) + "]" : ""));
-      }), { class: "metrics" }));
+      };
+      var empty = function (k) { return run.metrics[k] === null || run.metrics[k] === 0; };
+      var shown = names.filter(function (k) { return !empty(k); }), folded = names.filter(empty);
+      out.push(el("h2", {}, "Metrics"), table(["metric", "value", "95% interval"], shown.map(row), { class: "metrics" }));
+      if (folded.length) {
+        out.push(el("details", { class: "folded", id: "folded-metrics" }, el("summary", {}, folded.length + " metrics n/a or zero: " + folded.join(", ")),
+          table(["metric", "value", "95% interval"], folded.map(row), { class: "metrics" })));
+      }
       if (run.plots && run.plots.length) {
         out.push(el("h2", {}, "Plots"), el("div", { class: "grid" }, run.plots.map(function (p) {
           return el("figure", { class: "plot" }, el("figcaption", {}, p.title), svgFrom(p.svg));
@@ -266,7 +279,7 @@
     }
     api("/api/runs/" + enc(id)).then(function (run) {
       var live = header(run);
-      show(head, el("div", { id: "details" }, details(run)), el("h2", {}, "Trials"), filters(run), tableBox);
+      show(head, el("div", { id: "gates" }, gates(run)), el("h2", {}, "Trials"), filters(run), tableBox, el("div", { id: "details" }, details(run)));
       return loadTrials().then(function () {
         if (!live) { return; }
         timer = setInterval(function () {
@@ -276,6 +289,9 @@
               var box = document.getElementById("details");
               box.replaceChildren();
               add(box, details(r));
+              var g = document.getElementById("gates");
+              g.replaceChildren();
+              add(g, gates(r));
             }
             return loadTrials();
           }).catch(function () {});
@@ -286,55 +302,75 @@
 
   // A trajectory --------------------------------------------------------------------------------
 
-  function eventText(e) {
-    var skip = { type: 1 };
-    var o = {};
-    Object.keys(e).forEach(function (k) { if (!skip[k]) { o[k] = e[k]; } });
-    return JSON.stringify(o, null, 2);
-  }
+  function runName(run, id) { return run && run.name ? run.name : id; }
 
   function trialPage(id, caseId, epoch) {
     api("/api/runs/" + enc(id) + "/trial?case=" + enc(caseId) + "&epoch=" + enc(epoch)).then(function (t) {
-      var events = t.trajectory.events.map(function (e, i) {
-        var title = [el("span", { class: "badge" }, "#" + i), el("strong", {}, e.type.replace(/_/g, " "))];
-        if (e.type === "tool_call") { title.push(" ", el("code", {}, e.tool || "")); if (e.error) { title.push(el("span", { class: "badge error" }, "error")); } }
-        if (e.type === "fault_injected") { title.push(" ", el("span", { class: "badge fault" }, "fault " + e.kind), " on ", e.tool); }
-        return el("li", { class: "event " + e.type, id: "event-" + i }, title, el("pre", {}, eventText(e)));
-      });
-      var scores = t.scores.map(function (s) {
-        return el("tr", { class: s.passed ? "pass" : "fail" },
-          el("td", {}, s.name), el("td", {}, s.dimension), el("td", {}, status(s.passed ? "passed" : "failed")),
-          el("td", {}, s.severity), el("td", { class: "num" }, fmt(s.value)),
-          el("td", {}, (s.events || []).map(function (n) {
-            return el("a", { href: "#event-" + n, class: "badge pointer", onclick: function (ev) {
-              ev.preventDefault();
-              document.querySelectorAll("li.pointed").forEach(function (x) { x.classList.remove("pointed"); });
-              var target = document.getElementById("event-" + n);
-              if (target) { target.classList.add("pointed"); target.scrollIntoView({ block: "center" }); }
-            } }, "#" + n);
-          })),
-          el("td", {}, el("pre", {}, JSON.stringify(s.details, null, 1))));
-      });
+      var c = t.case;
       show(
-        el("p", {}, link("#/run/" + enc(id), "‹ run " + id)),
-        el("h1", {}, caseId + "#" + epoch, " ", status(t.status)),
-        t.error ? el("pre", { class: "error" }, t.error) : null,
-        el("h2", {}, "Final answer"), el("pre", { id: "final-answer" }, t.trajectory.final_answer === null || t.trajectory.final_answer === undefined ? "(none)" : t.trajectory.final_answer),
-        el("h2", {}, "Verdicts"), table(["evaluator", "dimension", "result", "severity", "value", "events", "details"], scores, { class: "scores" }),
-        el("h2", {}, "Events"), el("ol", { class: "events", id: "events" }, events),
-        el("h2", {}, "State"), el("p", { class: "muted" }, "What the world held at the end (the parts that changed, for large states)."),
-        el("pre", { id: "final-state" }, JSON.stringify(t.final_state, null, 2)),
-        (t.trajectory.side_effects || []).length ? [el("h2", {}, "Side effects"), el("pre", {}, JSON.stringify(t.trajectory.side_effects, null, 2))] : null);
+        el("p", { class: "crumbs" }, link("#/run/" + enc(id), "‹ " + (t.run ? t.run.suite + " · " : "") + runName(t.run, id))),
+        el("h1", { class: "trial-title" }, caseId + "#" + epoch, " ", el("span", { class: "pill " + t.status }, t.status),
+          el("span", { class: "muted small" }, " " + (t.trajectory.events.length) + " events · " + fmt(t.duration_ms, 0) + " ms")),
+        c && c.changed_since_run ? el("p", { class: "muted", id: "case-changed" }, "The suite's cases changed since this run: the case panel shows the case as it is now.") : null,
+        GauntletReview.render(t, { id: "trial", casePanel: c }),
+        el("details", { class: "raw" }, el("summary", {}, "The stored record (JSON)"), el("pre", {}, JSON.stringify({ trajectory: t.trajectory, scores: t.scores, final_state: t.final_state }, null, 2))));
     }).catch(fail);
   }
 
   // Compare -------------------------------------------------------------------------------------
 
+  function cellOf(c) {
+    if (!c) { return el("td", { class: "cell missing" }, "—"); }
+    var why = c.reasons.length ? c.reasons.join("\n") : c.status;
+    return el("td", { class: "cell " + c.status + (c.critical ? " critical" : ""), title: why }, c.status === "passed" ? "✓ passed" : c.status === "error" ? "! error" : "✗ failed");
+  }
+
   function comparePage(a, b) {
     api("/api/compare?a=" + enc(a) + "&b=" + enc(b)).then(function (c) {
       var p = c.pass;
-      show(el("h1", {}, "Compare ", a, " → ", b),
-        el("p", { id: "compare-verdict", class: c.direction === "worse" ? "bad" : c.direction === "better" ? "ok" : "" }, c.verdict),
+      var names = c.names || {};
+      var nameA = names.a || c.run_a, nameB = names.b || c.run_b;
+      var side = el("div", { id: "side-by-side" });
+      function open(row, tr) {
+        document.querySelectorAll("#matrix tr.selected").forEach(function (x) { x.classList.remove("selected"); });
+        tr.classList.add("selected");
+        var one = function (run, label, cls) {
+          var box = el("div", { class: "side " + cls }, el("h3", {}, label), el("p", { class: "muted" }, "Loading…"));
+          api("/api/runs/" + enc(run) + "/trial?case=" + enc(row.case_id) + "&epoch=" + row.epoch).then(function (t) {
+            box.replaceChildren(el("h3", {}, label, " ", el("span", { class: "pill " + t.status }, t.status), " ",
+              link("#/trial/" + enc(run) + "/" + enc(row.case_id) + "/" + row.epoch, "open")),
+              GauntletReview.render(t, { id: "side-" + cls, compact: true }));
+          }).catch(function (e) { box.replaceChildren(el("h3", {}, label), el("p", { class: "error" }, String(e.message || e))); });
+          return box;
+        };
+        side.replaceChildren(el("h2", {}, row.case_id + "#" + row.epoch + ", side by side"),
+          el("div", { class: "pair" }, row.a ? one(c.run_a, "A · " + nameA, "a") : el("div", { class: "side a" }, el("p", { class: "muted" }, "not in A")),
+            row.b ? one(c.run_b, "B · " + nameB, "b") : el("div", { class: "side b" }, el("p", { class: "muted" }, "not in B"))));
+        side.scrollIntoView({ block: "start" });
+      }
+      var matrix = c.matrix || [];
+      var flipped = matrix.filter(function (r) { return r.flipped; }).length;
+      var rows = matrix.map(function (r) {
+        var why = r.b && r.b.reasons.length ? r.b.reasons[0] + (r.b.reasons.length > 1 ? " (+" + (r.b.reasons.length - 1) + " more)" : "") : "";
+        var tr = el("tr", { class: "case-row" + (r.flipped ? " flipped" : ""), "data-case": r.case_id, "data-epoch": r.epoch },
+          el("td", {}, r.flipped ? el("span", { class: "flip-mark", title: "flipped" }, "⇄ ") : null, r.case_id, r.epoch ? el("span", { class: "muted" }, "#" + r.epoch) : null),
+          cellOf(r.a), cellOf(r.b), el("td", { class: "why" }, why));
+        tr.addEventListener("click", function () { open(r, tr); });
+        return tr;
+      });
+      var cv = c.critical_violations || {};
+      var nf = c.noise_floor || {};
+      show(el("h1", {}, "Compare ", el("span", { class: "run-a" }, nameA), " → ", el("span", { class: "run-b" }, nameB)),
+        el("p", { id: "compare-verdict", class: "verdict-line " + (c.regression || c.direction === "worse" ? "bad" : c.direction === "better" ? "ok" : "") }, c.verdict),
+        el("div", { class: "tiles" },
+          el("div", { class: "tile" }, el("b", {}, pct(p.a_rate) + " → " + pct(p.b_rate)), el("span", {}, "pass rate (" + (p.diff >= 0 ? "+" : "") + (p.diff * 100).toFixed(1) + " pts)")),
+          el("div", { class: "tile" + (flipped ? " warn" : "") }, el("b", {}, String(flipped)), el("span", {}, "trials flipped")),
+          el("div", { class: "tile" + ((cv.new_in_b || []).length ? " bad" : "") }, el("b", {}, (cv.a || 0) + " → " + (cv.b || 0)), el("span", {}, "critical violations" + ((cv.new_in_b || []).length ? ", new on " + cv.new_in_b.join(", ") : ""))),
+          nf.single_run_difference_95 !== null && nf.single_run_difference_95 !== undefined ? el("div", { class: "tile" }, el("b", {}, "±" + fmt(nf.single_run_difference_95, 1) + " pts"), el("span", {}, "noise floor of two single runs")) : null),
+        el("h2", {}, "Cases × runs ", el("span", { class: "muted small" }, flipped ? "flipped first; click a row for both trajectories side by side" : "none flipped; click a row for both trajectories side by side")),
+        table(["case", "A · " + nameA, "B · " + nameB, "why (B)"], rows, { id: "matrix", class: "matrix" }),
+        side,
+        el("h2", {}, "Statistics"),
         table(["", "baseline (A)", "candidate (B)", "B − A", "95% interval", "McNemar p", "only A passed", "only B passed"], [
           el("tr", { class: "pass-row" }, el("td", {}, "pass rate"), el("td", { class: "num" }, pct(p.a_rate)), el("td", { class: "num" }, pct(p.b_rate)),
             el("td", { class: "num" }, (p.diff * 100).toFixed(1) + " pts"), el("td", { class: "num" }, "[" + (p.interval.lower * 100).toFixed(1) + ", " + (p.interval.upper * 100).toFixed(1) + "]"),

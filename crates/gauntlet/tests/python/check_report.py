@@ -98,17 +98,19 @@ with sync_playwright() as p:
         page.wait_for_timeout(200)
         anchor = first.get_attribute("href")[1:]
         out["opened"] = page.eval_on_selector("#" + anchor, "d => d.open")
-        out["timeline_events"] = page.locator("#" + anchor + " li.event").count()
+        page.wait_for_selector("#" + anchor + " li.rv-entry")
+        out["timeline_events"] = page.locator("#" + anchor + " li.rv-entry").count()
         out["visible_timeline_events"] = page.eval_on_selector_all(
-            "#" + anchor + " li.event", "es => es.filter(e => e.getBoundingClientRect().height > 0).length")
-        out["tool_call_events"] = page.locator("#" + anchor + " li.event.tool").count()
-        out["evaluator_rows"] = page.locator("#" + anchor + " table.scores tbody tr").count()
+            "#" + anchor + " li.rv-entry", "es => es.filter(e => e.getBoundingClientRect().height > 0).length")
+        out["tool_call_events"] = page.locator("#" + anchor + " li.rv-entry.tool_call").count()
+        out["evaluator_rows"] = page.locator("#" + anchor + " li.rv-verdict").count()
     if mode == "label":
         plan = json.load(open(sys.argv[4]))
         label(page, plan, out)
     if mode == "xss":
         for d in page.locator("details.trajectory").all():
             d.evaluate("d => d.open = true")
+        page.wait_for_timeout(300)
         out["pwned"] = page.evaluate("() => window.__pwned === undefined ? null : window.__pwned")
         out["body_text"] = page.inner_text("body")
         out["injected_elements"] = page.evaluate(

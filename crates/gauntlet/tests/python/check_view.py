@@ -132,16 +132,16 @@ with sync_playwright() as p:
     first = page.locator("#trial-table tbody tr a").first
     item = first.inner_text()
     first.click()
-    page.wait_for_selector("ol.events li.event")
+    page.wait_for_selector("ol.rv-transcript li.rv-entry")
     out["opened"] = item
     out["trial_title"] = page.inner_text("h1")
-    out["events"] = page.locator("ol.events li.event").count()
-    out["tool_events"] = page.locator("ol.events li.tool_call").count()
-    out["verdict_rows"] = page.locator("table.scores tbody tr").count()
-    pointer = page.locator("a.pointer").first
+    out["events"] = page.locator("ol.rv-transcript li.rv-entry").count()
+    out["tool_events"] = page.locator("ol.rv-transcript li.rv-entry.tool_call").count()
+    out["verdict_rows"] = page.locator("li.rv-verdict").count()
+    pointer = page.locator("button.rv-goto").first
     if pointer.count():
         pointer.click()
-        out["pointed"] = page.locator("li.pointed").count()
+        out["pointed"] = page.locator("li.rv-entry.pointed").count()
 
     # Compare two runs picked in the list.
     go("#/", "table.runs")
@@ -175,7 +175,7 @@ with sync_playwright() as p:
     go(f"#/run/{evil}", "#trial-table")
     evil_first = page.locator("#trial-table tbody tr a").first
     evil_first.click()
-    page.wait_for_selector("ol.events li.event")
+    page.wait_for_selector("ol.rv-transcript li.rv-entry")
     page.wait_for_timeout(300)
     out["pwned"] = page.evaluate("() => window.__pwned === undefined ? null : window.__pwned")
     out["evil_text"] = page.inner_text("main")
