@@ -50,7 +50,13 @@ pub(crate) fn builtin_scores(
     if let Some(s) = output_assertions(case, trajectory) {
         scores.push(s);
     }
-    if let Some(s) = crate::claims::claims_supported(trajectory, final_state, cx.claims) {
+    if let Some(s) = crate::claims::claims_supported(
+        trajectory,
+        final_state,
+        cx.claims,
+        cx.tools,
+        cx.initial_state,
+    ) {
         scores.push(s);
     }
     if let Some(s) = confirmation_before_write(case, trajectory) {

@@ -155,13 +155,34 @@ pub fn reason_for(s: &Score, t: &Trajectory) -> String {
                     } else {
                         "said"
                     };
-                    if unmet.is_empty() {
-                        format!(
-                            "{kind} {} but the final state does not show it",
-                            compact(&c["claim"])
-                        )
-                    } else {
-                        format!("{kind} {} but {}", compact(&c["claim"]), unmet.join(", "))
+                    let on = c["entity"]
+                        .as_str()
+                        .map(|e| format!(" on {e}"))
+                        .unwrap_or_default();
+                    // Why, from the trace: no call, a call on something else, a call without
+                    // effect (a hand-written rule's claim names no tool).
+                    let why = match (c["failed"].as_str(), c["tool"].as_str()) {
+                        (Some("absent"), Some(tool)) => format!("no {tool} call{on} was made"),
+                        (Some("absent"), None) => "no call names it".to_owned(),
+                        (Some("mismatch"), Some(tool)) => {
+                            format!("{tool} was called on another record or value")
+                        }
+                        (Some("no_effect"), Some(tool)) => {
+                            format!("the {tool} call{on} had no effect")
+                        }
+                        (Some("no_effect"), None) => "the call on it had no effect".to_owned(),
+                        _ => String::new(),
+                    };
+                    let claim = compact(&c["claim"]);
+                    match (unmet.is_empty(), why.is_empty()) {
+                        (true, true) => {
+                            format!("{kind} {claim} but the final state does not show it")
+                        }
+                        (true, false) => format!("{kind} {claim} but {why}"),
+                        (false, true) => format!("{kind} {claim} but {}", unmet.join(", ")),
+                        (false, false) => {
+                            format!("{kind} {claim} but {} ({why})", unmet.join(", "))
+                        }
                     }
                 })
                 .collect();
