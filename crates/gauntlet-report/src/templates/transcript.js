@@ -82,7 +82,7 @@ var GauntletReview = (function () {
       c.changes.length ? el("div", { class: "rv-card-changes" }, el("div", { class: "rv-io-label" }, "changed the world"), changesTable(c.changes, "small")) : null);
   }
 
-  function entry(e, n, review, ctx) {
+  function entry(e, n, review, ctx, request) {
     var failing = e.verdicts.filter(function (v) { return review.verdicts[v].status === "failed"; });
     var cls = "rv-entry " + e.kind + (e.tone ? " tone-" + e.tone : "") + (failing.length ? " flagged" : "");
     var body;
@@ -94,13 +94,16 @@ var GauntletReview = (function () {
     } else if (e.kind === "note" || e.kind === "model_call") {
       body = el("div", { class: "rv-note" }, el("b", {}, e.title), e.text ? el("span", {}, " " + e.text) : null);
     } else {
-      body = el("div", { class: "rv-bubble" }, el("div", { class: "rv-who" }, LABEL[e.kind] || e.kind), el("div", { class: "rv-text" }, e.text));
+      body = el("div", { class: "rv-bubble" + (request ? " rv-request" : "") }, el("div", { class: "rv-who" }, request ? "User · the request" : LABEL[e.kind] || e.kind), el("div", { class: "rv-text" }, e.text));
     }
+    // The verdicts that point here, beside it: a failing one with its reason, a note as a chip.
+    var flags = e.verdicts.filter(function (v) { return review.verdicts[v].status !== "passed"; });
     return el("li", { class: cls, id: ctx.id + "-entry-" + n, "data-events": e.events.join(" ") },
       el("div", { class: "rv-body" }, body),
-      e.verdicts.length ? el("div", { class: "rv-flags" }, e.verdicts.map(function (v) {
+      flags.length ? el("div", { class: "rv-flags" }, flags.map(function (v) {
         var verdict = review.verdicts[v];
-        return verdict.status === "passed" ? null : chip(verdict, v, ctx);
+        return el("div", { class: "rv-flag " + verdict.status }, chip(verdict, v, ctx),
+          verdict.status === "failed" && verdict.reason ? el("span", { class: "rv-flag-reason" }, verdict.reason) : null);
       })) : null);
   }
 
@@ -177,13 +180,18 @@ var GauntletReview = (function () {
       if (first) { first.scrollIntoView({ block: "center", behavior: "smooth" }); }
       else if (row) { row.scrollIntoView({ block: "center" }); }
     };
+    // A conversation that opens with the request shows it there, once.
+    var first = review.transcript[0];
+    var opened = !!(first && first.kind === "user" && review.request !== null && first.text === review.request);
     var calls = review.transcript.filter(function (e) { return e.kind === "tool_call"; }).length;
     var convo = el("section", { class: "rv-convo" },
       el("h3", {}, "Conversation ", el("span", { class: "rv-count" }, review.transcript.length + " entries · " + calls + " tool call" + (calls === 1 ? "" : "s"))),
-      el("ol", { class: "rv-transcript" }, review.transcript.map(function (e, n) { return entry(e, n, review, ctx); })));
+      el("ol", { class: "rv-transcript" }, review.transcript.map(function (e, n) {
+        return entry(e, n, review, ctx, n === 0 && opened);
+      })));
     var head = el("div", { class: "rv-head" },
       review.error ? el("div", { class: "rv-error" }, el("b", {}, "harness error "), review.error) : null,
-      el("div", { class: "rv-request" }, el("span", { class: "rv-who" }, "Request"), el("div", { class: "rv-text" }, review.request || (opts.casePanel && opts.casePanel.request) || "(no user message)")));
+      opened ? null : el("div", { class: "rv-request" }, el("span", { class: "rv-who" }, "Request"), el("div", { class: "rv-text" }, review.request || (opts.casePanel && opts.casePanel.request) || "(no user message)")));
     var side = el("aside", { class: "rv-side" }, verdicts(review, ctx), stateDiff(review), casePanel(opts.casePanel));
     add(root, head);
     add(root, el("div", { class: "rv-grid" }, el("div", { class: "rv-main" }, convo), side));

@@ -267,7 +267,7 @@
       var shown = names.filter(function (k) { return !empty(k); }), folded = names.filter(empty);
       out.push(el("h2", {}, "Metrics"), table(["metric", "value", "95% interval"], shown.map(row), { class: "metrics" }));
       if (folded.length) {
-        out.push(el("details", { class: "folded", id: "folded-metrics" }, el("summary", {}, folded.length + " metrics n/a or zero: " + folded.join(", ")),
+        out.push(el("details", { class: "folded", id: "folded-metrics" }, el("summary", {}, folded.length + " metrics n/a or zero for every trial"),
           table(["metric", "value", "95% interval"], folded.map(row), { class: "metrics" })));
       }
       if (run.plots && run.plots.length) {
@@ -358,6 +358,11 @@
         tr.addEventListener("click", function () { open(r, tr); });
         return tr;
       });
+      var segmentRow = function (s) {
+        return el("tr", { class: s.diff < 0 ? "bad" : s.diff > 0 ? "ok" : "" }, el("td", {}, s.kind), el("td", {}, s.value), el("td", { class: "num" }, (s.diff * 100).toFixed(1) + " pts"));
+      };
+      var moved = (c.segments || []).filter(function (s) { return s.diff !== 0; });
+      var still = (c.segments || []).filter(function (s) { return s.diff === 0; });
       var cv = c.critical_violations || {};
       var nf = c.noise_floor || {};
       show(el("h1", {}, "Compare ", el("span", { class: "run-a" }, nameA), " → ", el("span", { class: "run-b" }, nameB)),
@@ -382,9 +387,8 @@
           return el("tr", {}, el("td", {}, m.name), el("td", { class: "num" }, fmt(m.a_mean)), el("td", { class: "num" }, fmt(m.b_mean)), el("td", { class: "num" }, fmt(m.diff)));
         })),
         el("h2", {}, "What moved"),
-        table(["segment", "value", "B − A"], (c.segments || []).map(function (s) {
-          return el("tr", { class: s.diff < 0 ? "bad" : s.diff > 0 ? "ok" : "" }, el("td", {}, s.kind), el("td", {}, s.value), el("td", { class: "num" }, (s.diff * 100).toFixed(1) + " pts"));
-        }), { id: "moved" }),
+        table(["segment", "value", "B − A"], moved.map(segmentRow), { id: "moved" }),
+        still.length ? el("details", { class: "folded" }, el("summary", {}, still.length + " segments did not move"), table(["segment", "value", "B − A"], still.map(segmentRow))) : null,
         (c.changed || []).length ? [el("h2", {}, "Changed between the runs"), el("ul", {}, c.changed.map(function (x) { return el("li", {}, x); }))] : null,
         (c.warnings || []).length ? [el("h2", {}, "Warnings"), el("ul", {}, c.warnings.map(function (x) { return el("li", {}, x); }))] : null);
     }).catch(fail);

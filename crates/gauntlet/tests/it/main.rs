@@ -22,6 +22,7 @@ mod readme;
 mod real_model;
 mod report;
 mod resume;
+mod review;
 mod run;
 mod safety;
 mod score;
