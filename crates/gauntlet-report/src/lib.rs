@@ -19,9 +19,10 @@ pub use compare::{render_comparison, render_markdown_comparison};
 pub use html::{PlotTrial, ReportError, render_html, run_plots};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use transcript::{
-    CasePanel, Change, Review, TRANSCRIPT_SCRIPT, TRANSCRIPT_STYLE, Verdict, diff as state_diff, review,
-};
 pub use terminal::{
     SummaryOptions, TerminalReporter, attack_groups, attack_line, benchmark_line, render_summary,
+};
+pub use transcript::{
+    CasePanel, Change, Review, TRANSCRIPT_SCRIPT, TRANSCRIPT_STYLE, Verdict, diff as state_diff,
+    review,
 };
