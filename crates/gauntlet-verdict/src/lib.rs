@@ -19,5 +19,5 @@ pub use aggregate::{
 };
 pub use compare::{ALPHA, compare};
 pub use gates::{CompiledGate, GateError, GateSpec, HARNESS_GATE, decide_all, harness_gate};
-pub use results::{build_results, results_of};
+pub use results::{aggregate_of, build_results, regate, results_of};
 pub use rubric::CompiledRubric;

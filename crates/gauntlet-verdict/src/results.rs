@@ -20,6 +20,46 @@ pub fn build_results(
     results_of(header, finished_at, agg, trials, gates, rubric)
 }
 
+/// A stored run's metrics as the aggregate gates and rubrics read: `results.json` holds all of
+/// it (metrics, intervals, evaluators, segments, flaky cases, first wrong steps, the benchmark's
+/// headline, the judges), so a run is decided again without reading one trial.
+pub fn aggregate_of(results: &RunResults) -> Aggregate {
+    Aggregate {
+        metrics: results
+            .metrics
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), v.unwrap_or(f64::NAN)))
+            .collect(),
+        intervals: results.intervals.clone(),
+        evaluators: results.evaluators.clone(),
+        segments: results.segments.clone(),
+        flaky_cases: results.flaky_cases.clone(),
+        first_wrong_steps: results.first_wrong_steps.clone(),
+        benchmark: results.metrics.benchmark.clone(),
+        judges: results.judges.clone(),
+    }
+}
+
+/// A stored run decided again by `gates` and `rubric` on its stored metrics ([`aggregate_of`]):
+/// what [`build_results`] over its trial summaries gives, in memory bounded by the metrics.
+/// `stored.trials` are kept as they are (none when read without them).
+pub fn regate(
+    stored: RunResults,
+    gates: &[CompiledGate],
+    rubric: Option<&CompiledRubric>,
+) -> (RunResults, Vec<String>) {
+    let agg = aggregate_of(&stored);
+    results_of(
+        stored.header,
+        stored.finished_at,
+        agg,
+        stored.trials,
+        gates,
+        rubric,
+    )
+}
+
 /// The result of a run whose trials were tallied as they streamed by (`agg` from
 /// [`Accumulator::finish`]); `trials` are the summaries kept for `results.json`, which may be
 /// none when they are written elsewhere.

@@ -198,3 +198,111 @@ mod statistics {
     }
 }
 
+/// A stored run re-gated from its metrics alone decides as re-gating its trial summaries does:
+/// the same metrics, intervals, gate outcomes, rubric and verdict.
+#[test]
+fn regating_from_the_stored_metrics_matches_regating_from_the_trials() {
+    use gauntlet_model::{RunHeader, TrialStatus};
+    use gauntlet_verdict::{CompiledGate, GateSpec, build_results, regate};
+    let header: RunHeader = serde_json::from_value(json!({
+        "format_version": gauntlet_model::FORMAT_VERSION, "run_id": "r", "suite": "s",
+        "agent": "a", "seed": 3, "epochs": 2, "started_at": "2026-12-01T10:00:00Z",
+        "versions": {"harness": "0", "worlds": {}, "dataset": "", "agent": "", "config": ""}
+    }))
+    .unwrap();
+    let case = case_with(&[], &["x".to_owned()], 5);
+    let summaries: Vec<_> = (0..40usize)
+        .map(|i| {
+            let t = Trajectory {
+                events: if i % 3 == 0 {
+                    vec![call(1, "x", json!({}))]
+                } else {
+                    vec![]
+                },
+                ..Default::default()
+            };
+            let scores = evaluate(&case, &t, &json!({}));
+            gauntlet_model::TrialSummary {
+                case_id: format!("c{}", i / 2),
+                epoch: (i % 2) as u32,
+                trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+                status: trial_status(&scores),
+                error: None,
+                tags: vec![format!("t{}", i % 4)],
+                difficulty: None,
+                tools: Vec::new(),
+                faults: Vec::new(),
+                tool_calls: t.tool_calls().count() as u32,
+                steps: t.steps() as u32,
+                tokens: 10 * i as u64,
+                cost_eur: 0.001 * i as f64,
+                user_cost_eur: 0.0,
+                duration_ms: 1.0 + i as f64,
+                final_state: json!({}),
+                scores,
+                judges: Vec::new(),
+            }
+        })
+        .collect();
+    assert!(summaries.iter().any(|t| t.status == TrialStatus::Failed));
+    let gates: Vec<CompiledGate> = [
+        "pass_rate >= 0.5",
+        "lower(pass_rate) > 0.4",
+        "p95(tokens) < 1000",
+        "segments.tag.t1.passed >= 1",
+    ]
+    .iter()
+    .map(|e| CompiledGate::compile(&GateSpec::Expr((*e).to_owned())).unwrap())
+    .collect();
+    let (live, _) = build_results(
+        header.clone(),
+        "2026-12-01T10:01:00Z".into(),
+        summaries.clone(),
+        &gates,
+        None,
+    );
+    // What results.json holds, read back without its trials.
+    let stored: gauntlet_model::RunResults =
+        serde_json::from_str(&serde_json::to_string(&live.without_trials()).unwrap()).unwrap();
+    let (from_trials, errors_a) =
+        build_results(header, stored.finished_at.clone(), summaries, &gates, None);
+    let (from_metrics, errors_b) = regate(stored, &gates, None);
+    assert_eq!(errors_a, errors_b);
+    // Equal but for the last bit of a float: serde_json (without `float_roundtrip`) may read a
+    // stored float back one unit in the last place off.
+    close(
+        &serde_json::to_value(from_trials.without_trials()).unwrap(),
+        &serde_json::to_value(&from_metrics).unwrap(),
+        "",
+    );
+    assert_eq!(from_metrics.gates.len(), 4);
+}
+
+fn close(a: &Value, b: &Value, at: &str) {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(1.0),
+                "{at}: {x} vs {y}"
+            );
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{at}");
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                close(x, y, &format!("{at}/{i}"));
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            assert_eq!(
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>(),
+                "{at}"
+            );
+            for (k, x) in x {
+                close(x, &y[k], &format!("{at}/{k}"));
+            }
+        }
+        _ => assert_eq!(a, b, "{at}"),
+    }
+}
