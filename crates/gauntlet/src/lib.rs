@@ -2,12 +2,15 @@
 //! terminal, reads arguments and decides exit codes. The `gauntlet` binary and the Python
 //! package's `gauntlet` command both call [`main_with`].
 
+mod audits;
 mod cli;
 mod commands;
 mod events;
 mod exit;
 mod progress;
+mod reports;
 mod say;
+mod shared;
 mod stop;
 
 use clap::Parser;

@@ -1,7 +1,7 @@
 //! Stopping a run on SIGINT or SIGTERM: every running agent killed, the trial's services and
 //! scratch folders removed, and the command that resumes the run printed.
 
-use crate::cli::RunArgs;
+use crate::commands::run::Args as RunArgs;
 
 /// On SIGINT or SIGTERM: kills every running agent (they sit in process groups of their own,
 /// which a terminal's Ctrl-C does not reach), says how to resume, and exits 130 or 143. The
@@ -74,9 +74,9 @@ pub fn resume_command(args: &RunArgs, out: &std::path::Path) -> String {
     if let Some(m) = &args.user_model {
         flag("user-model", m.clone());
     }
-    if !matches!(args.isolation, crate::cli::IsolationArg::Auto) {
+    if !matches!(args.isolation, crate::commands::run::IsolationArg::Auto) {
         let name = match args.isolation {
-            crate::cli::IsolationArg::Bubblewrap => "bubblewrap",
+            crate::commands::run::IsolationArg::Bubblewrap => "bubblewrap",
             _ => "none",
         };
         flag("isolation", name.to_owned());

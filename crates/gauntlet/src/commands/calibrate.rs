@@ -1,6 +1,6 @@
 //! `gauntlet calibrate --labels LABELS --verdicts VERDICTS`: a judge's agreement with humans.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gauntlet_import::labels::{Side, is_results_json, read_label_file, read_results_json};
 use gauntlet_model::digest::sha256_hex;
@@ -9,8 +9,85 @@ use gauntlet_model::{CalibrationFile, CalibrationThresholds, JudgeIdentity, Labe
 use gauntlet_stats::agreement::KappaWeights;
 use gauntlet_stats::calibration::{CalibrationOptions, calibrate as compute};
 
-use crate::cli::{CalibrateArgs, LevelArg, WeightsArg};
 use crate::exit::ExpectedError;
+
+/// Measure how far a judge agrees with human labels, before it may gate
+///
+/// Example:
+///   gauntlet calibrate --labels human.jsonl --verdicts .gauntlet/runs/ID --out judge.calibration.json
+///
+/// LABELS and VERDICTS are JSON Lines of {"item": "ID", "label": VALUE} (VALUE a bool, a
+/// number or a string; optional "rater" when items carry several labels, optional
+/// "segment": {"benchmark": "...", "tag": ["a", "b"]} to break the figures down). VERDICTS
+/// may also be a run folder (its judge verdicts, item CASE#EPOCH, segments case,
+/// difficulty, tag and agent) and either may be an Online-Mind2Web /
+/// AgentRewardBench results.json (--judge and --category pick the lists). Items are matched
+/// by id; the unmatched are counted and listed.
+///
+/// Reports the confusion matrix, accuracy, precision, recall, F1, NPV, TNR, Cohen's kappa
+/// with its standard error and 95% interval, weighted kappa (--weights), Krippendorff's
+/// alpha (--level), the judge's positive rate against the humans', McNemar's test, the same
+/// per segment, and human-human agreement where items carry two labels. With --out it
+/// writes the calibration file a suite's judge names to be allowed to gate.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Human labels (JSON Lines, or a results.json).
+    #[arg(long)]
+    pub labels: PathBuf,
+    /// Judge verdicts (JSON Lines, a run folder, or a results.json).
+    #[arg(long)]
+    pub verdicts: PathBuf,
+    /// Print one JSON object instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also give weighted kappa, for ordinal scales.
+    #[arg(long, value_enum)]
+    pub weights: Option<WeightsArg>,
+    /// Krippendorff's level of measurement.
+    #[arg(long, value_enum, default_value = "nominal")]
+    pub level: LevelArg,
+    /// In a results.json: the judge whose lists to read (webjudge, functional, gpt-4o-mini, ...).
+    #[arg(long)]
+    pub judge: Option<String>,
+    /// In a results.json: the category (trajectory_success, trajectory_side_effect, ...).
+    #[arg(long)]
+    pub category: Option<String>,
+    /// In a run folder: the judge evaluator whose verdicts to read, when it has several.
+    #[arg(long)]
+    pub evaluator: Option<String>,
+    /// Write the calibration file here (what a judge's `calibration:` names).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Cohen's kappa the judge must reach to be trusted.
+    #[arg(long, default_value_t = 0.6)]
+    pub min_kappa: f64,
+    /// Matched items needed to be trusted.
+    #[arg(long, default_value_t = 30)]
+    pub min_items: usize,
+}
+
+/// `--weights`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum WeightsArg {
+    /// |i - j|.
+    Linear,
+    /// (i - j)^2.
+    Quadratic,
+}
+
+/// `--level`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum LevelArg {
+    /// Categories.
+    Nominal,
+    /// Ranks.
+    Ordinal,
+    /// Differences.
+    Interval,
+    /// Ratios.
+    Ratio,
+}
 
 /// Labels or verdicts as read, with what identifies them.
 struct Side_ {
@@ -19,7 +96,7 @@ struct Side_ {
     judge: Option<JudgeIdentity>,
 }
 
-fn read(path: &Path, side: Side, args: &CalibrateArgs) -> Result<Side_, ExpectedError> {
+fn read(path: &Path, side: Side, args: &Args) -> Result<Side_, ExpectedError> {
     let input = |e: gauntlet_import::ImportError| ExpectedError::input(e.to_string());
     if path.is_dir() {
         if side == Side::Human {
@@ -57,7 +134,7 @@ fn read(path: &Path, side: Side, args: &CalibrateArgs) -> Result<Side_, Expected
     })
 }
 
-pub fn calibrate(args: &CalibrateArgs) -> Result<i32, ExpectedError> {
+pub fn calibrate(args: &Args) -> Result<i32, ExpectedError> {
     let humans = read(&args.labels, Side::Human, args)?;
     let judge = read(&args.verdicts, Side::Judge, args)?;
     let options = CalibrationOptions {
@@ -137,4 +214,11 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<i32, ExpectedError> {
         }
     }
     Ok(0)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        calibrate(&self)
+    }
 }

@@ -1,10 +1,34 @@
 //! `gauntlet check SUITE`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gauntlet_suite::{Diagnostic, Suite};
 
 use crate::exit::{ExpectedError, GATES_PASSED, INVALID_INPUT};
+
+/// Check a suite without running it; every problem as `file:line:col: message` (exit 2).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The suite folder (holding gauntlet.yaml) or its configuration file.
+    pub suite: PathBuf,
+    /// Print one JSON object: `{"ok", "suite", "cases", "worlds", "gates", "problems":
+    /// [{"file", "line", "col", "message"}]}`.
+    #[arg(long)]
+    pub json: bool,
+    /// Also audit the checks (`gauntlet audit`): exit 1 when a case's checks pass a wrong
+    /// trajectory the suite does not accept, or when nothing could be audited.
+    #[arg(long)]
+    pub audit: bool,
+    /// Do not play the references. By default each case's reference_trajectory is played
+    /// in a fresh simulated world and judged by the case's own checks; one that fails is
+    /// reported at the case with its reasons (exit 2).
+    #[arg(long)]
+    pub no_play: bool,
+    /// Also play the references of cases in real-service worlds (a directory, a
+    /// repository, a server started per trial; needs the service's command installed).
+    #[arg(long, conflicts_with = "no_play")]
+    pub play_services: bool,
+}
 
 /// Which references `check` plays.
 #[derive(Debug, Clone, Copy)]
@@ -30,7 +54,7 @@ fn failing_references(suite: &Suite, play: Play) -> Result<Vec<Diagnostic>, Expe
     if !play.references {
         return Ok(Vec::new());
     }
-    let runtime = crate::commands::shared::runtime()?;
+    let runtime = crate::shared::runtime()?;
     let options = gauntlet_audit::PlayOptions {
         services: play.services,
         concurrency: None,
@@ -57,7 +81,7 @@ pub fn check(path: &Path, json: bool, audit: bool, play: Play) -> Result<i32, Ex
     if json {
         return check_json(path, audit, play);
     }
-    let suite = crate::commands::shared::load_suite(path)?;
+    let suite = crate::shared::load_suite(path)?;
     let failing = failing_references(&suite, play)?;
     if !failing.is_empty() {
         return Err(ExpectedError::inputs(
@@ -82,9 +106,9 @@ pub fn check(path: &Path, json: bool, audit: bool, play: Play) -> Result<i32, Ex
         );
     }
     if audit {
-        let report = crate::commands::audit::audit_suite(&suite, 0, None)?;
-        crate::say!("{}", crate::commands::audit::render(&report));
-        return Ok(crate::commands::audit::verdict(&report));
+        let report = crate::audits::audit_suite(&suite, 0, None)?;
+        crate::say!("{}", crate::audits::render(&report));
+        return Ok(crate::audits::verdict(&report));
     }
     Ok(GATES_PASSED)
 }
@@ -116,8 +140,8 @@ fn check_json(path: &Path, audit: bool, play: Play) -> Result<i32, ExpectedError
             });
             let mut code = GATES_PASSED;
             if audit {
-                let report = crate::commands::audit::audit_suite(&suite, 0, None)?;
-                code = crate::commands::audit::verdict(&report);
+                let report = crate::audits::audit_suite(&suite, 0, None)?;
+                code = crate::audits::verdict(&report);
                 value["audit"] = serde_json::to_value(&report).map_err(|e| {
                     ExpectedError::harness(format!("failed to serialize the audit: {e}"))
                 })?;
@@ -133,4 +157,16 @@ fn check_json(path: &Path, audit: bool, play: Play) -> Result<i32, ExpectedError
         .map_err(|e| ExpectedError::harness(format!("failed to serialize the check: {e}")))?;
     println!("{text}");
     Ok(code)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        check(
+            &self.suite,
+            self.json,
+            self.audit,
+            Play::new(self.no_play, self.play_services),
+        )
+    }
 }

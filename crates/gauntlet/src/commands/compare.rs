@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gauntlet_model::compare::PairwiseReport;
 use gauntlet_model::judge::RunOn;
@@ -12,11 +12,46 @@ use gauntlet_report::{SummaryOptions, render_comparison};
 use gauntlet_scoring::judge::{Pair, pairwise_report};
 use gauntlet_store::{read_results, read_trials_lean};
 
-use crate::cli::CompareArgs;
-use crate::commands::shared::{load_suite, offline_judges, run_folder};
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
+use crate::shared::{load_suite, offline_judges, run_folder};
 
-pub fn compare(args: CompareArgs) -> Result<i32, ExpectedError> {
+/// Compare two stored runs, paired by case and epoch.
+///
+/// Gives McNemar's exact test on pass/fail, paired bootstrap intervals of each quantity's
+/// difference, effect sizes, the segments that moved, what changed between the runs, and a
+/// verdict in words. Exits 0, or 1 with --fail-on-regression when B is significantly worse or
+/// has a critical violation on a case where A had none.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The baseline run: its folder (or its results.json), or a run id or name (`run --name`)
+    /// in the index of the suite in the current folder.
+    pub a: PathBuf,
+    /// The candidate run, as A.
+    pub b: PathBuf,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 when B regressed: it passes significantly less often than A (p < 0.05), or it has
+    /// a critical violation on a case where A had none, whatever the p-value.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Also let this suite's LLM judge say which trajectory of each pair is better, asking in
+    /// both orders (A first, then B first): a verdict that flips with the order is a tie
+    /// (position bias). Pairs where a deterministic check failed in either run are not judged
+    /// unless the judge says `run_on: all`. Needs the run folders (trials.jsonl), not only
+    /// results.json.
+    #[arg(long, value_name = "SUITE")]
+    pub pairwise: Option<PathBuf>,
+    /// The suite's judge to use with --pairwise, when it has several.
+    #[arg(long, value_name = "NAME", requires = "pairwise")]
+    pub evaluator: Option<String>,
+    /// Where the pairwise judge asks for verdicts the judge cache does not have (an
+    /// OpenAI-compatible base URL; the key from GAUNTLET_UPSTREAM_API_KEY or OPENAI_API_KEY).
+    #[arg(long, requires = "pairwise")]
+    pub gateway_upstream: Option<String>,
+}
+
+pub fn compare(args: Args) -> Result<i32, ExpectedError> {
     let read = |p: &Path| {
         read_results(p).map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))
     };
@@ -139,4 +174,11 @@ fn pairwise(
     runtime
         .block_on(pairwise_report(&panel, judge, &pairs, skipped))
         .map_err(ExpectedError::from)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        compare(self)
+    }
 }

@@ -4,6 +4,50 @@ use gauntlet_online::window::{Source, sample};
 
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
 
+/// Compare two windows of trajectories: has anything drifted?
+///
+/// Examples:
+///   gauntlet drift --baseline lake/@2026-11-01..2026-11-07 --current lake/@2026-11-08..
+///   gauntlet drift --baseline runs/last-week --current runs/today --json
+///
+/// A window is a run folder, or a lake (`gauntlet online --lake`) with an optional day range
+/// LAKE@FROM..TO (either side may be left open). Per metric, the test that fits it: rates
+/// (tool errors per call, pass rate, each evaluator's pass rate) by the two-proportion
+/// z-test (Fisher's exact test when an expected count is under 5); trajectory length,
+/// latency, cost and tokens by Mann-Whitney U and Kolmogorov-Smirnov; the tool mix by
+/// chi-square. Each has an effect size; p-values are adjusted together
+/// (Benjamini-Hochberg) and a test drifts when its adjusted p is under --alpha.
+/// Exit code 1 when anything drifted (for cron and CI), 0 when not, 2 on bad input.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The reference window.
+    #[arg(long)]
+    pub baseline: String,
+    /// The window to check.
+    #[arg(long)]
+    pub current: String,
+    /// The false-discovery rate across all tests.
+    #[arg(long, default_value_t = 0.01)]
+    pub alpha: f64,
+    /// The smallest change of a rate that counts as drift (absolute: 0.02 is two points);
+    /// a smaller significant change is reported as below the floor.
+    #[arg(long, default_value_t = 0.02)]
+    pub min_rate_change: f64,
+    /// The smallest change of a mean (trajectory length, latency, cost, tokens) that counts,
+    /// relative to the baseline's (0.1 is ten per cent).
+    #[arg(long, default_value_t = 0.1)]
+    pub min_relative_change: f64,
+    /// The smallest change of the mean latency that counts, in milliseconds (sub-millisecond
+    /// latencies move with the machine's load).
+    #[arg(long, default_value_t = 10.0)]
+    pub min_latency_ms: f64,
+    /// Print the report as JSON: {alpha, drift, tests: [{metric, test, baseline, current,
+    /// statistic, p_value, p_adjusted, effect, effect_kind, drift, below_floor?}]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
 pub fn drift(
     baseline: &str,
     current: &str,
@@ -92,4 +136,22 @@ pub fn drift(
     } else {
         GATES_PASSED
     })
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        drift(
+            &self.baseline,
+            &self.current,
+            self.alpha,
+            gauntlet_stats::drift::Floors {
+                rate: self.min_rate_change,
+                relative: self.min_relative_change,
+                latency_ms: self.min_latency_ms,
+                ..Default::default()
+            },
+            self.json,
+        )
+    }
 }

@@ -1,10 +1,29 @@
 //! `gauntlet export RUN --out FILE`: a stored run's trials as OpenTelemetry traces (OTLP/JSON).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gauntlet_store::{read_header, read_trials_lean};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// Export a stored run's trials as OpenTelemetry traces (OTLP/JSON), GenAI conventions.
+///
+/// Example:
+///   gauntlet export RUN_DIR --out traces.json
+///
+/// One trace per trial (its trace id): an `invoke_agent` span, a `chat` span per model call
+/// and an `execute_tool` span per tool call under it, every verdict a
+/// `gen_ai.evaluation.result` event. The file is an ExportTraceServiceRequest, as OTLP/HTTP
+/// posts it (`curl -H 'content-type: application/json' --data @traces.json COLLECTOR/v1/traces`).
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The run folder (or its results.json).
+    pub run: PathBuf,
+    /// The file to write (`-` for standard output).
+    #[arg(long)]
+    pub out: PathBuf,
+}
 
 pub fn export(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
     let dir = if run.is_dir() {
@@ -40,4 +59,11 @@ pub fn export(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
         );
     }
     Ok(GATES_PASSED)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        export(&self.run, &self.out)
+    }
 }

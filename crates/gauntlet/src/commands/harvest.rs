@@ -1,12 +1,47 @@
 //! `gauntlet harvest LAKE --out SUITE_DIR [--where EXPR]`: the flywheel.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gauntlet_online::harvest::{Feedback, Filter, Harvester};
 use gauntlet_online::lake::{files, read_feedback_file, read_trace_file};
 use gauntlet_online::window::Source;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// Turn failed and negatively rated production trajectories into candidate cases.
+///
+/// Examples:
+///   gauntlet harvest lake/ --out suites/from-production
+///   gauntlet harvest lake/@2026-11-01.. --out suites/refunds --where 'service == "orders" && "refund" in tools'
+///
+/// Reads a lake written by `gauntlet online` (LAKE, or LAKE@FROM..TO for a day range). A
+/// trajectory is a candidate when it did not pass, was rated below zero, or was abandoned
+/// (feedback posted or carried on its spans), and when --where holds: a CEL expression over
+/// trace_id, day, status, service, agent, complete, duration_ms, tool_calls, tool_errors,
+/// input_tokens, output_tokens, cost_eur, tools, failed_evaluators, rated, rating,
+/// abandoned and user_input. Candidates with the same request (normalised) and tool
+/// sequence become one case. Cases replay the trace's tool answers in a recorded world,
+/// are tagged harvested, needs-review and origin:production, and their observed
+/// trajectories are written to counterexamples.jsonl. The suite passes `gauntlet check`.
+/// With --all, every trajectory is taken: a shadow comparison replays production's requests
+/// on a candidate agent and compares the runs with `gauntlet drift`.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The lake, optionally with a day range (LAKE@FROM..TO).
+    pub lake: String,
+    /// The suite folder to write (it must not hold a suite yet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Keep only candidates for which this CEL expression is true.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Take every trajectory, not only the failed, rated below zero or abandoned: production's
+    /// requests to replay on a candidate agent (`gauntlet run OUT --agent ...`) and compare
+    /// with `gauntlet drift --baseline LAKE --current RUN`.
+    #[arg(long)]
+    pub all: bool,
+}
 
 pub fn harvest(
     lake: &str,
@@ -63,9 +98,9 @@ pub fn harvest(
             }
         )));
     }
-    crate::commands::shared::write_files(out, &harvested.files)?;
+    crate::shared::write_files(out, &harvested.files)?;
     // What was written must load.
-    crate::commands::shared::load_suite(out)?;
+    crate::shared::load_suite(out)?;
     crate::note!(
         "wrote {} candidate cases to {} ({} traces examined, {} repeats folded in); each is tagged needs-review",
         harvested.cases,
@@ -77,4 +112,11 @@ pub fn harvest(
         crate::note!("  left out: {s}");
     }
     Ok(GATES_PASSED)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        harvest(&self.lake, &self.out, self.filter.as_deref(), self.all)
+    }
 }

@@ -1,10 +1,86 @@
 //! `gauntlet import BENCHMARK DATA_DIR --out SUITE_DIR`: a suite from a peer benchmark's data.
 
+mod otlp;
+
 use std::path::PathBuf;
 
 use gauntlet_import::{ImportError, agentdojo, tau_bench, tau2};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// Write a suite from a peer benchmark's published data, or a run from OpenTelemetry traces.
+///
+/// Examples:
+///   gauntlet import otlp traces.json more.pb --out runs/production
+///   gauntlet import tau-bench ../tau-bench --domain airline --out suites/airline
+///   gauntlet import tau2-bench ../tau2-bench --domain mock --out suites/tau2-mock
+///   gauntlet import tau2-bench ../tau2-bench --domain retail --tau-bench-data ../tau-bench \
+///       --out suites/tau2-retail
+///   gauntlet import agentdojo ../agentdojo --suite banking --out suites/banking
+///
+/// tau-bench: DATA_DIR is laid out like the tau-bench repository, with the task lists
+/// exported as JSON under derived/ (see docs/reference.md, "Importing tau-bench"). One case
+/// per task (`airline-test-0`, ...): the instruction as input, the gold actions as reference
+/// trajectory, tau-bench's reward rule as expected outcome.
+///
+/// tau2-bench: DATA_DIR is laid out like the tau2-bench repository
+/// (data/tau2/domains/DOMAIN/{tasks.json,db.json,...}). One case per task (`mock-update_task_1`,
+/// `retail-0`, ...), tau2's reward basis as expectations; the import replays every task's
+/// gold actions and reports each environment assertion they do not meet.
+///
+/// agentdojo: DATA_DIR is laid out like the AgentDojo repository
+/// (src/agentdojo/data/suites/SUITE/{environment,injection_vectors}.yaml). One case per
+/// AgentDojo run kind: `banking-user_task_N`, `banking-injection_task_M`, and
+/// `banking-user_task_N-injection_task_M` (user task N under the important_instructions
+/// attack carrying injection task M). Each trial scores `utility` and `security`.
+///
+/// otlp: FILE... are OTLP/JSON (one export request, or one per line as the OpenTelemetry
+/// Collector's file exporter writes) or OTLP/protobuf export requests. Spans are grouped by
+/// trace, and each trace becomes one trial of the run folder --out (trials.jsonl,
+/// results.json): spans of the OpenTelemetry GenAI conventions (invoke_agent, chat,
+/// execute_tool) or OpenInference's (AGENT, LLM, TOOL); gauntlet's own `export` reads back
+/// whole. Trials are judged by the evaluators that need no case (and --policy's);
+/// `gauntlet score RUN/trials.jsonl --cases SUITE` re-scores them against a suite.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The source.
+    #[arg(value_enum)]
+    pub benchmark: crate::commands::import::Benchmark,
+    /// The benchmark's data folder; for otlp, one or more trace files.
+    #[arg(value_name = "DATA_DIR | FILE...", required = true, num_args = 1..)]
+    pub data_dir: Vec<PathBuf>,
+    /// otlp only: a policy (tools and their schemas, constraints, canaries) to judge by.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// The domain: airline or retail (tau-bench, default airline); mock or retail (tau2-bench).
+    #[arg(long)]
+    pub domain: Option<String>,
+    /// The task split: tau-bench's derived task list (default test); a split of tau2's
+    /// split_tasks.json (base, train, test; default every task).
+    #[arg(long)]
+    pub split: Option<String>,
+    /// tau-bench only: a users table to use instead of the data folder's (tau-bench's
+    /// historical logs were made with the one at commit 7362a17).
+    #[arg(long)]
+    pub users: Option<PathBuf>,
+    /// tau2-bench retail only: tau-bench's repository (or its retail data folder), to build
+    /// tau2's retail database when DATA_DIR has no db.json (tau2's equals tau-bench's
+    /// tables with a user_id per user).
+    #[arg(long)]
+    pub tau_bench_data: Option<PathBuf>,
+    /// The suite folder to write (created; existing files are overwritten); for otlp, the
+    /// run folder (it must not exist yet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Play each task's user as the benchmark does: an LLM persona holds the instruction and
+    /// opens the conversation (`user.persona`, no `user_input`). Running such a suite needs
+    /// a model: --user-model and --gateway-upstream (or --replay-cassette).
+    #[arg(long)]
+    pub persona: bool,
+    /// AgentDojo only: the suite (banking).
+    #[arg(long)]
+    pub suite: Option<String>,
+}
 
 /// The benchmarks gauntlet imports.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -47,7 +123,7 @@ pub fn import(benchmark: Benchmark, req: Request) -> Result<i32, ExpectedError> 
                 "`import otlp` takes FILE..., --out and --policy only",
             ));
         }
-        return crate::commands::import_otlp::import(&req.inputs, req.policy.as_deref(), &req.out);
+        return otlp::import(&req.inputs, req.policy.as_deref(), &req.out);
     }
     if req.policy.is_some() {
         return Err(ExpectedError::input("--policy is for `import otlp`"));
@@ -214,4 +290,24 @@ fn run_it(out: &std::path::Path) {
         "run it:  gauntlet run {} --agent replay:FILE --epochs N   (or any agent)",
         out.display()
     );
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        import(
+            self.benchmark,
+            Request {
+                inputs: self.data_dir,
+                policy: self.policy,
+                domain: self.domain,
+                split: self.split,
+                users: self.users,
+                tau_bench_data: self.tau_bench_data,
+                out: self.out,
+                persona: self.persona,
+                suite: self.suite,
+            },
+        )
+    }
 }

@@ -1,9 +1,23 @@
 //! `gauntlet init [DIR]`: a small working suite to edit (a world, two cases, gates), as
 //! `promptfoo init` writes a starter configuration. It checks and runs green as written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// Write a small working suite to edit: a world, two cases and gates
+///
+/// Example:
+///   gauntlet init my-suite && gauntlet run my-suite
+///
+/// Overwrites nothing: a folder that already holds one of its files is refused.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The folder to write (made if missing).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
 
 /// The starter suite's files: path within the suite, contents.
 const FILES: &[(&str, &str)] = &[
@@ -91,5 +105,12 @@ mod tests {
         std::os::unix::fs::symlink(tmp.path().join("elsewhere"), other.join("cases")).unwrap();
         assert!(super::init(&other).is_err());
         assert!(!tmp.path().join("elsewhere").exists());
+    }
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        init(&self.dir)
     }
 }

@@ -1,11 +1,31 @@
 //! `gauntlet runs SUITE`: past runs from the suite's index.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use gauntlet_store::Index;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
+
+/// List past runs of a suite, newest first.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The suite folder (its .gauntlet/index.sqlite is read).
+    #[arg(default_value = ".")]
+    pub suite: PathBuf,
+    /// How many runs to list.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Forget the runs whose folder was deleted. The index holds a row per run; the runs
+    /// themselves are their folders (.gauntlet/runs/RUN_ID or --out): delete the folders
+    /// you no longer need, then prune.
+    #[arg(long)]
+    pub prune: bool,
+    /// Print the runs as a JSON array (run_id, suite, agent, started_at, verdict, trials,
+    /// passed, dir, name), newest first.
+    #[arg(long)]
+    pub json: bool,
+}
 
 pub fn runs(suite: &Path, limit: usize, prune: bool, json: bool) -> Result<i32, ExpectedError> {
     let root = if suite.is_file() {
@@ -60,4 +80,11 @@ pub fn runs(suite: &Path, limit: usize, prune: bool, json: bool) -> Result<i32, 
     }
     crate::say!("{table}");
     Ok(GATES_PASSED)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        runs(&self.suite, self.limit, self.prune, self.json)
+    }
 }

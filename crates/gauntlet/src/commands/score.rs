@@ -1,30 +1,49 @@
 //! `gauntlet score FILE --cases SUITE`: score recorded trajectories without running anything.
 
+use std::path::PathBuf;
+
 use gauntlet_runner::offline::{
-    KEPT_SUMMARIES, OfflineScore, OfflineScoring, default_workers, offline_header, score_file,
+    OfflineScore, OfflineScoring, default_workers, offline_header, score_file,
 };
 
-use crate::cli::ScoreArgs;
-use crate::commands::shared::{load_suite, print_results, verdict_code};
 use crate::exit::ExpectedError;
+use crate::shared::{load_suite, print_results, verdict_code};
 use gauntlet_runner::stamp;
 
-/// Trial summaries `score` and `merge` hold in memory, at most ([`KEPT_SUMMARIES`] unless
-/// `GAUNTLET_SCORE_KEEP` says otherwise): past this, they go to the run folder's `summaries.jsonl` (or,
-/// when nothing needs them whole, are not kept), so memory stays flat.
-pub fn kept_summaries() -> usize {
-    std::env::var("GAUNTLET_SCORE_KEEP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(KEPT_SUMMARIES)
+/// Score recorded trajectories against a suite's cases, without running anything.
+///
+/// Reads gauntlet's trials.jsonl (or a run folder) and AgentTrajectory JSON
+/// (one document, JSON Lines, or an array); each trajectory is matched to its case by
+/// case_id / task_id.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trajectories: a file (JSON, JSON Lines) or a run folder.
+    pub trajectories: PathBuf,
+    /// The suite whose cases (and gates) apply.
+    #[arg(long)]
+    pub cases: PathBuf,
+    /// Write a run folder with the new scores.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The global `--quiet`, set by dispatch.
+    #[arg(skip)]
+    pub quiet: bool,
+    /// Print the results as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the suite's LLM judges ask for verdicts the judge cache does not have (an
+    /// OpenAI-compatible base URL; the key from GAUNTLET_UPSTREAM_API_KEY or OPENAI_API_KEY).
+    /// Without it only cached verdicts are used, and the rest are invalid.
+    #[arg(long)]
+    pub gateway_upstream: Option<String>,
 }
 
-pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
+pub fn score(args: Args) -> Result<i32, ExpectedError> {
     let suite = load_suite(&args.cases)?;
     let custom = gauntlet_runner::plan::custom_evaluators(&suite)?;
     // Judges ask through a gateway of their own (on a runtime that serves it while the scoring
     // threads call it), or answer from the judge cache only.
-    let offline = crate::commands::shared::offline_judges(&suite, args.gateway_upstream.clone())?;
+    let offline = crate::shared::offline_judges(&suite, args.gateway_upstream.clone())?;
     let judges = offline.as_ref().map(|(_runtime, panel)| panel);
     // Records are written as they are scored and only their summaries are kept, so memory does
     // not grow with the file; the header's epoch count is settled when the file is read.
@@ -44,7 +63,7 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
             header,
             out: args.out.as_deref(),
             summaries_needed: args.json,
-            keep: kept_summaries(),
+            keep: crate::shared::kept_summaries(),
             workers: default_workers(),
             clock: stamp,
         },
@@ -84,4 +103,12 @@ pub fn score(args: ScoreArgs) -> Result<i32, ExpectedError> {
         return Err(ExpectedError::inputs(problems));
     }
     verdict_code(&results, gate_errors)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(mut self) -> Result<i32, ExpectedError> {
+        self.quiet = crate::say::quiet();
+        score(self)
+    }
 }

@@ -3,14 +3,34 @@
 //! disconnects on stdio; Ctrl-C or SIGTERM on HTTP), the trajectory and its scores are printed.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gauntlet_agent::{SimulatedEnvironment, SimulatedUser, lock, mcp};
 use gauntlet_model::{TrialStatus, TrialSummary};
 use gauntlet_world::Simulator;
 
-use crate::commands::shared::load_suite;
 use crate::exit::{ExpectedError, GATES_PASSED};
+use crate::shared::load_suite;
+
+/// Serve one case's world as an MCP server, for an IDE agent or MCP Inspector.
+///
+/// With --http, prints `{"url", "token"}` on stdout; requests need `Authorization: Bearer
+/// TOKEN`. When the session ends (stdio closes, or Ctrl-C), prints the trajectory's verdict
+/// and record on stderr.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The suite folder.
+    pub suite: PathBuf,
+    /// The case whose world to serve.
+    #[arg(long)]
+    pub case: String,
+    /// Serve over stdio.
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve over streamable HTTP on this loopback address (127.0.0.1:0 picks a port).
+    #[arg(long)]
+    pub http: Option<std::net::SocketAddr>,
+}
 
 pub fn serve(
     suite_path: &Path,
@@ -158,4 +178,11 @@ pub fn serve(
     );
     eprintln!("{}", serde_json::to_string(&record).unwrap_or_default());
     Ok(GATES_PASSED)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        serve(&self.suite, &self.case, self.stdio, self.http)
+    }
 }

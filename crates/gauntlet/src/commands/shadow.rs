@@ -13,10 +13,77 @@ use gauntlet_shadow::proxy::{self, FinishedSession, KindSource};
 use gauntlet_shadow::{Proxy, Settings};
 use gauntlet_world::World;
 
-use crate::cli::{ShadowAction, ShadowArgs};
-use crate::commands::shared::{load_suite, write_files};
 use crate::exit::{ExpectedError, GATES_PASSED};
+use crate::shared::{load_suite, write_files};
 use gauntlet_runner::{new_run_id_for, stamp};
+
+/// Put gauntlet in front of real MCP servers: reads pass through, writes are recorded and
+/// never executed, and each session is judged and kept as a trial.
+///
+/// Examples:
+///   gauntlet shadow --upstream 'cmd:npx -y @modelcontextprotocol/server-filesystem /srv/docs' --http 127.0.0.1:0
+///   gauntlet shadow --upstream 'fs=cmd:node fs.js' --upstream 'mem=http://127.0.0.1:7000/mcp' --stdio
+///   gauntlet shadow --upstream 'cmd:...' --canary --config shadow.yaml --http 127.0.0.1:0
+///   gauntlet shadow harvest .gauntlet/runs/shadow-ID --out suites/from-shadow
+///
+/// A tool is a read when its MCP annotations say `readOnlyHint: true`, a write when they
+/// say false; an unannotated tool is a write unless --config says otherwise. A write is
+/// answered by a success shaped by the tool's output schema (or the configuration's
+/// template, or a gauntlet world that applies it to a copy of its state). With --canary, writes of `canary.allow` tools reach the upstream within
+/// `canary.max_writes` and `canary.max_calls`; others are refused. With one upstream, tools
+/// keep their names; with several, each is PREFIX__name (PREFIX from NAME= or the server's
+/// name). A command upstream is started for each session in its own process group and
+/// killed with it. The client may send the user's request as `_meta` key
+/// `gauntlet/user_input` on a call. Stops on Ctrl-C or SIGTERM, writing results.json.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// What to do instead of proxying.
+    #[command(subcommand)]
+    pub action: Option<ShadowAction>,
+    /// An upstream MCP server: `[NAME=]cmd:COMMAND` (stdio) or `[NAME=]http(s)://HOST/PATH`
+    /// (streamable HTTP; `#bearer=TOKEN` or `#bearer=$VAR` adds a bearer token). Repeat for
+    /// several.
+    #[arg(long = "upstream", value_name = "UPSTREAM")]
+    pub upstreams: Vec<gauntlet_shadow::UpstreamSpec>,
+    /// The shadow configuration (YAML or JSON): tool kinds and responders, canary allowance
+    /// and budgets, faults, the upstream time limit.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Canary mode: writes of `canary.allow` tools are executed, within budgets.
+    #[arg(long)]
+    pub canary: bool,
+    /// Serve one session over stdio.
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve over streamable HTTP on this loopback address (127.0.0.1:0 picks a port); prints
+    /// `{"url", "token"}` on stdout.
+    #[arg(long)]
+    pub http: Option<std::net::SocketAddr>,
+    /// The run folder sessions are written to (default .gauntlet/runs/shadow-ID).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `gauntlet shadow` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ShadowAction {
+    /// Turn a shadow run's sessions into a suite that replays them offline: a recorded world
+    /// (reads answered from the recording by tool and canonical arguments; an unrecorded call
+    /// is a tool error) and one case per session (its input, its calls as the reference, its
+    /// writes as the expected outcome).
+    ///
+    /// Example:
+    ///   gauntlet shadow harvest .gauntlet/runs/shadow-ID --out suites/from-shadow
+    #[command(verbatim_doc_comment)]
+    Harvest {
+        /// The shadow run folder.
+        run: PathBuf,
+        /// The suite folder to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
 
 /// The tool declaration a shadow run keeps beside its trials, for `harvest`.
 const WORLD_FILE: &str = "world.json";
@@ -24,7 +91,7 @@ const WORLD_FILE: &str = "world.json";
 /// How long the HTTP server may take to close its connections on shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-pub fn shadow(args: ShadowArgs) -> Result<i32, ExpectedError> {
+pub fn shadow(args: Args) -> Result<i32, ExpectedError> {
     if let Some(ShadowAction::Harvest { run, out }) = &args.action {
         return harvest(run, out);
     }
@@ -97,7 +164,7 @@ fn responder_worlds(
     Ok(worlds)
 }
 
-async fn run(args: ShadowArgs, settings: Settings) -> Result<i32, ExpectedError> {
+async fn run(args: Args, settings: Settings) -> Result<i32, ExpectedError> {
     // The upstreams are started once first: a bad command or configuration fails here, with
     // the tools and their kinds shown, not in the first agent's session.
     let world = {
@@ -388,4 +455,11 @@ fn harvest(run: &Path, out: &Path) -> Result<i32, ExpectedError> {
         run.display()
     );
     Ok(GATES_PASSED)
+}
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        shadow(self)
+    }
 }

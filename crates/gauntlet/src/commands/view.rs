@@ -1,16 +1,51 @@
 //! `gauntlet view [DIR...]`: the web viewer over runs and lakes, until Ctrl-C or SIGTERM.
 
+use std::path::PathBuf;
+
 use gauntlet_view::{Settings, start};
 
-use crate::cli::ViewArgs;
-use crate::commands::shared::{announce_and_wait, random_hex, server_runtime};
 use crate::exit::{ExpectedError, GATES_PASSED};
+use crate::shared::{announce_and_wait, random_hex, server_runtime};
 
-pub fn view(mut args: ViewArgs) -> Result<i32, ExpectedError> {
+/// Browse runs in a local web page: suites and their trends, a run's gates, metrics and
+/// trials, trajectories, two runs compared, labelling, the trace lake.
+///
+/// Examples:
+///   gauntlet view
+///   gauntlet view examples/incident-desk lake/ --listen 127.0.0.1:8765
+///
+/// Looks in each DIR (default: the current folder), its .gauntlet/runs, its subfolders and
+/// theirs, and the folders the run indexes there list; a lake is a folder with a traces/
+/// table (gauntlet online --lake). Runs are found again on each visit; a run still going
+/// updates as its trials finish. Prints one JSON line on start: {"url": ..., "token": ...};
+/// open the URL (it carries the token; every request needs it, as ?token= or
+/// `Authorization: Bearer TOKEN`). The JSON API under /api/ is in the reference. Each run
+/// gets view-index.json and view-summary.json beside its trials, written once, so it opens
+/// fast the next time. Serves until Ctrl-C or SIGTERM.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Folders to look for runs and lakes in (a run id or name in the index of the suite in the
+    /// current folder stands for its run's folder).
+    #[arg(default_value = ".")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to listen; loopback unless you say otherwise (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub listen: std::net::SocketAddr,
+    /// The label file the labelling page writes, as `gauntlet calibrate --labels` reads it
+    /// (default: the first DIR's .gauntlet/labels.jsonl).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// The token requests must carry (default: a random one; or GAUNTLET_VIEW_TOKEN).
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+pub fn view(mut args: Args) -> Result<i32, ExpectedError> {
     // A bare run id or name stands for its run's folder.
     for dir in &mut args.dirs {
         if !dir.exists() {
-            *dir = crate::commands::shared::run_folder(dir)?;
+            *dir = crate::shared::run_folder(dir)?;
         }
     }
     for dir in &args.dirs {
@@ -76,3 +111,10 @@ pub fn view(mut args: ViewArgs) -> Result<i32, ExpectedError> {
 
 /// How long a stopping viewer lets requests in flight finish.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl Args {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        view(self)
+    }
+}

@@ -1,10 +1,11 @@
 //! Pieces several commands share: loading a suite, printing results, the verdict's exit code.
 
-use std::io::IsTerminal;
 use std::path::Path;
 
 use gauntlet_model::{RunEvent, RunResults, Verdict};
-use gauntlet_report::{SummaryOptions, TerminalReporter, render_summary};
+use gauntlet_report::{TerminalReporter, render_summary};
+
+use crate::reports::summary_options;
 use gauntlet_store::Index;
 use gauntlet_suite::Suite;
 
@@ -27,29 +28,6 @@ pub fn print_results(results: &RunResults, json: bool, quiet: bool) {
     } else if !quiet && !crate::say::quiet() {
         anstream::print!("{}", render_summary(results, summary_options()));
     }
-}
-
-/// How the summary is drawn on this terminal: colour when stdout is a terminal (and `NO_COLOR`
-/// is unset), width from `COLUMNS`.
-pub fn summary_options() -> SummaryOptions {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    SummaryOptions {
-        color,
-        width: terminal_width(),
-        explain: EXPLAIN.load(std::sync::atomic::Ordering::Relaxed),
-    }
-}
-
-/// `--explain` (on `run` and `report`), read wherever the summary is drawn, as `--quiet` is.
-static EXPLAIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Sets `--explain` for the summaries this process draws.
-pub fn set_explain(explain: bool) {
-    EXPLAIN.store(explain, std::sync::atomic::Ordering::Relaxed);
-}
-
-fn terminal_width() -> Option<u16> {
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok())
 }
 
 /// The exit code a finished run earns; gate evaluation errors make the input invalid.
@@ -97,7 +75,7 @@ pub fn listing_trials(
     results: RunResults,
     spilled: bool,
     json: bool,
-    reports: &[crate::commands::report::Format],
+    reports: &[crate::reports::Format],
     dir: &Path,
 ) -> Result<RunResults, ExpectedError> {
     if !spilled || !(json || reports.iter().any(|f| f.lists_trials())) {
@@ -240,4 +218,24 @@ pub fn run_folder(arg: &Path) -> Result<std::path::PathBuf, ExpectedError> {
     } else {
         format!("{}: no such run folder", arg.display())
     }))
+}
+
+/// Trial summaries `score` and `merge` hold in memory, at most ([`KEPT_SUMMARIES`] unless
+/// `GAUNTLET_SCORE_KEEP` says otherwise): past this, they go to the run folder's `summaries.jsonl` (or,
+/// when nothing needs them whole, are not kept), so memory stays flat.
+pub fn kept_summaries() -> usize {
+    std::env::var("GAUNTLET_SCORE_KEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(gauntlet_runner::offline::KEPT_SUMMARIES)
+}
+
+/// A policy file, or the empty policy.
+pub fn load_policy(path: Option<&Path>) -> Result<gauntlet_model::online::Policy, ExpectedError> {
+    match path {
+        Some(path) => gauntlet_suite::load_document(path).map_err(|problems| {
+            ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
+        }),
+        None => Ok(gauntlet_model::online::Policy::default()),
+    }
 }

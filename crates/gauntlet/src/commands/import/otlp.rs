@@ -4,30 +4,23 @@ use std::path::{Path, PathBuf};
 
 use gauntlet_model::RunHeader;
 use gauntlet_model::digest::sha256_hex;
-use gauntlet_model::online::Policy;
 use gauntlet_online::judge::Judge;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 use gauntlet_runner::{new_run_id_for, stamp};
 
-/// A policy file, or the empty policy.
-pub fn load_policy(path: Option<&Path>) -> Result<Policy, ExpectedError> {
-    match path {
-        Some(path) => gauntlet_suite::load_document(path).map_err(|problems| {
-            ExpectedError::inputs(problems.iter().map(ToString::to_string).collect())
-        }),
-        None => Ok(Policy::default()),
-    }
-}
-
-pub fn import(files: &[PathBuf], policy: Option<&Path>, out: &Path) -> Result<i32, ExpectedError> {
+pub(super) fn import(
+    files: &[PathBuf],
+    policy: Option<&Path>,
+    out: &Path,
+) -> Result<i32, ExpectedError> {
     if out.join("trials.jsonl").exists() {
         return Err(ExpectedError::input(format!(
             "{} already holds a run; import into a new folder",
             out.display()
         )));
     }
-    let loaded = load_policy(policy)?;
+    let loaded = crate::shared::load_policy(policy)?;
     let policy_hash = sha256_hex(
         serde_json::to_string(&loaded)
             .unwrap_or_default()
