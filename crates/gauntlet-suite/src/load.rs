@@ -546,17 +546,13 @@ fn load_world_file(
             }
         }
     }
-    // Claim rules: each pattern a regular expression the evaluator's engine takes, each state
-    // condition a valid expectation.
+    // Claim rules: each pattern a regular expression the evaluator's engine takes that cannot
+    // match empty text, each `$n` in `holds` a group of the pattern, each state condition a
+    // valid expectation.
     for (i, rule) in doc.value.claims.iter().enumerate() {
-        if let Err(err) = gauntlet_eval::check_regex(&rule.pattern) {
-            let (line, col) = doc.spans.locate(&format!("/claims/{i}/pattern"));
-            problems.push(Diagnostic::at(
-                file,
-                line,
-                col,
-                format!("invalid regular expression `{}`: {err}", rule.pattern),
-            ));
+        for p in gauntlet_eval::claims::rule_problems(rule) {
+            let (line, col) = doc.spans.locate(&format!("/claims/{i}/{}", p.field));
+            problems.push(Diagnostic::at(file, line, col, p.message));
         }
         if let Err(errors) =
             gauntlet_model::matcher::state_expectations(&Default::default(), &rule.holds)
