@@ -15,7 +15,6 @@ mod export;
 mod faults;
 mod frameworks;
 mod gates;
-mod init;
 mod isolation;
 mod judge;
 mod online;
