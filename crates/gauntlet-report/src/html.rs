@@ -400,3 +400,40 @@ pub fn render_html(
         .and_then(|t| t.render(ctx))
         .map_err(|e| ReportError(format!("{e:#}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(passed: u32, trials: u32, lower: f64, upper: f64) -> gauntlet_model::SegmentStats {
+        serde_json::from_value(serde_json::json!({
+            "trials": trials, "passed": passed, "pass_rate": f64::from(passed) / f64::from(trials),
+            "pass_rate_interval": {"lower": lower, "upper": upper, "method": "wilson"},
+            "task_success_rate": 0.0,
+        }))
+        .unwrap()
+    }
+
+    /// Issue 50: a segment was red because a failing trial fell in it, though it failed no more
+    /// often than the rest of the run; red now means below the rest beyond its interval.
+    #[test]
+    fn a_segment_reads_as_a_failure_only_when_it_differs_from_the_rest_of_the_run() {
+        // 15 of 23 passed. `write`: 4 of 12 (Wilson [0.14, 0.61]); the rest 11 of 11.
+        assert_eq!(
+            segment_class(&segment(4, 12, 0.138, 0.609), (15, 23)),
+            "bad"
+        );
+        // `fault`: 6 of 8 ([0.41, 0.93]); the rest 9 of 15 = 0.6, inside its interval.
+        assert_eq!(
+            segment_class(&segment(6, 8, 0.409, 0.929), (15, 23)),
+            "neutral"
+        );
+        // `read`: 9 of 9 ([0.70, 1]); the rest 6 of 14 = 0.43, below its interval.
+        assert_eq!(segment_class(&segment(9, 9, 0.701, 1.0), (15, 23)), "ok");
+        // A segment that is the whole run has no rest to differ from.
+        assert_eq!(
+            segment_class(&segment(15, 23, 0.45, 0.81), (15, 23)),
+            "neutral"
+        );
+    }
+}

@@ -78,18 +78,18 @@ fn cell(t: &gauntlet_model::TrialSummary) -> Value {
 /// first in the comparison's order (worse first), then the rest by case and epoch; a trial
 /// missing from a run is `null` in its column.
 pub(crate) fn matrix(
-    a: &gauntlet_model::RunResults,
-    b: &gauntlet_model::RunResults,
+    a: &[gauntlet_model::TrialSummary],
+    b: &[gauntlet_model::TrialSummary],
     flips: &[gauntlet_model::compare::Flip],
 ) -> Vec<Value> {
     use std::collections::BTreeMap;
     /// A row's cells in A and B.
     type Cells = (Option<Value>, Option<Value>);
     let mut rows: BTreeMap<(&str, u32), Cells> = BTreeMap::new();
-    for t in &a.trials {
+    for t in a {
         rows.entry((&t.case_id, t.epoch)).or_default().0 = Some(cell(t));
     }
-    for t in &b.trials {
+    for t in b {
         rows.entry((&t.case_id, t.epoch)).or_default().1 = Some(cell(t));
     }
     let row = |(case_id, epoch): (&str, u32),
@@ -111,6 +111,66 @@ pub(crate) fn matrix(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A trial: its case, status and failing score (severity, reason), if any.
+    type Row<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+
+    fn trials(rows: &[Row]) -> Vec<gauntlet_model::TrialSummary> {
+        rows.iter()
+            .map(|(case, status, failing)| {
+                let scores: Vec<Value> = failing
+                    .iter()
+                    .map(|(severity, reason)| {
+                        serde_json::json!({"name": "check", "dimension": "safety", "value": 0.0,
+                            "score": 0.0, "passed": false, "severity": severity, "reason": reason})
+                    })
+                    .collect();
+                serde_json::from_value(serde_json::json!({"case_id": case, "epoch": 0,
+                    "trace_id": "0", "status": status, "tool_calls": 0, "steps": 0, "tokens": 0,
+                    "cost_eur": 0.0, "duration_ms": 0.0, "final_state": null, "scores": scores}))
+                .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_matrix_lists_the_flipped_trials_first_with_their_reasons() {
+        let a = trials(&[
+            ("a", "passed", None),
+            ("b", "passed", None),
+            ("c", "failed", Some(("error", "was wrong"))),
+        ]);
+        let b = trials(&[
+            ("b", "failed", Some(("critical", "wrote unconfirmed"))),
+            ("a", "passed", None),
+            ("d", "passed", None),
+        ]);
+        let flips: Vec<gauntlet_model::compare::Flip> = serde_json::from_value(serde_json::json!([
+            {"case_id": "b", "epoch": 0, "a": "passed", "b": "failed", "reasons": []}
+        ]))
+        .unwrap();
+        let m = matrix(&a, &b, &flips);
+        let order: Vec<(&str, bool)> = m
+            .iter()
+            .map(|r| {
+                (
+                    r["case_id"].as_str().unwrap(),
+                    r["flipped"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [("b", true), ("a", false), ("c", false), ("d", false)]
+        );
+        assert_eq!(
+            m[0]["b"]["reasons"],
+            serde_json::json!(["check: wrote unconfirmed"])
+        );
+        assert_eq!(m[0]["b"]["critical"], true);
+        assert_eq!(m[2]["b"], Value::Null, "c is not in B");
+        assert_eq!(m[3]["a"], Value::Null, "d is not in A");
+    }
 
     /// Regression (issue 48, M10): three `/api/compare` of one pair at once read and compared
     /// both runs three times over (5.35 GB for a 46k-trial run); now once.

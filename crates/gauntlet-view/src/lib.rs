@@ -529,7 +529,7 @@ async fn compare(
                 );
                 let mut out = serde_json::to_value(&c).map_err(|e| e.to_string())?;
                 // The case × run matrix, flipped cases first, and the runs' names.
-                out["matrix"] = Value::Array(comparisons::matrix(&a, &b, &c.flips));
+                out["matrix"] = Value::Array(comparisons::matrix(&a.trials, &b.trials, &c.flips));
                 out["names"] = json!({"a": a.header.name, "b": b.header.name});
                 Ok(out)
             })
