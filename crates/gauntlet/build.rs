@@ -37,8 +37,67 @@ fn langgraph_venv() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The example suites `gauntlet init --example NAME` copies, embedded in the binary (and so in
+/// the wheel): `$OUT_DIR/examples.rs` holds `EXAMPLES: &[(name, &[(path, bytes)])]`. Hidden
+/// entries (a suite's `.gauntlet/` runs) and Python caches are left out, and only what is
+/// embedded is watched: a run of an example does not rebuild the CLI.
+fn embed_examples() {
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let root = Path::new(&manifest).join("../../examples");
+    let skip = |name: &str| name.starts_with('.') || name == "__pycache__";
+    let mut out = String::from(
+        "/// A file of an example: its path in the suite, its bytes.\n\
+         pub type File = (&'static str, &'static [u8]);\n\
+         pub const EXAMPLES: &[(&str, &[File])] = &[\n",
+    );
+    let mut names: Vec<_> = std::fs::read_dir(&root)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    names.sort();
+    for dir in names.iter().filter(|p| p.join("gauntlet.yaml").is_file()) {
+        let name = dir.file_name().unwrap().to_string_lossy();
+        out.push_str(&format!("    ({name:?}, &[\n"));
+        let mut stack = vec![dir.clone()];
+        let mut files = Vec::new();
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if skip(&entry.file_name().to_string_lossy()) {
+                    continue;
+                }
+                if d == *dir {
+                    println!("cargo::rerun-if-changed={}", path.display());
+                }
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        for file in files {
+            let rel = file
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let abs = file.canonicalize().unwrap_or(file.clone());
+            out.push_str(&format!(
+                "        ({rel:?}, include_bytes!({:?})),\n",
+                abs.display().to_string()
+            ));
+        }
+        out.push_str("    ]),\n");
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("examples.rs");
+    std::fs::write(dest, out).unwrap();
+}
+
 fn main() {
     println!("cargo::rerun-if-changed=tests/npm/package-lock.json");
+    embed_examples();
     emit(&[
         ("have_py_mcp", python_has("mcp")),
         ("have_py_openai", python_has("openai")),

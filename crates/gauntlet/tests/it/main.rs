@@ -15,6 +15,7 @@ mod export;
 mod faults;
 mod frameworks;
 mod gates;
+mod init;
 mod isolation;
 mod judge;
 mod online;
