@@ -312,6 +312,12 @@ impl Catalog {
         runs.values().map(|(_, run)| run.clone()).collect()
     }
 
+    /// The run `run_id` if it was found at the last scan (no scan made).
+    pub fn known(&self, run_id: &str) -> Option<Arc<Mutex<Run>>> {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(run_id).map(|(_, run)| run.clone())
+    }
+
     /// The run `run_id` (found again when it is not known yet).
     pub fn run(&self, run_id: &str) -> Option<Arc<Mutex<Run>>> {
         let known = self

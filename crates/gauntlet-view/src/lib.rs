@@ -299,24 +299,29 @@ fn lock(run: &Mutex<Run>) -> std::sync::MutexGuard<'_, Run> {
     run.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The run `run_id`, or the newest run named so (`gauntlet run --name`).
+/// The run `run_id`, or the newest run named so (`gauntlet run --name`): among the runs known
+/// first, then among those a new scan finds.
 fn find(s: &Shared, run_id: &str) -> Result<Arc<Mutex<Run>>, ViewError> {
-    if let Some(run) = s.catalog.run(run_id) {
-        return Ok(run);
-    }
+    let named = || {
+        s.catalog
+            .runs()
+            .into_iter()
+            .filter_map(|run| {
+                let key = {
+                    let r = lock(&run);
+                    (r.header.name.as_deref() == Some(run_id))
+                        .then(|| (r.header.started_at.clone(), r.header.run_id.clone()))
+                };
+                key.map(|k| (k, run))
+            })
+            .max_by(|(a, _), (b, _)| a.cmp(b))
+            .map(|(_, run)| run)
+    };
     s.catalog
-        .runs()
-        .into_iter()
-        .filter_map(|run| {
-            let key = {
-                let r = lock(&run);
-                (r.header.name.as_deref() == Some(run_id))
-                    .then(|| (r.header.started_at.clone(), r.header.run_id.clone()))
-            };
-            key.map(|k| (k, run))
-        })
-        .max_by(|(a, _), (b, _)| a.cmp(b))
-        .map(|(_, run)| run)
+        .known(run_id)
+        .or_else(named)
+        .or_else(|| s.catalog.run(run_id))
+        .or_else(named)
         .ok_or_else(|| {
             ViewError::NotFound(format!(
                 "no run with the id or name `{run_id}` under the folders viewed"
