@@ -74,8 +74,13 @@
 
   // Routes -------------------------------------------------------------------------------------
 
+  // The current page's keys (the trajectory page's j and k), replaced on each route.
+  var keys = null;
+  document.addEventListener("keydown", function (ev) { if (keys) { keys(ev); } });
+
   function route() {
     if (timer) { clearInterval(timer); timer = null; }
+    keys = null;
     var parts = location.hash.replace(/^#\/?/, "").split("/").map(function (p) {
       try { return decodeURIComponent(p); } catch (e) { return p; }
     });
@@ -307,8 +312,27 @@
   function trialPage(id, caseId, epoch) {
     api("/api/runs/" + enc(id) + "/trial?case=" + enc(caseId) + "&epoch=" + enc(epoch)).then(function (t) {
       var c = t.case;
+      var nav = el("span", { class: "review-nav", id: "review-nav" });
+      // The run's failing trials in turn: the previous and the next one (keys k and j).
+      api("/api/runs/" + enc(id) + "/trials?status=failed&limit=1000").then(function (page) {
+        var items = page.trials.map(function (x) { return [x.case_id, x.epoch]; });
+        var here = items.findIndex(function (x) { return x[0] === caseId && String(x[1]) === String(epoch); });
+        var to = function (x) { return "#/trial/" + enc(id) + "/" + enc(x[0]) + "/" + x[1]; };
+        var prev = here > 0 ? items[here - 1] : here < 0 && items.length ? items[items.length - 1] : null;
+        var next = here >= 0 ? items[here + 1] : items[0];
+        nav.replaceChildren(
+          prev ? el("a", { href: to(prev), id: "prev-failed", title: "k" }, "‹ previous failed") : el("span", { class: "muted" }, "‹ previous failed"),
+          el("span", { class: "muted" }, here >= 0 ? " · " + (here + 1) + " of " + items.length + " failed · " : " · " + items.length + " failed · "),
+          next ? el("a", { href: to(next), id: "next-failed", title: "j" }, "next failed ›") : el("span", { class: "muted" }, "next failed ›"));
+        keys = function (ev) {
+          if (ev.target && /INPUT|SELECT|TEXTAREA/.test(ev.target.tagName)) { return; }
+          if (location.hash.indexOf("#/trial/") !== 0) { return; }
+          if (ev.key === "j" && next) { location.hash = to(next); }
+          if (ev.key === "k" && prev) { location.hash = to(prev); }
+        };
+      }).catch(function () {});
       show(
-        el("p", { class: "crumbs" }, link("#/run/" + enc(id), "‹ " + (t.run ? t.run.suite + " · " : "") + runName(t.run, id))),
+        el("p", { class: "crumbs" }, link("#/run/" + enc(id), "‹ " + (t.run ? t.run.suite + " · " : "") + runName(t.run, id)), nav),
         el("h1", { class: "trial-title" }, caseId + "#" + epoch, " ", el("span", { class: "pill " + t.status }, t.status),
           el("span", { class: "muted small" }, " " + (t.trajectory.events.length) + " events · " + fmt(t.duration_ms, 0) + " ms")),
         c && c.changed_since_run ? el("p", { class: "muted", id: "case-changed" }, "The suite's cases changed since this run: the case panel shows the case as it is now.") : null,

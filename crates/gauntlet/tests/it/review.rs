@@ -169,6 +169,20 @@ fn a_trial_reads_as_a_conversation_with_its_verdicts_and_diff_and_flipped_cases_
         r["flagged"].as_u64().unwrap() >= 1,
         "no entry carries its failing verdict: {r}"
     );
+    // `j` opens the next failing trial.
+    assert!(
+        r["failed_position"].as_str().unwrap().contains(" failed"),
+        "{r}"
+    );
+    let next = r["after_j"].as_str().unwrap();
+    assert!(
+        flips.iter().any(|f| next.starts_with(&format!(
+            "{}#{}",
+            f["case_id"].as_str().unwrap(),
+            f["epoch"]
+        ))),
+        "{next} is not another failing trial"
+    );
     // The case beside it, with the file it came from.
     assert!(
         r["case_file"].as_str().unwrap().ends_with(".yaml"),

@@ -96,6 +96,13 @@ with sync_playwright() as p:
     out["flagged"] = page.locator("li.rv-entry.flagged").count()
     page.screenshot(path=os.path.join(shots, "trajectory.png"), full_page=False)
     page.screenshot(path=os.path.join(shots, "trajectory-full.png"), full_page=True)
+    # The next failing trial is a key away.
+    page.wait_for_selector("#next-failed, #prev-failed")
+    out["failed_position"] = page.inner_text("#review-nav")
+    page.keyboard.press("j")
+    page.wait_for_function("(t) => document.querySelector('h1') && !document.querySelector('h1').textContent.startsWith(t)", arg=f"{case_id}#{epoch}")
+    page.wait_for_selector("ol.rv-transcript li.rv-entry")
+    out["after_j"] = page.inner_text("h1")
 
     # The two runs compared: flipped cases first; a row opens both trajectories side by side.
     page.goto(url + f"#/compare/{q(a)}/{q(b)}")
