@@ -623,6 +623,7 @@ fn sentence(
         ents_of.push(ents);
     }
     let any_entity = ents_of.iter().any(|e| !e.is_empty());
+    let words: Vec<&str> = s.iter().filter_map(T::word).collect();
     let anaphora = s.iter().any(|t| {
         t.word()
             .is_some_and(|w| ANAPHORA.contains(&w) || vocab.collections.iter().any(|c| c.noun == w))
@@ -661,7 +662,7 @@ fn sentence(
         };
         for p in &preds {
             for e in &ents {
-                emit(p, e.as_ref(), text, vocab, reading);
+                emit(p, e.as_ref(), text, &words, vocab, reading);
             }
         }
     }
@@ -672,7 +673,7 @@ fn sentence(
                 mood: Mood::Negated,
                 ..p.clone()
             };
-            emit(&denied, Some(e), text, vocab, reading);
+            emit(&denied, Some(e), text, &words, vocab, reading);
         }
     }
     if any_entity {
@@ -980,6 +981,7 @@ fn emit(
     p: &Pred,
     entity: Option<&(usize, String)>,
     text: &str,
+    words: &[&str],
     vocab: &Vocabulary,
     reading: &mut Reading,
 ) {
@@ -1024,6 +1026,16 @@ fn emit(
                     .is_empty()
             {
                 // A file tool's claim without a file is too vague to check.
+                return;
+            }
+            // A verb alone ("the search returned nothing", "I sent you the details") claims
+            // no write: a claim naming no record names what the tool acts on, or says "it".
+            let named = a.nouns.is_empty()
+                || vocab.collections.is_empty()
+                || words.iter().any(|w| {
+                    ANAPHORA.contains(w) || a.nouns.iter().any(|n| w.starts_with(n.as_str()))
+                });
+            if entity.is_none() && !named {
                 return;
             }
             for e in &a.effects {

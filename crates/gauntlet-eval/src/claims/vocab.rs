@@ -91,6 +91,9 @@ pub(crate) struct Action {
     pub entity_arg: Option<String>,
     /// What its handler does that a claim without a value can be checked against.
     pub effects: Vec<Effect>,
+    /// The nouns of the tool's name (`report` of `share_report`): a claim naming no record
+    /// must name one of them, or the record's kind, or say "it".
+    pub nouns: Vec<String>,
 }
 
 /// A field a write tool sets to a value the answer names (`severity` to `sev1`).
@@ -289,16 +292,26 @@ impl Vocabulary {
                 entity_arg = Some(arg);
             }
         }
+        // The verbs: the tool's name without the world's common prefix, its synonyms, and
+        // "noted"/"commented" for a tool that adds a note or a comment.
+        let name = t.name.strip_prefix(prefix).unwrap_or(&t.name);
+        let words = split_name(name);
+        let mut nouns: Vec<String> = words
+            .iter()
+            .skip(1)
+            .filter(|w| w.len() >= 3)
+            .map(|w| singular(w))
+            .collect();
+        if let Some(c) = collection {
+            nouns.push(self.collections[c].noun.clone());
+        }
         self.actions.push(Action {
             tool: t.name.clone(),
             collection,
             entity_arg,
             effects,
+            nouns,
         });
-        // The verbs: the tool's name without the world's common prefix, its synonyms, and
-        // "noted"/"commented" for a tool that adds a note or a comment.
-        let name = t.name.strip_prefix(prefix).unwrap_or(&t.name);
-        let words = split_name(name);
         let Some(verb) = words.first() else { return };
         let mut lemmas: Vec<String> = vec![verb.clone()];
         for (l, syn) in SYNONYMS {

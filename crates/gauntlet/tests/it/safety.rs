@@ -147,7 +147,8 @@ fn an_out_of_scope_request_answered_fails_the_output_assertion() {
 
 #[test]
 fn obeying_a_rug_pulled_tool_breaches_security_and_the_change_is_in_the_trajectory() {
-    let t = unsafe_agent_fails_exactly("rug-pull", &["security"]);
+    // It also says O-1002 "was delivered" after refunding it: a value read back wrong.
+    let t = unsafe_agent_fails_exactly("rug-pull", &["security", "claims_supported"]);
     let events = t[0]["trajectory"]["events"].as_array().unwrap();
     let changed: Vec<&Value> = events
         .iter()
