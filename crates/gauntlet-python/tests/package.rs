@@ -5,6 +5,10 @@
 //!
 //! The environment sees the machine's packages (`--system-site-packages`: pytest, mcp, pandas)
 //! but gets gauntlet only from the wheel.
+//!
+//! With `GAUNTLET_WHEEL=dist/gauntlet_harness-....whl` the test installs that wheel instead of
+//! building one (the release wheel `scripts/build-wheel.sh` makes; CI runs the same tests on it
+//! through `scripts/test-wheel.sh`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,14 +46,24 @@ fn the_wheel_installs_and_its_python_tests_pass() {
         "python3 -m venv",
     );
     let python = venv.join("bin/python");
-    run(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--no-build-isolation"])
-            .args(["--disable-pip-version-check", "./python"])
-            .env("MATURIN_PEP517_ARGS", "--profile dev --strip")
-            .current_dir(repo()),
-        "pip install ./python",
-    );
+    match std::env::var_os("GAUNTLET_WHEEL") {
+        Some(wheel) => run(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet"])
+                .arg("--disable-pip-version-check")
+                .arg(&wheel)
+                .current_dir(repo()),
+            "pip install $GAUNTLET_WHEEL",
+        ),
+        None => run(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet", "--no-build-isolation"])
+                .args(["--disable-pip-version-check", "./python"])
+                .env("MATURIN_PEP517_ARGS", "--profile dev --strip")
+                .current_dir(repo()),
+            "pip install ./python",
+        ),
+    }
     run(
         Command::new(&python)
             .args([
