@@ -124,7 +124,8 @@ pub struct Mismatch {
     pub actual: Value,
 }
 
-/// An evaluator's verdict, as read beside the conversation.
+/// An evaluator's verdict, as read beside the conversation (its details stay on the score: the
+/// reason says them in words, and the report carries each trial's review in its page).
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
     /// The evaluator.
@@ -143,8 +144,6 @@ pub struct Verdict {
     pub events: Vec<usize>,
     /// The transcript entries showing those events.
     pub entries: Vec<usize>,
-    /// The evaluator's details.
-    pub details: Value,
 }
 
 /// The case as its author wrote it, beside its trial.
@@ -227,7 +226,6 @@ fn verdict(s: &Score) -> Verdict {
         reason: s.reason.clone(),
         events: s.events.clone(),
         entries: Vec::new(),
-        details: s.details.clone(),
     }
 }
 
