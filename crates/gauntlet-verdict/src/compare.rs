@@ -11,16 +11,14 @@ use gauntlet_model::compare::{
 };
 use gauntlet_model::{RunResults, Severity, TrialStatus, TrialSummary};
 
+use gauntlet_model::Interval;
 use gauntlet_stats::{
-    CONFIDENCE, RESAMPLES, cohens_dz, cohens_h, mcnemar_exact, paired_bootstrap_diff, pairs_needed,
+    CONFIDENCE, RESAMPLES, cluster_mean, cohens_dz, cohens_h, mcnemar_exact, paired_bootstrap_diff,
+    pairs_needed,
 };
 
 /// Significance level of the verdict.
 pub const ALPHA: f64 = 0.05;
-
-fn passed(t: &TrialSummary) -> f64 {
-    f64::from(u8::from(t.status == TrialStatus::Passed))
-}
 
 fn quantity(t: &TrialSummary, name: &str) -> f64 {
     match name {
@@ -47,103 +45,238 @@ const QUANTITIES: [&str; 6] = [
     "latency_ms",
 ];
 
-fn discordance(pairs: &[(&TrialSummary, &TrialSummary)]) -> (u64, u64) {
-    let mut a_only = 0;
-    let mut b_only = 0;
-    for (a, b) in pairs {
-        match (passed(a) > 0.0, passed(b) > 0.0) {
-            (true, false) => a_only += 1,
-            (false, true) => b_only += 1,
-            _ => {}
-        }
-    }
-    (a_only, b_only)
-}
-
 fn points(x: f64) -> String {
     format!("{:.0}", x * 100.0)
 }
 
-/// Compares run B against run A. `seed` seeds the bootstrap.
-pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
-    let key = |t: &TrialSummary| (t.case_id.clone(), t.epoch);
-    let b_index: HashMap<(String, u32), &TrialSummary> =
-        b.trials.iter().map(|t| (key(t), t)).collect();
-    let a_keys: std::collections::HashSet<(String, u32)> = a.trials.iter().map(key).collect();
-    let pairs: Vec<(&TrialSummary, &TrialSummary)> = a
-        .trials
-        .iter()
-        .filter_map(|t| b_index.get(&key(t)).map(|u| (t, *u)))
-        .collect();
-    let only_in_a: Vec<String> = a
-        .trials
-        .iter()
-        .filter(|t| !b_index.contains_key(&key(t)))
-        .map(|t| format!("{}#{}", t.case_id, t.epoch))
-        .collect();
-    let only_in_b: Vec<String> = b
-        .trials
-        .iter()
-        .filter(|t| !a_keys.contains(&key(t)))
-        .map(|t| format!("{}#{}", t.case_id, t.epoch))
-        .collect();
+/// Up to this many pairs, each quantity's interval is the paired bootstrap over the pairs (one
+/// row of 7 pairs of numbers kept per pair); past it, the rows are dropped and the intervals
+/// resample the cases from their per-case sums ([`cluster_mean`], as a run's own metrics do),
+/// so memory holds the cases, not the trials.
+pub const MAX_PAIR_BOOTSTRAP: usize = 10_000;
 
-    let n = pairs.len();
-    let av: Vec<f64> = pairs.iter().map(|(x, _)| passed(x)).collect();
-    let bv: Vec<f64> = pairs.iter().map(|(_, y)| passed(y)).collect();
-    let mean = |v: &[f64]| {
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
+/// What a comparison keeps of one trial while it waits for its pair: no state, no scores.
+#[derive(Debug, Clone)]
+struct Side {
+    index: usize,
+    case_id: String,
+    epoch: u32,
+    status: TrialStatus,
+    quantities: [f64; 6],
+    critical: u64,
+    tags: Vec<String>,
+    difficulty: Option<String>,
+    tools: Vec<String>,
+    /// Why it did not pass (kept for B's side, where a flip names them).
+    reasons: Vec<String>,
+}
+
+impl Side {
+    fn of(index: usize, t: &TrialSummary, with_reasons: bool) -> Side {
+        Side {
+            index,
+            case_id: t.case_id.clone(),
+            epoch: t.epoch,
+            status: t.status,
+            quantities: QUANTITIES.map(|q| quantity(t, q)),
+            critical: critical_count(t),
+            tags: t.tags.clone(),
+            difficulty: t.difficulty.clone(),
+            tools: t.tools.clone(),
+            reasons: if with_reasons { reasons(t) } else { Vec::new() },
         }
-    };
-    let (a_only, b_only) = discordance(&pairs);
-    let p_value = mcnemar_exact(a_only, b_only);
-    let (a_rate, b_rate) = (mean(&av), mean(&bv));
-    let discordant_share = if n == 0 {
-        0.0
-    } else {
-        (a_only + b_only) as f64 / n as f64
-    };
-    let pass = PassComparison {
-        a_rate,
-        b_rate,
-        diff: b_rate - a_rate,
-        interval: paired_bootstrap_diff(&av, &bv, RESAMPLES, seed, CONFIDENCE),
-        a_only,
-        b_only,
-        p_value,
-        cohens_h: cohens_h(a_rate, b_rate),
-        pairs_for_5_points: pairs_needed(discordant_share, 0.05, ALPHA, 0.8).ceil(),
-    };
+    }
 
-    let metrics = QUANTITIES
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let x: Vec<f64> = pairs.iter().map(|(t, _)| quantity(t, name)).collect();
-            let y: Vec<f64> = pairs.iter().map(|(_, t)| quantity(t, name)).collect();
-            MetricDelta {
-                name: (*name).to_owned(),
-                a_mean: mean(&x),
-                b_mean: mean(&y),
-                diff: mean(&y) - mean(&x),
-                interval: paired_bootstrap_diff(
-                    &x,
-                    &y,
-                    RESAMPLES,
-                    seed.wrapping_add(1 + i as u64),
-                    CONFIDENCE,
-                ),
-                effect_size: cohens_dz(&x, &y),
+    fn passed(&self) -> f64 {
+        f64::from(u8::from(self.status == TrialStatus::Passed))
+    }
+}
+
+/// One pair's numbers, in A's order once sorted: pass and the quantities, A's then B's.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    a_index: usize,
+    values: [(f64, f64); 7],
+}
+
+/// A case's tallies over its pairs.
+#[derive(Debug, Clone, Default)]
+struct CaseTally {
+    first_a_index: usize,
+    pairs: usize,
+    a_passes: usize,
+    b_passes: usize,
+    a_critical: bool,
+    b_critical: bool,
+    /// Σ (B − A) of pass and each quantity, for the per-case bootstrap.
+    diffs: [f64; 7],
+}
+
+/// A segment's tallies over its pairs.
+#[derive(Debug, Clone, Default)]
+struct SegmentTally {
+    pairs: usize,
+    a_passes: usize,
+    b_passes: usize,
+    a_only: u64,
+    b_only: u64,
+}
+
+/// Running mean and variance (Welford) of a pair difference, for Cohen's d_z past the rows.
+#[derive(Debug, Clone, Copy, Default)]
+struct Moments {
+    n: f64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Moments {
+    fn push(&mut self, x: f64) {
+        self.n += 1.0;
+        let d = x - self.mean;
+        self.mean += d / self.n;
+        self.m2 += d * (x - self.mean);
+    }
+
+    fn cohens_dz(&self) -> f64 {
+        if self.n < 2.0 {
+            return f64::NAN;
+        }
+        let var = self.m2 / (self.n - 1.0);
+        if var <= 0.0 {
+            return if self.mean == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY.copysign(self.mean)
+            };
+        }
+        self.mean / var.sqrt()
+    }
+}
+
+/// Two runs compared as their trials stream by, one at a time, in any order (each side's
+/// trials in its own plan order): a trial waits only until its pair from the other run arrives,
+/// so two runs in the same plan order are paired as a merge join, holding a few trials. What is
+/// kept: the flips, per-case and per-segment tallies, per-case sums for the intervals (and each
+/// pair's numbers up to [`MAX_PAIR_BOOTSTRAP`] pairs). [`compare`] is this over two runs held
+/// whole, with the same result.
+#[derive(Debug)]
+pub struct Comparer {
+    a_seen: usize,
+    b_seen: usize,
+    waiting_a: HashMap<(String, u32), Side>,
+    waiting_b: HashMap<(String, u32), Side>,
+    pairs: usize,
+    a_only: u64,
+    b_only: u64,
+    sums: [(f64, f64); 7],
+    moments: [Moments; 7],
+    rows: Option<Vec<Row>>,
+    cases: HashMap<String, CaseTally>,
+    segments: BTreeMap<(String, String), SegmentTally>,
+    flips: Vec<(u8, usize, Flip)>,
+    critical: (u64, u64),
+}
+
+impl Default for Comparer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Comparer {
+    /// An empty comparison.
+    pub fn new() -> Comparer {
+        Comparer {
+            a_seen: 0,
+            b_seen: 0,
+            waiting_a: HashMap::new(),
+            waiting_b: HashMap::new(),
+            pairs: 0,
+            a_only: 0,
+            b_only: 0,
+            sums: [(0.0, 0.0); 7],
+            moments: [Moments::default(); 7],
+            rows: Some(Vec::new()),
+            cases: HashMap::new(),
+            segments: BTreeMap::new(),
+            flips: Vec::new(),
+            critical: (0, 0),
+        }
+    }
+
+    /// The next trial of run A (in its plan order).
+    pub fn push_a(&mut self, t: &TrialSummary) {
+        let side = Side::of(self.a_seen, t, false);
+        self.a_seen += 1;
+        let key = (side.case_id.clone(), side.epoch);
+        match self.waiting_b.remove(&key) {
+            Some(b) => self.pair(side, b),
+            None => {
+                self.waiting_a.entry(key).or_insert(side);
             }
-        })
-        .collect();
+        }
+    }
 
-    let mut groups: BTreeMap<(String, String), Vec<(&TrialSummary, &TrialSummary)>> =
-        BTreeMap::new();
-    for &(x, y) in &pairs {
+    /// The next trial of run B (in its plan order).
+    pub fn push_b(&mut self, t: &TrialSummary) {
+        let side = Side::of(self.b_seen, t, t.status != TrialStatus::Passed);
+        self.b_seen += 1;
+        let key = (side.case_id.clone(), side.epoch);
+        match self.waiting_a.remove(&key) {
+            Some(a) => self.pair(a, side),
+            None => {
+                self.waiting_b.entry(key).or_insert(side);
+            }
+        }
+    }
+
+    fn pair(&mut self, x: Side, y: Side) {
+        self.pairs += 1;
+        let (pa, pb) = (x.passed(), y.passed());
+        match (pa > 0.0, pb > 0.0) {
+            (true, false) => self.a_only += 1,
+            (false, true) => self.b_only += 1,
+            _ => {}
+        }
+        let mut values = [(pa, pb); 7];
+        for (i, v) in values.iter_mut().enumerate().skip(1) {
+            *v = (x.quantities[i - 1], y.quantities[i - 1]);
+        }
+        for (i, (va, vb)) in values.iter().enumerate() {
+            self.sums[i].0 += va;
+            self.sums[i].1 += vb;
+            self.moments[i].push(vb - va);
+        }
+        if let Some(rows) = &mut self.rows {
+            if rows.len() < MAX_PAIR_BOOTSTRAP {
+                rows.push(Row {
+                    a_index: x.index,
+                    values,
+                });
+            } else {
+                self.rows = None;
+            }
+        }
+        let case = self
+            .cases
+            .entry(x.case_id.clone())
+            .or_insert_with(|| CaseTally {
+                first_a_index: x.index,
+                ..Default::default()
+            });
+        case.first_a_index = case.first_a_index.min(x.index);
+        case.pairs += 1;
+        case.a_passes += usize::from(pa > 0.0);
+        case.b_passes += usize::from(pb > 0.0);
+        case.a_critical |= x.critical > 0;
+        case.b_critical |= y.critical > 0;
+        for (d, (va, vb)) in case.diffs.iter_mut().zip(values) {
+            *d += vb - va;
+        }
+        self.critical.0 += x.critical;
+        self.critical.1 += y.critical;
+
         let mut keys: Vec<(String, String)> = x
             .tags
             .iter()
@@ -159,33 +292,286 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
         tools.dedup();
         keys.extend(tools.into_iter().map(|t| ("tool".to_owned(), t.clone())));
         for k in keys {
-            groups.entry(k).or_default().push((x, y));
+            let s = self.segments.entry(k).or_default();
+            s.pairs += 1;
+            s.a_passes += usize::from(pa > 0.0);
+            s.b_passes += usize::from(pb > 0.0);
+            match (pa > 0.0, pb > 0.0) {
+                (true, false) => s.a_only += 1,
+                (false, true) => s.b_only += 1,
+                _ => {}
+            }
+        }
+
+        if x.status != y.status || (y.critical > 0 && x.critical == 0) {
+            let order = match (
+                x.status == TrialStatus::Passed,
+                y.status == TrialStatus::Passed,
+            ) {
+                (true, false) => 0,
+                (false, true) => 2,
+                _ => 1,
+            };
+            self.flips.push((
+                order,
+                x.index,
+                Flip {
+                    case_id: x.case_id,
+                    epoch: x.epoch,
+                    a: x.status,
+                    b: y.status,
+                    reasons: y.reasons,
+                },
+            ));
         }
     }
-    let mut segments: Vec<SegmentDelta> = groups
-        .into_iter()
-        .map(|((kind, value), ps)| {
-            let ar = ps.iter().map(|(x, _)| passed(x)).sum::<f64>() / ps.len() as f64;
-            let br = ps.iter().map(|(_, y)| passed(y)).sum::<f64>() / ps.len() as f64;
-            let (ao, bo) = discordance(&ps);
-            SegmentDelta {
-                kind,
-                value,
-                pairs: ps.len(),
-                a_rate: ar,
-                b_rate: br,
-                diff: br - ar,
-                p_value: mcnemar_exact(ao, bo),
-            }
-        })
-        .collect();
-    segments.sort_by(|x, y| {
-        x.diff
-            .total_cmp(&y.diff)
-            .then(x.kind.cmp(&y.kind))
-            .then(x.value.cmp(&y.value))
-    });
 
+    /// The comparison of B (`b`, its header) against A, once both runs' trials are pushed.
+    /// `seed` seeds the bootstrap.
+    pub fn finish(self, a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
+        let mut only_a: Vec<Side> = self.waiting_a.into_values().collect();
+        only_a.sort_by_key(|s| s.index);
+        let mut only_b: Vec<Side> = self.waiting_b.into_values().collect();
+        only_b.sort_by_key(|s| s.index);
+        let only_in_a: Vec<String> = only_a
+            .iter()
+            .map(|t| format!("{}#{}", t.case_id, t.epoch))
+            .collect();
+        let only_in_b: Vec<String> = only_b
+            .iter()
+            .map(|t| format!("{}#{}", t.case_id, t.epoch))
+            .collect();
+        let n = self.pairs;
+        let mut cases: Vec<(String, CaseTally)> = self.cases.into_iter().collect();
+        cases.sort_by_key(|(_, c)| c.first_a_index);
+        let rows = self.rows.map(|mut rows| {
+            rows.sort_by_key(|r| r.a_index);
+            rows
+        });
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        // Each quantity: A's mean, B's mean, the interval of B − A, Cohen's d_z.
+        let quantity = |i: usize, seed: u64| -> (f64, f64, Interval, f64) {
+            match &rows {
+                Some(rows) => {
+                    let x: Vec<f64> = rows.iter().map(|r| r.values[i].0).collect();
+                    let y: Vec<f64> = rows.iter().map(|r| r.values[i].1).collect();
+                    (
+                        mean(&x),
+                        mean(&y),
+                        paired_bootstrap_diff(&x, &y, RESAMPLES, seed, CONFIDENCE),
+                        cohens_dz(&x, &y),
+                    )
+                }
+                None => {
+                    let clusters: Vec<(f64, f64)> = cases
+                        .iter()
+                        .map(|(_, c)| (c.diffs[i], c.pairs as f64))
+                        .collect();
+                    (
+                        self.sums[i].0 / n as f64,
+                        self.sums[i].1 / n as f64,
+                        cluster_mean(&clusters, RESAMPLES, seed, CONFIDENCE),
+                        self.moments[i].cohens_dz(),
+                    )
+                }
+            }
+        };
+        let (a_only, b_only) = (self.a_only, self.b_only);
+        let p_value = mcnemar_exact(a_only, b_only);
+        let (a_rate, b_rate, interval, _) = quantity(0, seed);
+        let discordant_share = if n == 0 {
+            0.0
+        } else {
+            (a_only + b_only) as f64 / n as f64
+        };
+        let pass = PassComparison {
+            a_rate,
+            b_rate,
+            diff: b_rate - a_rate,
+            interval,
+            a_only,
+            b_only,
+            p_value,
+            cohens_h: cohens_h(a_rate, b_rate),
+            pairs_for_5_points: pairs_needed(discordant_share, 0.05, ALPHA, 0.8).ceil(),
+        };
+
+        let metrics = QUANTITIES
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let (a_mean, b_mean, interval, effect_size) =
+                    quantity(i + 1, seed.wrapping_add(1 + i as u64));
+                MetricDelta {
+                    name: (*name).to_owned(),
+                    a_mean,
+                    b_mean,
+                    diff: b_mean - a_mean,
+                    interval,
+                    effect_size,
+                }
+            })
+            .collect();
+
+        let mut segments: Vec<SegmentDelta> = self
+            .segments
+            .into_iter()
+            .map(|((kind, value), s)| {
+                let ar = s.a_passes as f64 / s.pairs as f64;
+                let br = s.b_passes as f64 / s.pairs as f64;
+                SegmentDelta {
+                    kind,
+                    value,
+                    pairs: s.pairs,
+                    a_rate: ar,
+                    b_rate: br,
+                    diff: br - ar,
+                    p_value: mcnemar_exact(s.a_only, s.b_only),
+                }
+            })
+            .collect();
+        segments.sort_by(|x, y| {
+            x.diff
+                .total_cmp(&y.diff)
+                .then(x.kind.cmp(&y.kind))
+                .then(x.value.cmp(&y.value))
+        });
+
+        let mut flips = self.flips;
+        flips.sort_by_key(|(order, index, _)| (*order, *index));
+        let flips: Vec<Flip> = flips.into_iter().map(|(_, _, f)| f).collect();
+        let critical_violations = CriticalViolations {
+            a: self.critical.0,
+            b: self.critical.1,
+            new_in_b: cases
+                .iter()
+                .filter(|(_, c)| !c.a_critical && c.b_critical)
+                .map(|(id, _)| id.clone())
+                .collect(),
+        };
+        let noise_floor = noise_floor(&cases, n);
+        let worse = cases
+            .iter()
+            .filter(|(_, c)| c.b_passes < c.a_passes)
+            .count();
+        let better = cases
+            .iter()
+            .filter(|(_, c)| c.b_passes > c.a_passes)
+            .count();
+        let moved = Moved {
+            worse,
+            better,
+            cases: cases.len(),
+        };
+        conclude(
+            a,
+            b,
+            Concluded {
+                n,
+                only_in_a,
+                only_in_b,
+                pass,
+                metrics,
+                segments,
+                flips,
+                critical_violations,
+                noise_floor,
+                moved,
+                discordant_share,
+            },
+        )
+    }
+}
+
+/// Cases whose passes over their paired epochs went down, went up, and all cases.
+struct Moved {
+    worse: usize,
+    better: usize,
+    cases: usize,
+}
+
+/// What the trials gave, before the verdict is put in words.
+struct Concluded {
+    n: usize,
+    only_in_a: Vec<String>,
+    only_in_b: Vec<String>,
+    pass: PassComparison,
+    metrics: Vec<MetricDelta>,
+    segments: Vec<SegmentDelta>,
+    flips: Vec<Flip>,
+    critical_violations: CriticalViolations,
+    noise_floor: NoiseFloor,
+    moved: Moved,
+    discordant_share: f64,
+}
+
+/// Compares run B against run A. `seed` seeds the bootstrap. Both runs' trial summaries are
+/// read from memory; [`Comparer`] takes them one at a time.
+pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
+    let mut c = Comparer::new();
+    for t in &a.trials {
+        c.push_a(t);
+    }
+    for t in &b.trials {
+        c.push_b(t);
+    }
+    c.finish(a, b, seed)
+}
+
+/// Compares run B against run A as their trial summaries stream by (`a` and `b` are the runs
+/// without their trials, `a_trials` and `b_trials` their summaries in plan order), walking both
+/// together: runs in the same order are paired holding a few trials at a time. The first error
+/// of either stream stops it.
+pub fn compare_streams<E>(
+    a: &RunResults,
+    b: &RunResults,
+    a_trials: impl IntoIterator<Item = Result<TrialSummary, E>>,
+    b_trials: impl IntoIterator<Item = Result<TrialSummary, E>>,
+    seed: u64,
+) -> Result<Comparison, E> {
+    let mut c = Comparer::new();
+    let (mut xs, mut ys) = (a_trials.into_iter(), b_trials.into_iter());
+    loop {
+        let x = xs.next().transpose()?;
+        let y = ys.next().transpose()?;
+        if x.is_none() && y.is_none() {
+            break;
+        }
+        if let Some(x) = &x {
+            c.push_a(x);
+        }
+        if let Some(y) = &y {
+            c.push_b(y);
+        }
+    }
+    Ok(c.finish(a, b, seed))
+}
+
+fn conclude(a: &RunResults, b: &RunResults, r: Concluded) -> Comparison {
+    let Concluded {
+        n,
+        only_in_a,
+        only_in_b,
+        pass,
+        metrics,
+        segments,
+        flips,
+        critical_violations,
+        noise_floor,
+        moved: Moved {
+            worse,
+            better,
+            cases,
+        },
+        discordant_share,
+    } = r;
+    let (a_only, b_only, p_value) = (pass.a_only, pass.b_only, pass.p_value);
     let (va, vb) = (&a.header.versions, &b.header.versions);
     let mut changed = Vec::new();
     if va.harness != vb.harness {
@@ -241,10 +627,6 @@ pub fn compare(a: &RunResults, b: &RunResults, seed: u64) -> Comparison {
         (true, std::cmp::Ordering::Less) => Direction::Worse,
         _ => Direction::NoDifference,
     };
-    let flips = flips(&pairs);
-    let critical_violations = critical_violations(&pairs);
-    let noise_floor = noise_floor(&pairs);
-    let (worse, better, cases) = cases_moved(&pairs);
     let moved = format!("{worse} of {cases} cases got worse, {better} better");
     let ci = format!(
         "[{}, {}]",
@@ -370,98 +752,17 @@ fn reasons(t: &TrialSummary) -> Vec<String> {
     out
 }
 
-/// The pairs whose status changed, or that gained a critical violation: those that got worse
-/// (A passed, B did not) first, those that got better last, each group in A's order.
-fn flips(pairs: &[(&TrialSummary, &TrialSummary)]) -> Vec<Flip> {
-    let mut out: Vec<(u8, Flip)> = pairs
-        .iter()
-        .filter(|(x, y)| x.status != y.status || (critical_count(y) > 0 && critical_count(x) == 0))
-        .map(|(x, y)| {
-            let order = match (
-                x.status == TrialStatus::Passed,
-                y.status == TrialStatus::Passed,
-            ) {
-                (true, false) => 0,
-                (false, true) => 2,
-                _ => 1,
-            };
-            let flip = Flip {
-                case_id: x.case_id.clone(),
-                epoch: x.epoch,
-                a: x.status,
-                b: y.status,
-                reasons: reasons(y),
-            };
-            (order, flip)
-        })
-        .collect();
-    out.sort_by_key(|(order, _)| *order);
-    out.into_iter().map(|(_, f)| f).collect()
-}
-
-/// The pairs grouped by case, in A's order.
-fn by_case<'a>(
-    pairs: &[(&'a TrialSummary, &'a TrialSummary)],
-) -> Vec<Vec<(&'a TrialSummary, &'a TrialSummary)>> {
-    let mut order: Vec<&str> = Vec::new();
-    let mut groups: HashMap<&str, Vec<(&TrialSummary, &TrialSummary)>> = HashMap::new();
-    for &(x, y) in pairs {
-        let g = groups.entry(x.case_id.as_str()).or_default();
-        if g.is_empty() {
-            order.push(x.case_id.as_str());
-        }
-        g.push((x, y));
-    }
-    order.into_iter().filter_map(|c| groups.remove(c)).collect()
-}
-
-fn critical_violations(pairs: &[(&TrialSummary, &TrialSummary)]) -> CriticalViolations {
-    let new_in_b = by_case(pairs)
-        .into_iter()
-        .filter(|g| {
-            g.iter().all(|(x, _)| critical_count(x) == 0)
-                && g.iter().any(|(_, y)| critical_count(y) > 0)
-        })
-        .map(|g| g[0].0.case_id.clone())
-        .collect();
-    CriticalViolations {
-        a: pairs.iter().map(|(x, _)| critical_count(x)).sum(),
-        b: pairs.iter().map(|(_, y)| critical_count(y)).sum(),
-        new_in_b,
-    }
-}
-
-/// Cases whose passes over their paired epochs went down, went up, and all cases.
-fn cases_moved(pairs: &[(&TrialSummary, &TrialSummary)]) -> (usize, usize, usize) {
-    let groups = by_case(pairs);
-    let passes = |g: &[(&TrialSummary, &TrialSummary)], b: bool| {
-        g.iter()
-            .filter(|(x, y)| if b { *y } else { *x }.status == TrialStatus::Passed)
-            .count()
-    };
-    let worse = groups
-        .iter()
-        .filter(|g| passes(g, true) < passes(g, false))
-        .count();
-    let better = groups
-        .iter()
-        .filter(|g| passes(g, true) > passes(g, false))
-        .count();
-    (worse, better, groups.len())
-}
-
 /// The suite's noise floor (docs/statistics.md). Each case's pass probability p is its pass
 /// rate over A's and B's paired epochs together; two identical single runs disagree on it with
 /// probability 2p(1−p), and their pass rates differ by a sum of such disagreements over n cases.
-fn noise_floor(pairs: &[(&TrialSummary, &TrialSummary)]) -> NoiseFloor {
-    let groups = by_case(pairs);
-    let n = groups.len();
-    let epochs = groups.iter().map(Vec::len).max().unwrap_or(0);
-    let variance: Vec<f64> = groups
+fn noise_floor(cases: &[(String, CaseTally)], pairs: usize) -> NoiseFloor {
+    let n = cases.len();
+    let epochs = cases.iter().map(|(_, c)| c.pairs).max().unwrap_or(0);
+    let variance: Vec<f64> = cases
         .iter()
-        .map(|g| {
-            let k = g.iter().map(|(x, y)| passed(x) + passed(y)).sum::<f64>();
-            let p = k / (2 * g.len()) as f64;
+        .map(|(_, c)| {
+            let k = (c.a_passes + c.b_passes) as f64;
+            let p = k / (2 * c.pairs) as f64;
             2.0 * p * (1.0 - p)
         })
         .collect();
@@ -474,9 +775,9 @@ fn noise_floor(pairs: &[(&TrialSummary, &TrialSummary)]) -> NoiseFloor {
     } else {
         (None, None)
     };
-    let detectable_difference = (!pairs.is_empty()).then(|| {
+    let detectable_difference = (pairs > 0).then(|| {
         // Without epochs the chance disagreement is unknown: none is assumed, a lower bound.
-        detectable(flip_rate.unwrap_or(0.0), pairs.len() as f64) * 100.0
+        detectable(flip_rate.unwrap_or(0.0), pairs as f64) * 100.0
     });
     NoiseFloor {
         cases: n,
@@ -546,6 +847,120 @@ mod tests {
         .unwrap();
         r.trials = trials;
         r
+    }
+
+    /// Two runs of 12 cases by 3 epochs with tags, tools and critical violations, B in another
+    /// order than A and each with trials the other lacks.
+    fn runs_to_compare() -> (RunResults, RunResults) {
+        let mut critical: TrialSummary = serde_json::from_value(json!({
+            "case_id": "x", "epoch": 0, "trace_id": "0af7651916cd43dd8448eb211c80319c",
+            "status": "failed", "tool_calls": 3, "steps": 2, "tokens": 40, "cost_eur": 0.5,
+            "duration_ms": 12.5, "final_state": null, "tags": ["refunds"],
+            "tools": ["refund"],
+            "scores": [{"name": "forbidden_tool_used", "dimension": "safety", "value": 1.0,
+                        "score": 0.0, "passed": false,
+                        "severity": "critical", "reason": "called refund"}],
+        }))
+        .unwrap();
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for case in 0..12 {
+            for epoch in 0..3u32 {
+                let id = format!("c{case}");
+                let mut x = trial(&id, epoch, !(case + epoch as usize).is_multiple_of(3));
+                x.tags = vec![format!("t{}", case % 3)];
+                x.tokens = (case * 10 + epoch as usize) as u64;
+                x.duration_ms = 1.5 * case as f64 + f64::from(epoch);
+                let y = if case % 4 == 1 {
+                    critical.case_id = id.clone();
+                    critical.epoch = epoch;
+                    critical.clone()
+                } else {
+                    let mut y = trial(&id, epoch, !(case * 7 + epoch as usize).is_multiple_of(4));
+                    y.tags = x.tags.clone();
+                    y.tokens = x.tokens + case as u64;
+                    y.cost_eur = 0.01 * epoch as f64;
+                    y
+                };
+                if !(case == 11 && epoch == 2) {
+                    a.push(x);
+                }
+                if !(case == 0 && epoch == 1) {
+                    b.push(y);
+                }
+            }
+        }
+        b.push(trial("only-b", 0, true));
+        // B in its own order: epochs first.
+        b.sort_by_key(|t| (t.epoch, t.case_id.clone()));
+        (run("a", a), run("b", b))
+    }
+
+    #[test]
+    fn two_runs_streamed_in_any_order_compare_as_when_held_whole() {
+        let (a, b) = runs_to_compare();
+        let whole = compare(&a, &b, 5);
+        assert!(whole.flips.len() > 5, "{:?}", whole.flips);
+        assert_eq!(whole.only_in_a, vec!["c0#1"]);
+        assert_eq!(whole.only_in_b, vec!["only-b#0", "c11#2"], "in B's order");
+        assert_eq!(whole.critical_violations.new_in_b, vec!["c1", "c5", "c9"]);
+        let ok = |v: &[TrialSummary]| v.iter().cloned().map(Ok::<_, ()>).collect::<Vec<_>>();
+        let streamed = compare_streams(
+            &a.without_trials(),
+            &b.without_trials(),
+            ok(&a.trials),
+            ok(&b.trials),
+            5,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&whole).unwrap(),
+            serde_json::to_value(&streamed).unwrap()
+        );
+        // B's side first: the same.
+        let mut c = Comparer::new();
+        for t in &b.trials {
+            c.push_b(t);
+        }
+        for t in &a.trials {
+            c.push_a(t);
+        }
+        assert_eq!(
+            serde_json::to_value(&whole).unwrap(),
+            serde_json::to_value(c.finish(&a, &b, 5)).unwrap()
+        );
+        // An error in a stream stops the comparison with it.
+        let mut broken = ok(&b.trials);
+        broken[3] = Err(());
+        assert!(compare_streams(&a, &b, ok(&a.trials), broken, 5).is_err());
+    }
+
+    /// Past the pairs whose numbers are kept, the intervals resample the cases from their sums:
+    /// the same means and counts, an interval around the difference.
+    #[test]
+    fn past_the_kept_pairs_the_intervals_come_from_per_case_sums() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let epochs = (MAX_PAIR_BOOTSTRAP / 40 + 1) as u32;
+        for case in 0..40 {
+            for epoch in 0..epochs {
+                let id = format!("c{case}");
+                a.push(trial(&id, epoch, (case + epoch as usize).is_multiple_of(2)));
+                b.push(trial(
+                    &id,
+                    epoch,
+                    !(case + epoch as usize).is_multiple_of(5),
+                ));
+            }
+        }
+        let (a, b) = (run("a", a), run("b", b));
+        let c = compare(&a, &b, 3);
+        assert!(c.pairs > MAX_PAIR_BOOTSTRAP);
+        assert!((c.pass.a_rate - 0.5).abs() < 0.01, "{}", c.pass.a_rate);
+        assert!((c.pass.b_rate - 0.8).abs() < 0.01, "{}", c.pass.b_rate);
+        let i = c.pass.interval;
+        assert!(i.lower < c.pass.diff && c.pass.diff < i.upper, "{i:?}");
+        assert!(i.upper - i.lower < 0.2, "{i:?}");
+        assert_eq!(c.direction, Direction::Better);
     }
 
     #[test]

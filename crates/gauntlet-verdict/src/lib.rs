@@ -17,7 +17,7 @@ pub use aggregate::{
     Accumulator, Aggregate, DISTRIBUTIONS, EXACT_QUANTILE_VALUES, MAX_K, aggregate, metric_names,
     pass_k_metrics,
 };
-pub use compare::{ALPHA, compare};
+pub use compare::{ALPHA, Comparer, MAX_PAIR_BOOTSTRAP, compare, compare_streams};
 pub use gates::{CompiledGate, GateError, GateSpec, HARNESS_GATE, decide_all, harness_gate};
 pub use results::{aggregate_of, build_results, regate, results_of};
 pub use rubric::CompiledRubric;

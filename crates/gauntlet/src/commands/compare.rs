@@ -10,7 +10,7 @@ use gauntlet_model::judge::RunOn;
 use gauntlet_model::{Event, TrialRecord, TrialStatus};
 use gauntlet_report::{SummaryOptions, render_comparison};
 use gauntlet_scoring::judge::{Pair, pairwise_report};
-use gauntlet_store::{read_results, read_trials_lean};
+use gauntlet_store::{StoreError, read_results_head, read_summaries, read_trials_lean};
 
 use crate::exit::{ExpectedError, GATE_FAILED, GATES_PASSED};
 use crate::shared::{load_suite, offline_judges, run_folder};
@@ -52,14 +52,23 @@ pub struct Args {
 }
 
 pub fn compare(args: Args) -> Result<i32, ExpectedError> {
-    let read = |p: &Path| {
-        read_results(p).map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))
-    };
+    let failed = |e: StoreError| ExpectedError::input(format!("failed to read the run: {e}"));
     let (a, b) = (run_folder(&args.a)?, run_folder(&args.b)?);
-    let (ra, rb) = (read(&a)?, read(&b)?);
+    let (ra, rb) = (
+        read_results_head(&a).map_err(failed)?,
+        read_results_head(&b).map_err(failed)?,
+    );
     // The bootstrap seed comes from the runs, so the same two runs always compare identically.
     let seed = ra.header.seed ^ rb.header.seed.rotate_left(32);
-    let mut c = gauntlet_verdict::compare(&ra, &rb, seed);
+    // Both runs' summaries are walked together in plan order, one at a time.
+    let mut c = gauntlet_verdict::compare_streams(
+        &ra,
+        &rb,
+        read_summaries(&a).map_err(failed)?,
+        read_summaries(&b).map_err(failed)?,
+        seed,
+    )
+    .map_err(failed)?;
     if let Some(suite) = &args.pairwise {
         c.pairwise = Some(pairwise(
             suite,
