@@ -71,6 +71,61 @@ fn an_exported_run_imports_back_and_re_scores_identically() {
     // Importing into a folder that holds a run is refused.
     let o = run(&["import", "otlp", s(&traces), "--out", s(&imported)]);
     assert_eq!(o.code, 2, "{}", o.stderr);
+
+    // OTLP/JSON Lines by 7 traces a line, in files of 20 traces: every file imports back, and
+    // together they are the run's trials, each once.
+    let n = trials.len();
+    let parts = tmp.path().join("parts.jsonl");
+    let o = run(&[
+        "export",
+        s(&original),
+        "--out",
+        s(&parts),
+        "--batch",
+        "7",
+        "--split",
+        "20",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let files: Vec<PathBuf> = (1..=n.div_ceil(20))
+        .map(|i| tmp.path().join(format!("parts-{i:05}.jsonl")))
+        .collect();
+    assert!(
+        !tmp.path()
+            .join(format!("parts-{:05}.jsonl", files.len() + 1))
+            .exists()
+    );
+    let mut lines = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        lines += text.lines().count();
+        assert!(
+            text.lines().all(|l| l.starts_with("{\"resourceSpans\"")),
+            "{text}"
+        );
+    }
+    // 20 traces a file are lines of 7, 7 and 6.
+    assert_eq!(lines, (n / 20) * 3 + (n % 20).div_ceil(7));
+    let back = tmp.path().join("back");
+    let mut args = vec!["import", "otlp"];
+    args.extend(files.iter().map(|f| s(f)));
+    args.extend(["--out", s(&back)]);
+    let o = run(&args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(ids(&back), ids(&original));
+    assert_eq!(verdicts(&back).len(), n);
+    // The single document of before, when asked for.
+    let single = tmp.path().join("single.json");
+    let o = run(&[
+        "export",
+        s(&original),
+        "--out",
+        s(&single),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(std::fs::read_to_string(&single).unwrap().lines().count(), 1);
 }
 
 #[test]

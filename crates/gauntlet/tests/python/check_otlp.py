@@ -1,7 +1,7 @@
 """Reads gauntlet's OTLP/JSON export with OpenTelemetry's own protobuf classes and checks it
 against the run it came from.
 
-Usage: check_otlp.py TRACES.json RUN_DIR   (prints a JSON report; exits 1 on a problem)
+Usage: check_otlp.py TRACES.jsonl RUN_DIR   (prints a JSON report; exits 1 on a problem)
 The official `opentelemetry-proto` package parses the file strictly (an unknown field or a wrong
 type fails). OTLP/JSON writes trace and span ids in hex where protobuf's JSON mapping expects
 base64, so ids are read from the JSON text and checked to be 32 and 16 hex digits.
@@ -12,10 +12,11 @@ import sys
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-text = open(sys.argv[1]).read()
-request = json_format.Parse(text, ExportTraceServiceRequest())
-spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
-raw = [s for rs in json.loads(text)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+# OTLP/JSON Lines: one request per line (a single-document export is one line too).
+lines = [line for line in open(sys.argv[1]) if line.strip()]
+requests = [json_format.Parse(line, ExportTraceServiceRequest()) for line in lines]
+spans = [s for request in requests for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+raw = [s for line in lines for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
 problems = []
 HEX = set("0123456789abcdef")
 
