@@ -22,8 +22,8 @@ pub use judge_cache::{CachedReply, JudgeCache};
 pub use recorded::{ImportedTrial, ItemParser, RawItem, RawItems, read_items, read_trajectories};
 pub use run_dir::{
     EncodedRecord, ResultsBrief, RunWriter, StoreError, StoredTrial, StoredTrials, read_header,
-    read_results, read_results_brief, read_results_head, read_summaries, read_trials,
-    read_trials_lean, replay,
+    read_results, read_results_brief, read_results_head, read_results_kept, read_summaries,
+    read_trials, read_trials_lean, replay,
 };
 pub use spill::{EncodedSummary, SpilledSummaries, write_full_results};
 pub use states::StateReader;

@@ -499,6 +499,29 @@ pub fn read_results_head(path: &Path) -> Result<RunResults, StoreError> {
     Ok(results)
 }
 
+/// Reads a finished run with its trial summaries when it has at most `keep` of them, else
+/// without any (`trials` empty, as a live run past that many leaves its summary); whether they
+/// were left out. Memory holds `keep` summaries at most, whatever the run's size.
+pub fn read_results_kept(path: &Path, keep: usize) -> Result<(RunResults, bool), StoreError> {
+    let (file, mut results) = read_results_file(path)?;
+    if results.format_version < 2 {
+        let over = results.trials.len() > keep;
+        if over {
+            results.trials = Vec::new();
+        }
+        return Ok((results, over));
+    }
+    let mut kept = Vec::new();
+    for summary in summaries_of(&file)? {
+        if kept.len() == keep {
+            return Ok((results, true));
+        }
+        kept.push(summary?);
+    }
+    results.trials = kept;
+    Ok((results, false))
+}
+
 /// Streams a finished run's trial summaries, in plan order, one at a time (a run in format 1
 /// has them in its `results.json`, which is read whole).
 pub fn read_summaries(
