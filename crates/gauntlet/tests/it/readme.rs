@@ -1,6 +1,7 @@
-//! The README's command blocks, run as printed: a README that drifts from the program fails
-//! here. Each command line of a ```sh block is run in a copy of the examples (with `cargo run
-//! --` and `gauntlet` the built binary), in order, so later steps see earlier runs; a command
+//! The README's command blocks, and those of the guide pages it links (`docs/guide/`, in the
+//! README's order), run as printed: documentation that drifts from the program fails here. Each
+//! command line of a ```sh block is run in a copy of the examples (with `cargo run --` and
+//! `gauntlet` the built binary), in order, so later steps see earlier runs; a command
 //! that needs what this machine cannot give (a model API key, a long-running server, data that
 //! is not shipped) is named in `NOT_RUN` with the reason, and its subcommand and flags are
 //! still checked against the program's own `--help`.
@@ -11,8 +12,12 @@ use crate::common::*;
 const NOT_RUN: &[(&str, &str)] = &[
     ("cargo test --workspace", "it is this test suite"),
     (
-        "pip install ./python",
-        "run by gauntlet-python's package test, into a fresh environment",
+        "cargo install --locked --path crates/gauntlet",
+        "installs the binary these tests run as built",
+    ),
+    (
+        "scripts/build-wheel.sh",
+        "a release build of the wheel: .ci/run builds it and runs the Python tests against it",
     ),
     (
         "server-filesystem /srv/docs",
@@ -49,9 +54,44 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every command line of the README's ```sh blocks, continuations joined, comments dropped.
+/// The README, then the guide pages it links, in the order it links them.
+fn documents() -> Vec<std::path::PathBuf> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut pages = vec![repo().join("README.md")];
+    for (i, _) in readme.match_indices("](docs/guide/") {
+        let link = &readme[i + 2..];
+        let page = repo().join(&link[..link.find(')').unwrap()]);
+        if !pages.contains(&page) {
+            pages.push(page);
+        }
+    }
+    let mut guide: Vec<_> = std::fs::read_dir(repo().join("docs/guide"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    guide.sort();
+    for page in guide {
+        assert!(
+            pages.contains(&page),
+            "{} is not linked from the README's guide list",
+            page.display()
+        );
+    }
+    pages
+}
+
+/// Every command line of the README's and the guide's ```sh blocks, continuations joined,
+/// comments dropped.
 fn readme_commands() -> Vec<String> {
-    let text = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    documents()
+        .iter()
+        .flat_map(|page| commands_of(&std::fs::read_to_string(page).unwrap()))
+        .collect()
+}
+
+/// The command lines of one Markdown text's ```sh blocks.
+fn commands_of(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut inside = false;
     let mut pending = String::new();
