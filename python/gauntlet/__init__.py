@@ -65,6 +65,8 @@ def run(
     record_cassette: Optional[PathLike] = None,
     gateway_upstream: Optional[str] = None,
     verbose: bool = False,
+    max_cost_eur: Optional[float] = None,
+    **options: Any,
 ) -> Results:
     """Runs a suite against an agent and returns its :class:`Results`.
 
@@ -95,6 +97,14 @@ def run(
     its error counts, and ``results.retried`` says how many trials were; ``isolation``
     is how ``cmd:`` agents are sandboxed (``"auto"``: bubblewrap where it works; ``"bubblewrap"``;
     ``"none"``). A Python agent runs in this process, unsandboxed: it is your code.
+    ``max_cost_eur`` stops starting trials once those run cost that much (the agent's and the
+    simulated user's model calls): the run then raises :class:`HarnessError` saying so, its
+    finished trials kept, and ``resume=`` with a larger budget goes on.
+
+    The options are the run's request, the same keys ``gauntlet run``'s flags have
+    (``--trial-timeout`` is ``trial_timeout``); any other key of it (``user_model``,
+    ``shard_count``, ``set_aside_corrupt``) may be given in ``options``, and a key it does not
+    have is refused with :class:`InvalidInputError`, checked as the command line checks it.
 
     ``on_event`` is called with each event of the run's stream as ``gauntlet run --events``
     writes it (``run_started``, ``trial_started``, the trial's own events when ``trial_events``,
@@ -121,10 +131,8 @@ def run(
             )
         native_agent = _synchronous(agent)
         label = "python:" + _name_of(agent)
-    done = _native.run(
-        os.fspath(suite),
-        agent=native_agent,
-        agent_label=label,
+    request: Dict[str, Any] = dict(
+        agent=native_agent if isinstance(native_agent, str) else None,
         epochs=epochs,
         seed=seed,
         concurrency=concurrency,
@@ -139,11 +147,19 @@ def run(
         trial_timeout=trial_timeout,
         retry_errors=retry_errors,
         isolation=isolation,
-        on_event=on_event,
-        trial_events=trial_events,
         replay_cassette=_path(replay_cassette),
         record_cassette=_path(record_cassette),
         gateway_upstream=gateway_upstream,
+        max_cost_eur=max_cost_eur,
+    )
+    request.update(options)
+    done = _native.run(
+        os.fspath(suite),
+        {k: v for k, v in request.items() if v is not None},
+        agent=None if isinstance(native_agent, str) else native_agent,
+        agent_label=label,
+        on_event=on_event,
+        trial_events=trial_events,
         stop=getattr(_streaming, "stop", None),
     )
     results = Results(done["results"], done["run_dir"], done["errors"], done["trials_on_disk"])

@@ -340,7 +340,7 @@ def test_two_runs_into_one_folder_at_once_say_it_holds_a_run_in_progress(suite, 
 
     def slow(case, tools, user):
         started.set()
-        time.sleep(0.01)
+        time.sleep(0.05)
         return "slow"
 
     def play():

@@ -291,121 +291,57 @@ fn new_runtime(py: Python<'_>) -> PyResult<tokio::runtime::Runtime> {
         })
 }
 
-/// Runs a suite through the library's run. `agent` is a spec string (`script:reference`,
-/// `cmd:…`, `openai:MODEL`) or a synchronous callable `agent(case, tools, user) -> str | None`
-/// (`gauntlet.run` wraps coroutines). Returns `{results, run_dir, errors}`.
+/// Runs a suite through the library's run. `request` is the run's options as a dict, the
+/// library's `RunRequest` (the keys of `gauntlet run`'s flags: `epochs`, `trial_timeout`,
+/// `max_cost_eur`, ...; an unknown key is refused); `agent` is a synchronous callable
+/// `agent(case, tools, user) -> str | None` (`gauntlet.run` wraps coroutines), or `None` for the
+/// request's `agent` spec. Returns `{results, run_dir, errors}`.
 #[pyfunction]
-#[pyo3(signature = (suite, *, agent=None, agent_label=None, epochs=None, seed=None, concurrency=None, faults=None, filter=None, attack=None, shard=None, out=None, resume=None, run_id=None, name=None, trial_timeout=None, isolation=None, on_event=None, trial_events=true, replay_cassette=None, record_cassette=None, gateway_upstream=None, stop=None, retry_errors=0))]
+#[pyo3(signature = (suite, request, *, agent=None, agent_label=None, on_event=None, trial_events=true, stop=None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
     suite: PathBuf,
+    request: Bound<'py, PyAny>,
     agent: Option<Bound<'py, PyAny>>,
     agent_label: Option<String>,
-    epochs: Option<u32>,
-    seed: Option<u64>,
-    concurrency: Option<usize>,
-    faults: Option<String>,
-    filter: Option<String>,
-    attack: Option<String>,
-    shard: Option<String>,
-    out: Option<PathBuf>,
-    resume: Option<PathBuf>,
-    run_id: Option<String>,
-    name: Option<String>,
-    trial_timeout: Option<f64>,
-    isolation: Option<String>,
     on_event: Option<Py<PyAny>>,
     trial_events: bool,
-    replay_cassette: Option<PathBuf>,
-    record_cassette: Option<PathBuf>,
-    gateway_upstream: Option<String>,
     stop: Option<Bound<'py, Stop>>,
-    retry_errors: u32,
 ) -> PyResult<Bound<'py, PyDict>> {
     let invalid = |m: String| errors::of_kind(py, ErrorKind::InvalidInput, &[m]);
     let suite = load_suite(py, &suite)?;
-    let shard = shard
-        .map(|s| s.parse::<gauntlet_model::Shard>())
-        .transpose()
-        .map_err(|e| errors::classified(py, &e))?;
-    let (spec, callable) = match agent {
-        None => (None, None),
-        Some(a) => match a.extract::<String>() {
-            Ok(spec) => (Some(spec), None),
-            Err(_) if a.is_callable() => (None, Some(a.unbind())),
-            Err(_) => {
-                return Err(invalid(
-                    "agent must be a callable agent(case, tools, user) or a string such as \"script:reference\"".into(),
-                ));
-            }
-        },
+    let request: gauntlet_runner::RunRequest =
+        pythonize::depythonize(&request).map_err(|e| invalid(format!("the run's options: {e}")))?;
+    let callable = match agent {
+        None => None,
+        Some(a) if a.is_callable() => Some(a.unbind()),
+        Some(_) => {
+            return Err(invalid(
+                "agent must be a callable agent(case, tools, user) or a string such as \"script:reference\"".into(),
+            ));
+        }
     };
-    if let Some(dir) = &resume {
-        let given = match (&spec, &callable) {
+    if let Some(dir) = &request.resume {
+        let given = match (&request.agent, &callable) {
             (Some(spec), _) => resume::Given::Spec(spec),
             (None, Some(_)) => resume::Given::Function(agent_label.as_deref().unwrap_or("python")),
             (None, None) => resume::Given::Nothing,
         };
         resume::check_agent(dir, given).map_err(invalid)?;
     }
-    let _claim =
-        in_progress::claim(out.iter().chain(&resume).map(PathBuf::as_path)).map_err(invalid)?;
-    let mut run = Run::new(&suite).options(RunOptions {
-        agent: spec,
-        seed,
-        epochs,
-        filter,
-        faults,
-        attack,
-        shard,
-        run_id,
-        name,
-    });
+    let _claim = in_progress::claim(
+        request
+            .out
+            .iter()
+            .chain(&request.resume)
+            .map(PathBuf::as_path),
+    )
+    .map_err(invalid)?;
+    let mut run = Run::from_request(&suite, request).map_err(|e| errors::classified(py, &e))?;
     if let Some(callable) = callable {
         let label = agent_label.unwrap_or_else(|| "python".to_owned());
         run = run.agent(label, Arc::new(agent::PyAgent::new(callable)));
-    }
-    if let Some(n) = concurrency {
-        run = run.concurrency(n);
-    }
-    run = run.retry_errors(retry_errors);
-    if let Some(s) = trial_timeout {
-        if !(s > 0.0 && s.is_finite()) {
-            return Err(invalid(
-                "trial_timeout must be a positive number of seconds".into(),
-            ));
-        }
-        run = run.trial_timeout(Duration::from_secs_f64(s));
-    }
-    if let Some(isolation) = isolation {
-        run = run.isolation(match isolation.as_str() {
-            "auto" => gauntlet_agent::Isolation::Auto,
-            "bubblewrap" => gauntlet_agent::Isolation::Bubblewrap,
-            "none" => gauntlet_agent::Isolation::None,
-            other => {
-                return Err(invalid(format!(
-                    "isolation must be \"auto\", \"bubblewrap\" or \"none\", not {other:?}"
-                )));
-            }
-        });
-    }
-    if record_cassette.is_some() && replay_cassette.is_some() {
-        return Err(invalid(
-            "record_cassette and replay_cassette exclude each other".into(),
-        ));
-    }
-    run = run.gateway(gauntlet_runner::agents::GatewayOptions {
-        upstream: gateway_upstream,
-        record: record_cassette,
-        replay: replay_cassette,
-        api_key: gauntlet_runner::agents::upstream_key(),
-    });
-    if let Some(out) = out {
-        run = run.out(out);
-    }
-    if let Some(dir) = resume {
-        run = run.resume(dir, false);
     }
     let stop = stop.map(|s| s.get().clone()).unwrap_or_default();
     let mut observer = PyObserver {

@@ -7,7 +7,7 @@ use gauntlet_model::{Classified, ErrorKind};
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// `--epochs 0`.
-    #[error("--epochs must be at least 1")]
+    #[error("`epochs` must be at least 1")]
     NoEpochs,
     /// No case id contains the filter.
     #[error("no case id contains `{0}`")]

@@ -578,7 +578,7 @@ mod tests {
                     epochs: Some(0),
                     ..RunOptions::default()
                 },
-                "--epochs must be at least 1",
+                "`epochs` must be at least 1",
             ),
             (
                 RunOptions {

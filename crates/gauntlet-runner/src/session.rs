@@ -91,6 +91,23 @@ pub enum RunError {
     /// The harness itself failed (the cassette could not be written).
     #[error("{0}")]
     Harness(String),
+    /// `max_cost_eur` was spent before every trial had run: the run stopped, resumable.
+    #[error(
+        "the cost budget (`max_cost_eur` {budget:.4} EUR) was spent after {done} of {planned} trials ({spent:.4} EUR); the run stopped without a verdict, its finished trials are in {dir}: resume it with a larger budget (gauntlet run SUITE --resume {dir} --max-cost-eur EUR, or resume= and max_cost_eur= in Python)",
+        dir = dir.display()
+    )]
+    BudgetSpent {
+        /// The budget.
+        budget: f64,
+        /// What the trials run cost.
+        spent: f64,
+        /// Trials done (a resumed run's earlier ones included).
+        done: usize,
+        /// Trials in the plan.
+        planned: usize,
+        /// The run folder.
+        dir: PathBuf,
+    },
 }
 
 impl Classified for RunError {
@@ -100,7 +117,7 @@ impl Classified for RunError {
             RunError::Gateway(e) => e.kind(),
             RunError::Store { source, .. } => source.kind(),
             RunError::Input(_) => ErrorKind::InvalidInput,
-            RunError::Harness(_) => ErrorKind::Harness,
+            RunError::Harness(_) | RunError::BudgetSpent { .. } => ErrorKind::Harness,
         }
     }
 }
@@ -142,6 +159,7 @@ pub struct Run<'s> {
     resume: Option<(PathBuf, bool)>,
     workdir: Option<PathBuf>,
     keep: usize,
+    max_cost_eur: Option<f64>,
 }
 
 impl<'s> Run<'s> {
@@ -162,6 +180,7 @@ impl<'s> Run<'s> {
             resume: None,
             workdir: None,
             keep: crate::offline::KEPT_SUMMARIES,
+            max_cost_eur: None,
         }
     }
 
@@ -179,13 +198,32 @@ impl<'s> Run<'s> {
         self
     }
 
-    /// The options `gauntlet run` takes: seed, epochs, filter, faults, attack, shard, run id.
+    /// The plan's options: seed, epochs, filter, faults, attack, shard, run id, name. What
+    /// `options` leaves out keeps what was set before (`.epochs(3).options(o)` keeps the 3
+    /// unless `o` says otherwise); a given agent keeps its label.
     pub fn options(mut self, options: RunOptions) -> Self {
-        let label = self.options.agent.take();
-        self.options = options;
-        if let AgentChoice::Given(_) = self.agent {
-            self.options.agent = label;
-        }
+        let old = std::mem::take(&mut self.options);
+        self.options = RunOptions {
+            agent: match self.agent {
+                AgentChoice::Given(_) => old.agent,
+                AgentChoice::Spec(_) => options.agent.or(old.agent),
+            },
+            seed: options.seed.or(old.seed),
+            epochs: options.epochs.or(old.epochs),
+            filter: options.filter.or(old.filter),
+            faults: options.faults.or(old.faults),
+            attack: options.attack.or(old.attack),
+            shard: options.shard.or(old.shard),
+            run_id: options.run_id.or(old.run_id),
+            name: options.name.or(old.name),
+        };
+        self
+    }
+
+    /// Stop starting trials once those run cost this much, in euros (`max_cost_eur`): the run
+    /// then ends with [`RunError::BudgetSpent`], its folder resumable.
+    pub fn max_cost_eur(mut self, budget: Option<f64>) -> Self {
+        self.max_cost_eur = budget;
         self
     }
 
@@ -273,12 +311,12 @@ impl<'s> Run<'s> {
         let suite = self.suite;
         if self.concurrency == 0 {
             return Err(RunError::Input(
-                "--concurrency must be at least 1 (trials at once)".to_owned(),
+                "`concurrency` must be at least 1 (trials at once)".to_owned(),
             ));
         }
         if self.trial_timeout.is_zero() {
             return Err(RunError::Input(
-                "--trial-timeout must be a positive number of seconds".to_owned(),
+                "`trial_timeout` must be a positive number of seconds".to_owned(),
             ));
         }
         let recording = self.gateway.record.is_some();
@@ -395,12 +433,23 @@ impl<'s> Run<'s> {
         } else {
             None
         };
-        // The trials still to run, made as they start.
+        // The trials still to run, made as they start: a trial is made once a slot is free,
+        // and a slot is freed once the record before it was consumed (and its cost counted),
+        // so the budget is checked against every trial that finished.
+        let spent = Arc::new(std::sync::atomic::AtomicU64::new(0f64.to_bits()));
+        let budget = self.max_cost_eur;
         let to_run = {
             let (plans, done) = (plans.clone(), done.keys().copied().collect::<HashSet<_>>());
+            let spent = Arc::clone(&spent);
+            let within = move || {
+                budget.is_none_or(|b| {
+                    f64::from_bits(spent.load(std::sync::atomic::Ordering::Relaxed)) < b
+                })
+            };
             plans
                 .positions()
                 .filter(move |p| !done.contains(p))
+                .take_while(move |_| within())
                 .map(move |p| plans.trial(p))
         };
         let plan = RunPlan {
@@ -432,6 +481,7 @@ impl<'s> Run<'s> {
                 .map_err(store("failed to set trial summaries aside"))?;
         }
         let mut write_error = None;
+        let mut finished = already_done;
         // The store consumes each event first (a record is summarised as stored: a large
         // final state is its reference then), the observer after.
         run_trials(plan, agent, |mut event| {
@@ -447,6 +497,11 @@ impl<'s> Run<'s> {
                 if let Err(e) = tally.push(position, TrialSummary::of(record)) {
                     write_error.get_or_insert(e);
                 }
+                finished += 1;
+                let cost = f64::from_bits(spent.load(std::sync::atomic::Ordering::Relaxed))
+                    + record.trajectory.cost_eur()
+                    + record.trajectory.user_cost_eur();
+                spent.store(cost.to_bits(), std::sync::atomic::Ordering::Relaxed);
             }
             observer.event(&event);
         })
@@ -460,6 +515,17 @@ impl<'s> Run<'s> {
             return Err(RunError::Store {
                 doing: "failed to record a trial",
                 source,
+            });
+        }
+        if let Some(budget) = budget
+            && finished < total
+        {
+            return Err(RunError::BudgetSpent {
+                budget,
+                spent: f64::from_bits(spent.load(std::sync::atomic::Ordering::Relaxed)),
+                done: finished,
+                planned: total,
+                dir: out,
             });
         }
         let Tallied {

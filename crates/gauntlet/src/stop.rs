@@ -59,27 +59,30 @@ pub fn resume_command(args: &RunArgs, out: &std::path::Path) -> String {
     let mut flag = |name: &str, value: String| {
         command.push_str(&format!(" --{name} {}", quote(&value)));
     };
-    if args.concurrency != 4 {
-        flag("concurrency", args.concurrency.to_string());
+    let r = &args.request;
+    if let Some(n) = r.concurrency {
+        flag("concurrency", n.to_string());
     }
-    if args.trial_timeout != 300.0 {
-        flag("trial-timeout", args.trial_timeout.to_string());
+    if let Some(t) = r.trial_timeout {
+        flag("trial-timeout", t.to_string());
     }
-    if let Some(u) = &args.gateway_upstream {
+    if r.retry_errors > 0 {
+        flag("retry-errors", r.retry_errors.to_string());
+    }
+    if let Some(eur) = r.max_cost_eur {
+        flag("max-cost-eur", eur.to_string());
+    }
+    if let Some(u) = &r.gateway_upstream {
         flag("gateway-upstream", u.clone());
     }
-    if let Some(c) = &args.replay {
+    if let Some(c) = &r.replay_cassette {
         flag("replay-cassette", c.to_string_lossy().into_owned());
     }
-    if let Some(m) = &args.user_model {
+    if let Some(m) = &r.user_model {
         flag("user-model", m.clone());
     }
-    if !matches!(args.isolation, crate::commands::run::IsolationArg::Auto) {
-        let name = match args.isolation {
-            crate::commands::run::IsolationArg::Bubblewrap => "bubblewrap",
-            _ => "none",
-        };
-        flag("isolation", name.to_owned());
+    if let Some(i) = &r.isolation {
+        flag("isolation", i.clone());
     }
     command
 }

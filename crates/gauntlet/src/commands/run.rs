@@ -4,10 +4,8 @@
 
 use std::path::PathBuf;
 
-use std::time::Duration;
-
 use gauntlet_model::RunEvent;
-use gauntlet_runner::{Finished, Notice, Observer, Run};
+use gauntlet_runner::{Finished, Notice, Observer, Run, RunRequest};
 
 use crate::exit::ExpectedError;
 use crate::shared::{index_run, listing_trials, load_suite, report_finished, verdict_code};
@@ -43,85 +41,10 @@ use crate::shared::{index_run, listing_trials, load_suite, report_finished, verd
 pub struct Args {
     /// The suite folder (holding gauntlet.yaml) or its configuration file.
     pub suite: PathBuf,
-    /// The agent under test (default: the suite's `agent`, else script:reference).
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// The run folder to write (default: SUITE/.gauntlet/runs/RUN_ID).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// The run's seed (default: the suite's `seed`, else 0).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Repetitions of each case (default: the suite's `epochs`, else 1).
-    #[arg(long)]
-    pub epochs: Option<u32>,
-    /// Trials running at once.
-    #[arg(long, default_value_t = 4)]
-    pub concurrency: usize,
-    /// Wall-time limit of one trial, in seconds; a trial over it ends with status error.
-    #[arg(long, default_value_t = 300.0)]
-    pub trial_timeout: f64,
-    /// Play a trial that ends in a harness error (status error, not failed) again, up to N
-    /// times, before its error counts; the run says how many trials were retried.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub retry_errors: u32,
-    /// Apply a suite-wide fault profile from gauntlet.yaml's `fault_profiles` (`none` for none;
-    /// default: the suite's `fault_profile`).
-    #[arg(long)]
-    pub faults: Option<String>,
-    /// Run every case under one of gauntlet.yaml's `attacks`: its text at its injection vectors,
-    /// its goal judged by effect (each case scores `utility` and `security`).
-    #[arg(long)]
-    pub attack: Option<String>,
-    /// The model endpoint behind the LLM gateway (an OpenAI-compatible base URL); agents get the
-    /// gateway as OPENAI_BASE_URL and never see the upstream key.
-    #[arg(long)]
-    pub gateway_upstream: Option<String>,
-    /// Record every model call into this cassette (JSON Lines). (`--record` also works.)
-    #[arg(long = "record-cassette", value_name = "CASSETTE", alias = "record")]
-    pub record: Option<PathBuf>,
-    /// Answer model calls from this cassette only: no upstream, no key. Not to be confused
-    /// with `--agent replay:FILE`, which replays an agent's recorded tool calls. (`--replay`
-    /// also works.)
-    #[arg(long = "replay-cassette", value_name = "CASSETTE", alias = "replay")]
-    pub replay: Option<PathBuf>,
-    /// The model that plays users with an LLM `persona`, when their case names none (default:
-    /// the suite's `user_model`). Its calls go through the gateway like the agent's.
-    #[arg(long)]
-    pub user_model: Option<String>,
-    /// Only run cases whose id contains this text.
-    #[arg(long)]
-    pub filter: Option<String>,
-    /// Finish a run that stopped early (killed, crashed): run only the trials RUN_DIR lacks,
-    /// with the run's own agent, seed, epochs, fault profile and filter, then write its
-    /// results. Refused if the suite changed since the run started.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["agent", "out", "seed", "epochs", "faults", "filter", "record", "shard", "run_id", "name"])]
-    pub resume: Option<PathBuf>,
-    /// With --resume: move lines of trials.jsonl that are not trial records to
-    /// trials.corrupt.jsonl (nothing is lost) and run their trials again.
-    #[arg(long, requires = "resume")]
-    pub set_aside_corrupt: bool,
-    /// Run one part of the run, I of N (such as 2/4): the trials whose position in the plan
-    /// leaves I-1 when divided by N. The parts of one run (same suite, agent, seed, epochs)
-    /// make the whole with `gauntlet merge`; a part exits 0 and leaves the verdict to it.
-    /// `auto` takes the part from the environment: GAUNTLET_SHARD=I/N (any CI matrix), else a
-    /// Kubernetes Indexed Job's JOB_COMPLETION_INDEX (from 0: index 0 is part 1) with
-    /// --shard-count N.
-    #[arg(long, value_name = "I/N|auto")]
-    pub shard: Option<ShardArg>,
-    /// With `--shard auto` in an Indexed Job: how many parts there are (the Job's
-    /// completions).
-    #[arg(long, value_name = "N", requires = "shard")]
-    pub shard_count: Option<u32>,
-    /// The run's id (letters, digits, `.`, `_`, `-`), so that parts run apart share one (trace
-    /// ids derive from it); a fresh one when absent.
-    #[arg(long)]
-    pub run_id: Option<String>,
-    /// A name for the run (letters, digits, `.`, `_`, `-`), such as `baseline`: kept in its
-    /// header and the suite's index, so that `compare`, `report`, `gate` and `view` run from the
-    /// suite's folder take it instead of the run folder (the newest run of that name).
-    #[arg(long)]
-    pub name: Option<String>,
+    /// The run's options: the library's request, whatever the door (`gauntlet.run`'s keyword
+    /// arguments are the same keys).
+    #[command(flatten)]
+    pub request: RunRequest,
     /// Also write these reports into the run folder (report.html, junit.xml, summary.md).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub report: Vec<crate::reports::Format>,
@@ -140,148 +63,6 @@ pub struct Args {
     /// carries case_id, epoch and status, run_finished the verdict (docs/reference.md).
     #[arg(long, value_name = "PATH", conflicts_with = "json")]
     pub events: Option<PathBuf>,
-    /// How command agents are isolated: `auto` runs each in a bubblewrap sandbox (own PID and
-    /// user namespaces, the host read-only, a private /tmp) when bubblewrap works here, and
-    /// warns loudly when it does not; `bubblewrap` refuses to run without it; `none` runs agents
-    /// as plain processes (they can then read gauntlet's environment), with a warning.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub isolation: IsolationArg,
-}
-
-/// `--isolation`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum IsolationArg {
-    /// bubblewrap where it works, else unisolated with a warning.
-    Auto,
-    /// bubblewrap or nothing.
-    Bubblewrap,
-    /// Unisolated, with a warning.
-    None,
-}
-
-impl From<IsolationArg> for gauntlet_agent::Isolation {
-    fn from(a: IsolationArg) -> Self {
-        match a {
-            IsolationArg::Auto => gauntlet_agent::Isolation::Auto,
-            IsolationArg::Bubblewrap => gauntlet_agent::Isolation::Bubblewrap,
-            IsolationArg::None => gauntlet_agent::Isolation::None,
-        }
-    }
-}
-
-/// `--shard`: a part given, or `auto` (from the environment).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ShardArg {
-    /// `--shard auto`.
-    Auto,
-    /// `--shard I/N`.
-    Part(gauntlet_model::Shard),
-}
-
-impl std::str::FromStr for ShardArg {
-    type Err = gauntlet_model::ShardSyntaxError;
-
-    fn from_str(s: &str) -> Result<ShardArg, Self::Err> {
-        if s == "auto" {
-            return Ok(ShardArg::Auto);
-        }
-        s.parse().map(ShardArg::Part)
-    }
-}
-
-/// The part `--shard auto` runs, from the environment `var` reads: GAUNTLET_SHARD=I/N, else
-/// JOB_COMPLETION_INDEX (from 0) of `count` parts.
-pub fn shard_from_env(
-    count: Option<u32>,
-    var: impl Fn(&str) -> Option<String>,
-) -> Result<gauntlet_model::Shard, crate::exit::ExpectedError> {
-    use crate::exit::ExpectedError;
-    if let Some(text) = var("GAUNTLET_SHARD") {
-        return text
-            .trim()
-            .parse()
-            .map_err(|e| ExpectedError::input(format!("GAUNTLET_SHARD=`{text}`: {e}")));
-    }
-    let Some(index) = var("JOB_COMPLETION_INDEX") else {
-        return Err(ExpectedError::input(
-            "--shard auto found no part: set GAUNTLET_SHARD=I/N, or run in a Kubernetes Indexed Job (JOB_COMPLETION_INDEX) with --shard-count N",
-        ));
-    };
-    let index: u32 = index.trim().parse().map_err(|_| {
-        ExpectedError::input(format!(
-            "JOB_COMPLETION_INDEX=`{index}` is not a number from 0"
-        ))
-    })?;
-    let Some(count) = count else {
-        return Err(ExpectedError::input(format!(
-            "JOB_COMPLETION_INDEX={index} with --shard auto needs --shard-count N (the Job's completions)"
-        )));
-    };
-    if count == 0 || index >= count {
-        return Err(ExpectedError::input(format!(
-            "JOB_COMPLETION_INDEX={index} is not one of --shard-count {count} parts (0 to {})",
-            count.saturating_sub(1)
-        )));
-    }
-    Ok(gauntlet_model::Shard {
-        index: index + 1,
-        count,
-    })
-}
-
-impl Args {
-    /// The part of the run to run, `--shard auto` read from the environment.
-    pub fn shard(&self) -> Result<Option<gauntlet_model::Shard>, crate::exit::ExpectedError> {
-        match self.shard {
-            // `--shard-count` requires `--shard` (clap refuses it alone).
-            None => Ok(None),
-            Some(ShardArg::Part(s)) => {
-                if self.shard_count.is_some_and(|n| n != s.count) {
-                    return Err(crate::exit::ExpectedError::input(format!(
-                        "--shard {s} and --shard-count {} disagree",
-                        self.shard_count.unwrap_or_default()
-                    )));
-                }
-                Ok(Some(s))
-            }
-            Some(ShardArg::Auto) => {
-                shard_from_env(self.shard_count, |k| std::env::var(k).ok()).map(Some)
-            }
-        }
-    }
-
-    /// What the user asked of the run's plan.
-    pub fn run_options(&self) -> Result<gauntlet_runner::RunOptions, crate::exit::ExpectedError> {
-        Ok(gauntlet_runner::RunOptions {
-            agent: self.agent.clone(),
-            seed: self.seed,
-            epochs: self.epochs,
-            filter: self.filter.clone(),
-            faults: self.faults.clone(),
-            attack: self.attack.clone(),
-            shard: self.shard()?,
-            run_id: self.run_id.clone(),
-            name: self.name.clone(),
-        })
-    }
-
-    /// What the user asked of the LLM gateway; the upstream key comes from
-    /// `GAUNTLET_UPSTREAM_API_KEY`, else `OPENAI_API_KEY`, and stays in the harness.
-    pub fn gateway_options(
-        &self,
-    ) -> Result<gauntlet_runner::agents::GatewayOptions, crate::exit::ExpectedError> {
-        if self.record.is_some() && self.replay.is_some() {
-            return Err(crate::exit::ExpectedError::input(
-                "--record-cassette and --replay-cassette exclude each other",
-            ));
-        }
-        Ok(gauntlet_runner::agents::GatewayOptions {
-            upstream: self.gateway_upstream.clone(),
-            record: self.record.clone(),
-            replay: self.replay.clone(),
-            api_key: gauntlet_runner::agents::upstream_key(),
-        })
-    }
 }
 
 pub fn run(args: Args) -> Result<i32, ExpectedError> {
@@ -345,27 +126,8 @@ fn library_run<'s>(
     args: &Args,
     suite: &'s gauntlet_suite::Suite,
 ) -> Result<Run<'s>, ExpectedError> {
-    if !(args.trial_timeout > 0.0 && args.trial_timeout.is_finite()) {
-        return Err(ExpectedError::input(
-            "--trial-timeout must be a positive number of seconds",
-        ));
-    }
-    let mut run = Run::new(suite)
-        .options(args.run_options()?)
-        .gateway(args.gateway_options()?)
-        .concurrency(args.concurrency)
-        .trial_timeout(Duration::from_secs_f64(args.trial_timeout))
-        .retry_errors(args.retry_errors)
-        .isolation(args.isolation.into())
-        .user_model(args.user_model.clone())
-        .keep_summaries(crate::shared::kept_summaries());
-    if let Some(out) = &args.out {
-        run = run.out(out);
-    }
-    if let Some(dir) = &args.resume {
-        run = run.resume(dir, args.set_aside_corrupt);
-    }
-    Ok(run)
+    Ok(Run::from_request(suite, args.request.clone())?
+        .keep_summaries(crate::shared::kept_summaries()))
 }
 
 /// The run as the terminal follows it: notes and warnings on stderr, the progress bar,
@@ -386,7 +148,11 @@ impl<'a> Terminal<'a> {
             .events
             .as_deref()
             .map(|path| {
-                let folder = args.out.as_deref().or(args.resume.as_deref());
+                let folder = args
+                    .request
+                    .out
+                    .as_deref()
+                    .or(args.request.resume.as_deref());
                 crate::events::EventLines::open_beside(path, folder)
             })
             .transpose()?;
@@ -414,7 +180,7 @@ impl Observer for Terminal<'_> {
                 already_done,
                 planned,
             } => {
-                if self.talk && self.args.resume.is_some() {
+                if self.talk && self.args.request.resume.is_some() {
                     eprintln!(
                         "resuming {}: {already_done} of {planned} trials already done",
                         dir.display()

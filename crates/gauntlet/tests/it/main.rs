@@ -10,6 +10,7 @@ mod check;
 mod checkpoints;
 mod claims;
 mod common;
+mod crate_map;
 mod events;
 mod export;
 mod faults;

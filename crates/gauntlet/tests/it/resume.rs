@@ -425,12 +425,12 @@ fn shard_auto_takes_the_part_from_the_environment() {
         (
             None,
             vec![("JOB_COMPLETION_INDEX", "0")],
-            "needs --shard-count N",
+            "needs `shard_count` N",
         ),
         (
             Some("3"),
             vec![("JOB_COMPLETION_INDEX", "3")],
-            "not one of --shard-count 3 parts",
+            "not one of `shard_count` 3 parts",
         ),
     ] {
         let refused = out("refused");

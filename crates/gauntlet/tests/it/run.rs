@@ -319,7 +319,7 @@ fn absurd_run_options_are_refused_before_anything_runs() {
     let o = run(&["run", s(&suite), "--concurrency", "0"]);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
-        o.stderr.contains("--concurrency must be at least 1"),
+        o.stderr.contains("`concurrency` must be at least 1"),
         "{}",
         o.stderr
     );
