@@ -40,6 +40,16 @@ fn bench(cr: &mut Criterion) {
     cr.bench_function("claims/derive_vocabulary", |b| {
         b.iter(|| Vocabulary::derive(&world.spec.tools, Some(&world.state)))
     });
+    // A benchmark-sized state: 25,000 records (ids found by their pattern only).
+    let mut big = world.state.clone();
+    let incidents = big["incidents"].as_object_mut().expect("incidents");
+    let one = incidents["INC-004217"].clone();
+    for i in 0..25_000 {
+        incidents.insert(format!("INC-{:06}", 100_000 + i), one.clone());
+    }
+    cr.bench_function("claims/derive_vocabulary_25000_records", |b| {
+        b.iter(|| Vocabulary::derive(&world.spec.tools, Some(&big)))
+    });
     cr.bench_function("claims/score_corpus_answers", |b| {
         b.iter(|| {
             for a in &answers {

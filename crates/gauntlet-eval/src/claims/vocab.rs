@@ -5,14 +5,21 @@
 //! read as `close_incident` on `INC-004217` without a hand-written rule.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
 
 use gauntlet_model::{HandlerOp, ToolKind, ToolSpec};
 use regex::Regex;
 use serde_json::Value;
 
-/// Collections with more records than this are recognised by their id pattern only (ids and
-/// titles are looked up word by word, but titles are matched as phrases).
+/// Collections with more records than this are not searched for titles (matched as phrases).
 const MAX_TITLES: usize = 500;
+
+/// Collections with more records than this are recognised by their id pattern only: the
+/// vocabulary is derived for every trial, and a benchmark's state holds tens of thousands.
+const MAX_IDS: usize = 5_000;
+
+/// Records sampled for the values a field holds.
+const SAMPLE: usize = 500;
 
 /// How a verb appears in the answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,7 +201,9 @@ impl Vocabulary {
         let records = state.and_then(|s| gauntlet_model::path::resolve(s, path));
         let mut ids = HashMap::new();
         let mut titles = Vec::new();
-        if let Some(Value::Object(m)) = records {
+        if let Some(Value::Object(m)) =
+            records.filter(|r| r.as_object().is_some_and(|m| m.len() <= MAX_IDS))
+        {
             for (id, rec) in m {
                 ids.insert(id.to_lowercase(), id.clone());
                 if m.len() <= MAX_TITLES {
@@ -439,7 +448,7 @@ impl Vocabulary {
             && let Some(Value::Object(records)) =
                 state.and_then(|s| gauntlet_model::path::resolve(s, &coll))
         {
-            for rec in records.values().take(10_000) {
+            for rec in records.values().take(SAMPLE) {
                 if let Some(Value::String(s)) = rec.get(name) {
                     known.insert(s.to_lowercase());
                 }
@@ -528,7 +537,7 @@ impl Vocabulary {
                 continue;
             };
             let mut seen: Vec<(String, String)> = Vec::new();
-            for rec in records.values().take(1000) {
+            for rec in records.values().take(SAMPLE) {
                 let Some(fields) = rec.as_object() else {
                     continue;
                 };
@@ -618,11 +627,25 @@ fn arg_pattern(tool: &ToolSpec, arg: &str) -> Option<Regex> {
         .parameters
         .pointer(&format!("/properties/{arg}/pattern"))?
         .as_str()?;
-    let p = p.strip_prefix('^').unwrap_or(p);
-    let p = p.strip_suffix('$').unwrap_or(p);
-    let re = Regex::new(&format!("(?i){p}")).ok()?;
+    // Compiled once per pattern: the vocabulary is derived for every trial.
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(re) = cache.lock().ok().and_then(|c| c.get(p).cloned()) {
+        return re;
+    }
+    let bare = p.strip_prefix('^').unwrap_or(p);
+    let bare = bare.strip_suffix('$').unwrap_or(bare);
     // A pattern that matches empty text or plain words would make every word an id.
-    (!re.is_match("") && !re.is_match("the")).then_some(re)
+    let re = Regex::new(&format!("(?i){bare}"))
+        .ok()
+        .filter(|re| !re.is_match("") && !re.is_match("the"));
+    if let Ok(mut c) = cache.lock() {
+        if c.len() > 1_000 {
+            c.clear();
+        }
+        c.insert(p.to_owned(), re.clone());
+    }
+    re
 }
 
 /// The argument a handler-less tool acts on: a required string (or list of strings) named
