@@ -6,7 +6,7 @@
 //! world's tools over MCP (streamable HTTP on loopback, bearer token), and answers on stdout:
 //! plain text, or a JSON object with `final_answer`. Its environment is scrubbed: only `PATH`,
 //! `HOME`, `LANG`, `LC_ALL`, `TMPDIR` and `TERM` pass, so no API key of the harness reaches it.
-//! It runs in a bubblewrap sandbox where one can be made ([`crate::sandbox`]): it sees no other
+//! It runs in a bubblewrap sandbox where one can be made ([`gauntlet_process::sandbox`]): it sees no other
 //! process, so neither the harness's environment nor another trial's token. It runs in its own
 //! process group, killed whole when the trial's time is up or gauntlet is stopped
 //! ([`kill_all_agents`]); a crash, a hang or output past [`MAX_STDOUT`] fails that trial with a
@@ -31,7 +31,7 @@ use crate::agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture};
 use crate::environment::{SharedEnv, lock};
 use crate::mcp::{Sessions, WorldServer, new_token, serve_handlers};
 use crate::recorder::ModelCallRecorder;
-use crate::sandbox::Sandbox;
+use gauntlet_process::Sandbox;
 
 /// Stdout beyond this many bytes fails the trial ("floods stdout").
 pub const MAX_STDOUT: usize = 1 << 20;
@@ -375,7 +375,8 @@ impl CommandAgent {
         contact: &Contact,
     ) -> Result<AgentOutput, AgentError> {
         // The trial's own scratch folder: the one place a sandboxed agent may write.
-        let scratch = crate::scratch::scratch().map_err(|e| AgentError(e.to_string()))?;
+        let scratch =
+            gauntlet_process::scratch::scratch().map_err(|e| AgentError(e.to_string()))?;
         let mut cmd = self.sandbox.shell(&self.command, &self.dir, scratch.path());
         for k in PASSED_ENV {
             if let Some(v) = std::env::var_os(k) {

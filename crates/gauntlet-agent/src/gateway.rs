@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::net::new_token;
 use crate::recorder::ModelCallRecorder;
+use gauntlet_process::net::new_token;
 
 pub use gauntlet_model::Price;
 
@@ -236,7 +236,7 @@ impl Gateway {
             )
             .with_state(Arc::clone(&shared));
         let cancel = CancellationToken::new();
-        let (addr, task) = crate::net::spawn_loopback(
+        let (addr, task) = gauntlet_process::net::spawn_loopback(
             "127.0.0.1:0".parse().expect("valid address"),
             router,
             cancel.clone(),

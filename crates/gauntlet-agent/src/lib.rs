@@ -12,14 +12,10 @@ mod environment;
 pub mod gateway;
 mod http;
 pub mod mcp;
-mod net;
 mod openai;
 mod recorder;
 mod replay;
-pub mod sandbox;
-pub mod scratch;
 mod script;
-pub mod stdio;
 pub mod user;
 
 pub use agent::{
@@ -32,7 +28,5 @@ pub use http::HttpAgent;
 pub use openai::OpenAiAgent;
 pub use recorder::ModelCallRecorder;
 pub use replay::{ReplayAgent, ReplayLogError};
-pub use sandbox::{Isolation, Sandbox, SandboxError};
-pub use scratch::ScratchError;
 pub use script::{BUILTIN_BEHAVIOURS, ScriptAgent, UnknownScriptError, play};
 pub use user::{PersonaModels, SimulatedUser, UserError};

@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::{SharedEnv, lock};
-pub use crate::net::new_token;
-use crate::net::spawn_loopback;
+pub use gauntlet_process::net::new_token;
+use gauntlet_process::net::spawn_loopback;
 
 /// The name of the tool that asks the simulated user a question.
 pub const ASK_USER: &str = "gauntlet_ask_user";
@@ -210,7 +210,7 @@ pub async fn serve_stdio(env: SharedEnv) -> std::io::Result<()> {
 
 /// Serves one MCP session with this handler over stdio until the client disconnects.
 pub async fn serve_stdio_handler<H: ServerHandler>(handler: H) -> std::io::Result<()> {
-    let (stdin, stdout, _blocking_again) = crate::stdio::async_stdio();
+    let (stdin, stdout, _blocking_again) = gauntlet_process::stdio::async_stdio();
     let running = rmcp::serve_server(handler, (stdin, stdout))
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))?;

@@ -160,6 +160,15 @@ pub fn conclude(
     status
 }
 
+/// A trial's status from its scores.
+pub fn trial_status(scores: &[Score]) -> TrialStatus {
+    if scores.iter().any(Score::fails_trial) {
+        TrialStatus::Failed
+    } else {
+        TrialStatus::Passed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -223,14 +232,5 @@ mod tests {
             conclude(&mut scores, &trajectory, false),
             TrialStatus::Failed
         );
-    }
-}
-
-/// A trial's status from its scores.
-pub fn trial_status(scores: &[Score]) -> TrialStatus {
-    if scores.iter().any(Score::fails_trial) {
-        TrialStatus::Failed
-    } else {
-        TrialStatus::Passed
     }
 }

@@ -8,9 +8,10 @@ use std::sync::{Arc, OnceLock};
 
 use gauntlet_agent::gateway::{Gateway, GatewayConfig, GatewayError, Mode};
 use gauntlet_agent::{
-    Agent, AgentSpec, CommandAgent, HttpAgent, Isolation, OpenAiAgent, PersonaModels, ReplayAgent,
-    Sandbox, ScriptAgent, SimulatedUser, parse_agent_spec,
+    Agent, AgentSpec, CommandAgent, HttpAgent, OpenAiAgent, PersonaModels, ReplayAgent,
+    ScriptAgent, SimulatedUser, parse_agent_spec,
 };
+use gauntlet_process::{Isolation, Sandbox};
 use gauntlet_suite::{LoadedCase, Suite};
 
 use crate::plan::PlanError;

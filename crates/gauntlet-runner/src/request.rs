@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use gauntlet_agent::Isolation;
 use gauntlet_model::{Classified, ErrorKind, Shard};
+use gauntlet_process::Isolation;
 use gauntlet_suite::Suite;
 use serde::{Deserialize, Serialize};
 

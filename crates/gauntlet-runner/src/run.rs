@@ -63,7 +63,7 @@ pub struct RunPlan {
     /// The suite's LLM judges (none when it has none).
     pub judges: Option<Arc<JudgePanel>>,
     /// Where the servers of real-service worlds run (none: as plain processes).
-    pub services_sandbox: Option<Arc<gauntlet_agent::Sandbox>>,
+    pub services_sandbox: Option<Arc<gauntlet_process::Sandbox>>,
     /// Whether to emit what happens inside each trial (`TrialEvent`, `TrialScored`).
     pub trial_events: bool,
 }
@@ -303,7 +303,7 @@ struct TrialShared {
     /// The initial-state hash of each case's first trial on a real service: every later trial
     /// of the case must start from the same.
     starts: StartHashes,
-    sandbox: Option<Arc<gauntlet_agent::Sandbox>>,
+    sandbox: Option<Arc<gauntlet_process::Sandbox>>,
 }
 
 async fn run_one(

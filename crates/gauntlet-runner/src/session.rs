@@ -22,8 +22,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, Isolation, SharedEnv};
+use gauntlet_agent::{Agent, AgentError, AgentInput, AgentOutput, BoxFuture, SharedEnv};
 use gauntlet_model::{Classified, ErrorKind, RunEvent, RunResults, TrialSummary};
+use gauntlet_process::Isolation;
 use gauntlet_store::{RunWriter, StoreError};
 use gauntlet_suite::Suite;
 
@@ -421,7 +422,7 @@ impl<'s> Run<'s> {
         // The servers of real-service worlds run in the same sandbox as command agents.
         let services = plans.has_services();
         let services_sandbox = if services {
-            let (sandbox, warning) = gauntlet_agent::Sandbox::detect(self.isolation)
+            let (sandbox, warning) = gauntlet_process::Sandbox::detect(self.isolation)
                 .map_err(|e| RunError::Input(e.to_string()))?;
             if let Some(w) = warning {
                 observer.notice(Notice::Warning(w.replace(

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gauntlet_agent::stdio::Lines;
+use gauntlet_process::stdio::Lines;
 use rmcp::service::ServiceError;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncWriteExt, DuplexStream};

@@ -312,7 +312,7 @@ impl RealService {
     /// sandbox, the server runs in it, the trial's folder the one it may write.
     pub fn start(
         spec: &ServiceSpec,
-        sandbox: Option<&gauntlet_agent::Sandbox>,
+        sandbox: Option<&gauntlet_process::Sandbox>,
     ) -> Result<RealService, ServiceError> {
         let stopping = SETTING_UP.lock().unwrap_or_else(|p| p.into_inner());
         if *stopping {
@@ -439,7 +439,7 @@ impl RealService {
     /// each failure said as such.
     pub fn start_and_read(
         spec: &ServiceSpec,
-        sandbox: Option<&gauntlet_agent::Sandbox>,
+        sandbox: Option<&gauntlet_process::Sandbox>,
     ) -> Result<(RealService, Value), ServiceError> {
         let service = RealService::start(spec, sandbox)
             .map_err(|e| ServiceError::DidNotStart(Box::new(e)))?;

@@ -28,13 +28,13 @@ use crate::proxy::{Begun, Proxy, Session};
 const PIPE_BUFFER: usize = 64 * 1024;
 
 /// Standard output, one whole message at a time.
-type Out = Arc<tokio::sync::Mutex<gauntlet_agent::stdio::Output>>;
+type Out = Arc<tokio::sync::Mutex<gauntlet_process::stdio::Output>>;
 
 /// Serves one session over stdio until the client disconnects.
 pub async fn serve_stdio(proxy: &Proxy) -> io::Result<()> {
     let server = proxy.session();
     let session = server.session();
-    let (input, output, _blocking_again) = gauntlet_agent::stdio::async_stdio();
+    let (input, output, _blocking_again) = gauntlet_process::stdio::async_stdio();
     let out: Out = Arc::new(tokio::sync::Mutex::new(output));
     let (mut to_rmcp, rmcp_reads) = tokio::io::duplex(PIPE_BUFFER);
     let (rmcp_writes, from_rmcp) = tokio::io::duplex(PIPE_BUFFER);
@@ -235,7 +235,7 @@ async fn write_line(out: &Out, line: &[u8]) -> io::Result<()> {
 
 /// Copies rmcp's messages to standard output, each whole.
 async fn copy_lines(from: impl tokio::io::AsyncRead + Unpin, out: Out) {
-    let mut lines = gauntlet_agent::stdio::Lines::new(from);
+    let mut lines = gauntlet_process::stdio::Lines::new(from);
     while let Some(line) = lines.next().await {
         if write_line(&out, line).await.is_err() {
             break;

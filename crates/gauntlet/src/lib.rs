@@ -31,6 +31,6 @@ where
             e.code()
         }
     };
-    gauntlet_agent::scratch::remove_own();
+    gauntlet_process::scratch::remove_own();
     code
 }

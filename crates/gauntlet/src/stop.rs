@@ -38,7 +38,7 @@ async fn stop_on(
     let killed = gauntlet_agent::kill_all_agents();
     // The trials' real services: their servers die with this process; their folders go now.
     gauntlet_services::remove_own();
-    gauntlet_agent::scratch::remove_own();
+    gauntlet_process::scratch::remove_own();
     eprintln!(
         "\nstopped: {killed} running agent(s) killed; finished trials are stored. \
          Resume with: {resume}"

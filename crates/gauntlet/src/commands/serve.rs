@@ -61,7 +61,7 @@ pub fn serve(
         Some(spec) => {
             // Sandboxed like `run --isolation auto` does it, where bubblewrap works.
             let (sandbox, warning) =
-                gauntlet_agent::Sandbox::detect(gauntlet_agent::Isolation::Auto)
+                gauntlet_process::Sandbox::detect(gauntlet_process::Isolation::Auto)
                     .map_err(|e| ExpectedError::harness(e.to_string()))?;
             if let Some(w) = warning {
                 eprintln!("warning: {w}");

@@ -50,7 +50,7 @@ static PARENT: OnceLock<Result<PathBuf, ScratchError>> = OnceLock::new();
 
 /// This process's folder of scratch folders, made (enter-only) on first use, after removing
 /// the folders of gauntlet processes that no longer run.
-pub(crate) fn parent() -> Result<&'static Path, &'static ScratchError> {
+pub fn parent() -> Result<&'static Path, &'static ScratchError> {
     PARENT
         .get_or_init(|| {
             sweep_stale();
@@ -84,7 +84,7 @@ fn make_own() -> Result<PathBuf, ScratchError> {
 }
 
 /// A new scratch folder for one trial, removed when dropped.
-pub(crate) fn scratch() -> Result<tempfile::TempDir, ScratchError> {
+pub fn scratch() -> Result<tempfile::TempDir, ScratchError> {
     let parent = parent().map_err(ScratchError::ParentEarlier)?;
     let made = || {
         tempfile::Builder::new()

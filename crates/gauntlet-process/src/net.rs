@@ -27,7 +27,7 @@ pub fn new_token() -> String {
 }
 
 /// Serves `router` on `addr` (TCP_NODELAY) until `cancel` fires: the bound address and the task.
-pub(crate) async fn spawn_loopback(
+pub async fn spawn_loopback(
     addr: SocketAddr,
     router: axum::Router,
     cancel: CancellationToken,

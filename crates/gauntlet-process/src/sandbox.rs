@@ -130,12 +130,7 @@ impl Sandbox {
     /// The command that runs `sh -c SCRIPT` in `dir`, sandboxed if it can be, with `scratch`
     /// the one folder it may write. The caller sets the environment (it starts empty), the
     /// pipes and the process group.
-    pub(crate) fn shell(
-        &self,
-        script: &str,
-        dir: &Path,
-        scratch: &Path,
-    ) -> tokio::process::Command {
+    pub fn shell(&self, script: &str, dir: &Path, scratch: &Path) -> tokio::process::Command {
         let mut cmd = match &self.bwrap {
             Some(bwrap) => {
                 let mut cmd = tokio::process::Command::new(bwrap);
