@@ -18,7 +18,7 @@ pub use calibration::render_calibration;
 pub use compare::{render_comparison, render_markdown_comparison};
 pub use html::{PlotTrial, ReportError, render_html, run_plots};
 pub use junit::render_junit;
-pub use markdown::render_markdown;
+pub use markdown::{MarkdownTrials, render_markdown, render_markdown_with};
 pub use terminal::{
     SummaryOptions, TerminalReporter, attack_groups, attack_line, benchmark_line, render_summary,
 };

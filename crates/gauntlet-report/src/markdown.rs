@@ -5,7 +5,7 @@ use gauntlet_model::names;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use gauntlet_model::{RunResults, TrialStatus, Verdict};
+use gauntlet_model::{RunResults, TrialStatus, TrialSummary, Verdict};
 
 use crate::svg::fmt;
 
@@ -31,8 +31,60 @@ pub fn escape(text: &str) -> String {
         .replace('@', "@\u{200B}")
 }
 
+/// What the Markdown summary reads of the trials, tallied as they stream by in plan order and
+/// bounded whatever their number: each failing evaluator's count and first three trials, the
+/// first failed trials' reasons and the first harness errors.
+#[derive(Debug, Default)]
+pub struct MarkdownTrials {
+    failures: BTreeMap<String, (usize, Vec<String>)>,
+    why: Vec<String>,
+    errors: Vec<String>,
+}
+
+impl MarkdownTrials {
+    /// Tallies the next trial.
+    pub fn push(&mut self, t: &TrialSummary) {
+        for s in t.scores.iter().filter(|s| s.fails_trial()) {
+            let (n, examples) = self.failures.entry(s.name.clone()).or_default();
+            *n += 1;
+            if examples.len() < 3 {
+                examples.push(format!("{}#{}", t.case_id, t.epoch));
+            }
+        }
+        if t.status == TrialStatus::Failed
+            && self.why.len() < crate::terminal::EXPLAINED
+            && let Some(w) = crate::terminal::why_line(t)
+        {
+            self.why.push(format!(
+                "- {}#{}: {}",
+                escape(&t.case_id),
+                t.epoch,
+                escape(&w)
+            ));
+        }
+        if t.status == TrialStatus::Error && self.errors.len() < 5 {
+            self.errors.push(format!(
+                "- {}#{}: {}",
+                escape(&t.case_id),
+                t.epoch,
+                escape(t.error.as_deref().unwrap_or(""))
+            ));
+        }
+    }
+}
+
 /// Renders the Markdown summary.
 pub fn render_markdown(results: &RunResults) -> String {
+    let mut trials = MarkdownTrials::default();
+    for t in &results.trials {
+        trials.push(t);
+    }
+    render_markdown_with(results, &trials)
+}
+
+/// Renders the Markdown summary of a run (its `trials` are not read) whose trials were tallied
+/// as they streamed by: the same text as [`render_markdown`] of the run with them.
+pub fn render_markdown_with(results: &RunResults, trials: &MarkdownTrials) -> String {
     let mut out = String::new();
     let h = &results.header;
     let verdict = match results.verdict {
@@ -122,44 +174,26 @@ pub fn render_markdown(results: &RunResults) -> String {
             }
         );
     }
-    let mut failures: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for t in &results.trials {
-        for s in t.scores.iter().filter(|s| s.fails_trial()) {
-            failures
-                .entry(s.name.as_str())
-                .or_default()
-                .push(format!("{}#{}", t.case_id, t.epoch));
-        }
-    }
-    if !failures.is_empty() {
-        let mut top: Vec<(&str, Vec<String>)> = failures.into_iter().collect();
-        top.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+    if !trials.failures.is_empty() {
+        let mut top: Vec<(&String, &(usize, Vec<String>))> = trials.failures.iter().collect();
+        top.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
         let _ = writeln!(
             out,
             "### Top failures\n\n| evaluator | failed trials | for example |\n|---|---|---|"
         );
-        for (name, trials) in top.iter().take(8) {
-            let examples: Vec<String> = trials.iter().take(3).map(|t| escape(t)).collect();
+        for (name, (n, examples)) in top.iter().take(8) {
+            let examples: Vec<String> = examples.iter().map(|t| escape(t)).collect();
             let _ = writeln!(
                 out,
                 "| {} | {} | {} |",
                 escape(name),
-                trials.len(),
+                n,
                 examples.join(", ")
             );
         }
         let _ = writeln!(out);
         // Why each failed trial failed, the first ones: its most severe failing reason.
-        let why: Vec<String> = results
-            .trials
-            .iter()
-            .filter(|t| t.status == TrialStatus::Failed)
-            .filter_map(|t| {
-                crate::terminal::why_line(t)
-                    .map(|w| format!("- {}#{}: {}", escape(&t.case_id), t.epoch, escape(&w)))
-            })
-            .take(crate::terminal::EXPLAINED)
-            .collect();
+        let why = &trials.why;
         if !why.is_empty() {
             let _ = writeln!(
                 out,
@@ -181,20 +215,7 @@ pub fn render_markdown(results: &RunResults) -> String {
     if !weak.is_empty() {
         let _ = writeln!(out, "Segments with failures: {}\n", weak.join(", "));
     }
-    let errors: Vec<String> = results
-        .trials
-        .iter()
-        .filter(|t| t.status == TrialStatus::Error)
-        .take(5)
-        .map(|t| {
-            format!(
-                "- {}#{}: {}",
-                escape(&t.case_id),
-                t.epoch,
-                escape(t.error.as_deref().unwrap_or(""))
-            )
-        })
-        .collect();
+    let errors = &trials.errors;
     if !errors.is_empty() {
         let _ = writeln!(out, "### Harness errors\n\n{}\n", errors.join("\n"));
     }

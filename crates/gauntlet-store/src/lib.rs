@@ -23,7 +23,7 @@ pub use recorded::{ImportedTrial, ItemParser, RawItem, RawItems, read_items, rea
 pub use run_dir::{
     EncodedRecord, ResultsBrief, RunWriter, StoreError, StoredTrial, StoredTrials, read_header,
     read_results, read_results_brief, read_results_head, read_results_kept, read_summaries,
-    read_trials, read_trials_lean, replay,
+    read_trials, read_trials_lean, replay, replay_kept,
 };
 pub use spill::{EncodedSummary, SpilledSummaries, write_full_results};
 pub use states::StateReader;

@@ -796,9 +796,28 @@ fn read_trials_with(
 pub fn replay(
     dir: &Path,
 ) -> Result<impl Iterator<Item = Result<RunEvent, StoreError>>, StoreError> {
+    replay_kept(dir, usize::MAX)
+}
+
+/// [`replay`], its `RunFinished` results holding the trial summaries only when the run has at
+/// most `keep` of them (as a live run past that many finishes without them): memory for `keep`
+/// summaries and one trial, whatever the run's size.
+pub fn replay_kept(
+    dir: &Path,
+    keep: usize,
+) -> Result<impl Iterator<Item = Result<RunEvent, StoreError>>, StoreError> {
     let header = read_header(dir)?;
-    let results = read_results(dir)?;
-    let planned = results.trials.len();
+    let (results, left_out) = read_results_kept(dir, keep)?;
+    let planned = if left_out {
+        results
+            .metrics
+            .get(gauntlet_model::names::metric::TRIALS)
+            .copied()
+            .flatten()
+            .unwrap_or(0.0) as usize
+    } else {
+        results.trials.len()
+    };
     let run_start = header.started_at.clone();
     let started = RunEvent::RunStarted {
         at: header.started_at.clone(),

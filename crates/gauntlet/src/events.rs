@@ -114,7 +114,9 @@ pub fn replay(dir: &Path, out: &mut dyn Write) -> Result<(), ExpectedError> {
     let read = |e: gauntlet_store::StoreError| {
         ExpectedError::input(format!("failed to read the run: {e}"))
     };
-    for event in gauntlet_store::replay(dir).map_err(read)? {
+    for event in
+        gauntlet_store::replay_kept(dir, gauntlet_runner::offline::KEPT_SUMMARIES).map_err(read)?
+    {
         let line = event.map_err(read)?.wire();
         let written = serde_json::to_writer(&mut *out, &line)
             .map_err(std::io::Error::from)

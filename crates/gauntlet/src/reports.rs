@@ -148,7 +148,9 @@ fn replay_summary(dir: &Path) -> Result<String, ExpectedError> {
     };
     let mut reporter = TerminalReporter::new(summary_options());
     let mut text = String::new();
-    for event in gauntlet_store::replay(dir).map_err(read)? {
+    for event in
+        gauntlet_store::replay_kept(dir, gauntlet_runner::offline::KEPT_SUMMARIES).map_err(read)?
+    {
         if let Some(out) = reporter.report(&event.map_err(read)?) {
             text.push_str(&out);
         }

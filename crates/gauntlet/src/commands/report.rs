@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gauntlet_store::{read_results, read_results_head};
+use gauntlet_store::{read_results, read_results_head, read_summaries};
 
 use crate::reports::{Format, render};
 
@@ -81,8 +81,6 @@ pub fn report(
     if format == Format::Json && baseline.is_none() && json_streamed(&dir, out)? {
         return Ok(GATES_PASSED);
     }
-    let results = read_results(&dir)
-        .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
     // The event stream is written as it is read: a run of any size in constant memory.
     if format == Format::Events {
         crate::events::replay_to(&dir, out.unwrap_or(Path::new("-")))?;
@@ -91,6 +89,24 @@ pub fn report(
         }
         return Ok(GATES_PASSED);
     }
+    // The terminal summary is the run replayed (its summaries listed up to a thousand, as the
+    // live run printed them), and Markdown tallies the trials as they are read.
+    let streamed = match format {
+        Format::Terminal => Some(crate::reports::render(
+            &dir,
+            &read_results_head(&dir)
+                .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?,
+            format,
+            None,
+        )?),
+        Format::Md => Some(markdown_streamed(&dir, baseline)?),
+        _ => None,
+    };
+    if let Some(text) = streamed {
+        return written(text, out);
+    }
+    let results = read_results(&dir)
+        .map_err(|e| ExpectedError::input(format!("failed to read the run: {e}")))?;
     let baseline = baseline
         .map(|b| {
             read_results(b)
@@ -98,6 +114,41 @@ pub fn report(
         })
         .transpose()?;
     let text = render(&dir, &results, format, baseline.as_ref())?;
+    written(text, out)
+}
+
+/// The Markdown summary of a run folder (and its comparison with `baseline`), its trials and
+/// the baseline's read one at a time.
+fn markdown_streamed(dir: &Path, baseline: Option<&Path>) -> Result<String, ExpectedError> {
+    let failed = |e: gauntlet_store::StoreError| {
+        ExpectedError::input(format!("failed to read the run: {e}"))
+    };
+    let results = read_results_head(dir).map_err(failed)?;
+    let mut trials = gauntlet_report::MarkdownTrials::default();
+    for t in read_summaries(dir).map_err(failed)? {
+        trials.push(&t.map_err(failed)?);
+    }
+    let mut text = gauntlet_report::render_markdown_with(&results, &trials);
+    if let Some(b) = baseline {
+        let failed = |e: gauntlet_store::StoreError| {
+            ExpectedError::input(format!("failed to read the baseline run: {e}"))
+        };
+        let a = read_results_head(b).map_err(failed)?;
+        let c = gauntlet_verdict::compare_streams(
+            &a,
+            &results,
+            read_summaries(b).map_err(failed)?,
+            read_summaries(dir).map_err(failed)?,
+            a.header.seed ^ results.header.seed.rotate_left(32),
+        )
+        .map_err(failed)?;
+        text.push_str(&gauntlet_report::render_markdown_comparison(&c));
+    }
+    Ok(text)
+}
+
+/// Writes a report to `out`, or standard output.
+fn written(text: String, out: Option<&Path>) -> Result<i32, ExpectedError> {
     match out {
         Some(path) => {
             std::fs::write(path, text).map_err(|e| {
