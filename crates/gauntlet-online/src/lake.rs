@@ -37,7 +37,7 @@ use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::judge::Judged;
+use crate::policy::Checked;
 
 /// What went wrong with the lake.
 #[derive(Debug, thiserror::Error)]
@@ -139,7 +139,7 @@ pub fn agent_usage(t: &Trajectory) -> Usage {
 }
 
 /// The row of a judged (and anonymised) trace.
-pub fn row_of(j: &Judged, received_at_ms: i64) -> TraceRow {
+pub fn row_of(j: &Checked, received_at_ms: i64) -> TraceRow {
     let r = &j.record;
     let events = &r.trajectory.events;
     let calls: Vec<_> = r.trajectory.tool_calls().collect();

@@ -1,8 +1,8 @@
 //! Production in the loop.
 //!
-//! `judge`: an imported trace judged through the library's trial-scoring entry point with the
+//! `policy`: an imported trace checked through the library's trial-scoring entry point with the
 //! evaluators that need no expected state, against a policy (tools and their schemas,
-//! constraints, canaries), then redacted.
+//! constraints, canaries), then redacted (`PolicyCheck`; rules only, not an LLM judge).
 //!
 //! `lake`: the Parquet trace lake (Arrow's crates), partitioned by day, with retention.
 //!
@@ -13,8 +13,8 @@
 //!
 //! `harvest`: the flywheel, failed and negatively rated trajectories into candidate cases.
 pub mod harvest;
-pub mod judge;
 pub mod lake;
 pub mod monitor;
+pub mod policy;
 pub mod receiver;
 pub mod window;

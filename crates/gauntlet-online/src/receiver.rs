@@ -39,15 +39,15 @@ use tokio::task::JoinHandle;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
-use crate::judge::Judge;
 use crate::lake::{FeedbackRow, LakeWriter, prune, row_of};
 use crate::monitor::Monitor;
+use crate::policy::PolicyCheck;
 
 /// How the receiver runs.
 pub struct Settings {
     pub lake: PathBuf,
     pub token: String,
-    pub judge: Judge,
+    pub judge: PolicyCheck,
     /// Rows held before the lake is written (also written every `flush_every`).
     pub flush_rows: usize,
     pub flush_every: Duration,
@@ -70,7 +70,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn new(lake: PathBuf, token: String, judge: Judge) -> Settings {
+    pub fn new(lake: PathBuf, token: String, judge: PolicyCheck) -> Settings {
         let idle_ms = (judge.policy().idle_timeout_s * 1000.0).max(1.0) as u64;
         Settings {
             lake,
@@ -748,7 +748,7 @@ struct Taken {
 }
 
 /// Judges one trace (the part that runs on any core); its verdicts as a span if `export`.
-async fn judged(judge: &Judge, export: bool, trace: gauntlet_otel::Trace) -> Taken {
+async fn judged(judge: &PolicyCheck, export: bool, trace: gauntlet_otel::Trace) -> Taken {
     let imported = gauntlet_otel::imported_trace(&trace);
     let mut judged = judge.judge(imported).await;
     judge.anonymise(&mut judged);
@@ -772,7 +772,7 @@ async fn judged(judge: &Judge, export: bool, trace: gauntlet_otel::Trace) -> Tak
 /// Hands `traces` out to be judged on every core: a share each (judged in order), at least
 /// `JUDGED_TOGETHER` traces a share; with their verdicts as spans if `export`.
 fn shares(
-    judge: &Arc<Judge>,
+    judge: &Arc<PolicyCheck>,
     cores: usize,
     export: bool,
     traces: Vec<gauntlet_otel::Trace>,
@@ -818,7 +818,7 @@ fn keep(
 
 /// Judges `traces` one after the other, in order.
 async fn judged_in_turn(
-    judge: &Judge,
+    judge: &PolicyCheck,
     export: bool,
     traces: Vec<gauntlet_otel::Trace>,
 ) -> Vec<Taken> {
@@ -842,7 +842,7 @@ mod tests {
     const TOKEN: &str = "t0k3n";
 
     async fn receiver(lake: &std::path::Path, tune: impl FnOnce(&mut Settings)) -> Running {
-        let judge = Judge::new(Policy::default(), "k").unwrap();
+        let judge = PolicyCheck::new(Policy::default(), "k").unwrap();
         let mut settings = Settings::new(lake.to_owned(), TOKEN.into(), judge);
         tune(&mut settings);
         start("127.0.0.1:0".parse().unwrap(), settings)
@@ -1009,7 +1009,7 @@ mod tests {
     /// made only to be exported.
     #[tokio::test]
     async fn verdicts_are_made_into_spans_only_to_be_exported() {
-        let judge = Judge::new(Policy::default(), "k").unwrap();
+        let judge = PolicyCheck::new(Policy::default(), "k").unwrap();
         let trace = || {
             let body = payload(&[tool_span(&format!("{:032x}", 7), "b7ad6b7169203331", "")]);
             let request = gauntlet_otel::decode(body.as_bytes(), Encoding::Json).unwrap();

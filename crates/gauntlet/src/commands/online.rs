@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use gauntlet_online::judge::Judge;
+use gauntlet_online::policy::PolicyCheck;
 use gauntlet_online::receiver::{Settings, start};
 
 use crate::exit::{ExpectedError, GATES_PASSED};
@@ -66,7 +66,7 @@ pub fn online(args: Args) -> Result<i32, ExpectedError> {
         Ok(k) if !k.is_empty() => k,
         _ => random_hex()?,
     };
-    let judge = Judge::new(policy, &key).map_err(|e| {
+    let judge = PolicyCheck::new(policy, &key).map_err(|e| {
         ExpectedError::input(format!(
             "{}: {e}",
             args.policy

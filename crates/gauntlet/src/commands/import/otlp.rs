@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use gauntlet_model::RunHeader;
 use gauntlet_model::digest::sha256_hex;
-use gauntlet_online::judge::Judge;
+use gauntlet_online::policy::PolicyCheck;
 
 use crate::exit::{ExpectedError, GATES_PASSED};
 use gauntlet_runner::{new_run_id_for, stamp};
@@ -26,7 +26,7 @@ pub(super) fn import(
             .unwrap_or_default()
             .as_bytes(),
     );
-    let judge = Judge::new(loaded, "").map_err(|e| {
+    let judge = PolicyCheck::new(loaded, "").map_err(|e| {
         ExpectedError::input(format!(
             "{}: {e}",
             policy.map(|p| p.display().to_string()).unwrap_or_default()

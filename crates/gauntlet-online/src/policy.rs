@@ -1,4 +1,5 @@
-//! One production trace, judged and then anonymised.
+//! One production trace checked against the policy (the deterministic evaluators that need no
+//! expected state, and the policy's tools, schemas and budgets; no LLM judge), then anonymised.
 //!
 //! The trace is judged as it came (the secrets evaluator must see what leaked), then every
 //! string of the record is redacted before the caller writes anything.
@@ -16,7 +17,7 @@ use serde_json::Value;
 /// Declared schemas whose validators are kept.
 const DECLARED: usize = 1_024;
 
-/// A policy a judge cannot be made of: the user's input.
+/// A policy that cannot be checked against: the user's input.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     /// A tool's parameters are not a JSON Schema.
@@ -38,8 +39,8 @@ impl gauntlet_model::Classified for PolicyError {
     }
 }
 
-/// Judges traces against one policy.
-pub struct Judge {
+/// Checks traces against one policy (not an LLM judge: rules only).
+pub struct PolicyCheck {
     policy: Policy,
     world: WorldSpec,
     /// Argument validators by tool, from the policy.
@@ -53,9 +54,9 @@ pub struct Judge {
     custom: CustomEvaluators,
 }
 
-/// A judged trace: the record (redacted) and what the lake keeps beside it.
+/// A checked trace: the record (redacted) and what the lake keeps beside it.
 #[derive(Debug, Clone)]
-pub struct Judged {
+pub struct Checked {
     pub record: TrialRecord,
     pub service: Option<String>,
     pub agent: String,
@@ -67,10 +68,10 @@ pub struct Judged {
     pub root_span_id: Option<Vec<u8>>,
 }
 
-impl Judge {
-    /// A judge for the policy; `key` keys redaction hashes. A bad tool schema or redaction
+impl PolicyCheck {
+    /// The check of the policy; `key` keys redaction hashes. A bad tool schema or redaction
     /// pattern is named in the error.
-    pub fn new(policy: Policy, key: &str) -> Result<Judge, PolicyError> {
+    pub fn new(policy: Policy, key: &str) -> Result<PolicyCheck, PolicyError> {
         let mut validators = HashMap::new();
         for t in &policy.tools {
             let v =
@@ -93,7 +94,7 @@ impl Judge {
             canaries: policy.canaries.clone(),
             ..WorldSpec::default()
         };
-        Ok(Judge {
+        Ok(PolicyCheck {
             policy,
             world,
             validators,
@@ -111,8 +112,8 @@ impl Judge {
         &self.policy
     }
 
-    /// Judges a trace as it came (nothing redacted: see [`Judge::anonymise`]).
-    pub async fn judge(&self, mut t: ImportedTrace) -> Judged {
+    /// Judges a trace as it came (nothing redacted: see [`PolicyCheck::anonymise`]).
+    pub async fn judge(&self, mut t: ImportedTrace) -> Checked {
         self.annotate(&mut t);
         let evaluation = evaluate_trial(
             &TrialEvidence {
@@ -148,7 +149,7 @@ impl Judge {
             },
             evaluation,
         );
-        Judged {
+        Checked {
             record,
             service: t.service,
             agent: t.agent,
@@ -159,7 +160,7 @@ impl Judge {
     }
 
     /// Takes secrets and personal data out of a judged trace, before anything is written.
-    pub fn anonymise(&self, j: &mut Judged) {
+    pub fn anonymise(&self, j: &mut Checked) {
         self.redact(&mut j.record);
         for f in &mut j.feedback {
             self.redactor.value(f);
