@@ -24,19 +24,6 @@ const STYLE: &str = include_str!("templates/report.css");
 pub struct ReportError(pub(crate) String);
 
 #[derive(Serialize)]
-struct JudgeView {
-    judge: String,
-    status: String,
-    verdict: String,
-    score: String,
-    criteria: String,
-    reason: String,
-    advisory: bool,
-    split: bool,
-    samples: String,
-}
-
-#[derive(Serialize)]
 struct TrialView {
     anchor: String,
     /// The trial's item id as calibration names it (`CASE#EPOCH`): what an exported label reads.
@@ -56,7 +43,6 @@ struct TrialView {
     review: String,
     /// Why it did not pass, in one line: the harness error or the most severe failing reason.
     why: String,
-    judges: Vec<JudgeView>,
 }
 
 fn status_name(s: TrialStatus) -> String {
@@ -96,52 +82,6 @@ fn trial_view(i: usize, t: &TrialRecord) -> TrialView {
                 .map(|s| format!("{}: {}", s.name, s.reason.as_deref().unwrap_or("failed")))
                 .unwrap_or_default()
         }),
-        judges: t.judges.iter().map(judge_view).collect(),
-    }
-}
-
-fn judge_view(o: &gauntlet_model::JudgeOutcome) -> JudgeView {
-    let status = serde_json::to_value(o.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    JudgeView {
-        judge: o.judge.clone(),
-        verdict: match (o.passed, o.advisory) {
-            (Some(true), false) => "pass".to_owned(),
-            (Some(false), false) => "FAIL".to_owned(),
-            (Some(true), true) => "pass (advisory)".to_owned(),
-            (Some(false), true) => "fail (advisory)".to_owned(),
-            (None, _) => status.clone(),
-        },
-        status,
-        score: o.score.map(fmt).unwrap_or_default(),
-        criteria: o
-            .criteria
-            .iter()
-            .map(|(k, v)| format!("{k} {}", fmt(*v)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        reason: o
-            .reason
-            .clone()
-            .or_else(|| o.samples.iter().find_map(|s| s.reason.clone()))
-            .unwrap_or_default(),
-        advisory: o.advisory,
-        split: o.split,
-        samples: o
-            .samples
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} ({}{})",
-                    s.model,
-                    s.parse,
-                    if s.cached { ", cached" } else { "" }
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
     }
 }
 

@@ -39,6 +39,77 @@ pub struct Review {
     pub diff: Vec<Change>,
     /// Paths the case expected a value at that the final state does not hold.
     pub mismatches: Vec<Mismatch>,
+    /// What each LLM judge said (`judge_verdicts`: a trial record's `judges` are the judges'
+    /// outcomes as stored).
+    pub judge_verdicts: Vec<Judge>,
+}
+
+/// What an LLM judge said of the trial, as read beside its verdicts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judge {
+    /// The judge.
+    pub judge: String,
+    /// `scored`, `skipped` or `invalid`.
+    pub status: String,
+    /// `pass`, `FAIL`, `pass (advisory)`, `fail (advisory)` or the status.
+    pub verdict: String,
+    /// Its score, when it gave one.
+    pub score: String,
+    /// Each criterion's score, in words.
+    pub criteria: String,
+    /// Why, as the judge said it.
+    pub reason: String,
+    /// Whether it may not gate.
+    pub advisory: bool,
+    /// Whether its samples disagreed.
+    pub split: bool,
+    /// The models asked, how each reply parsed, cached or not.
+    pub samples: String,
+}
+
+fn judge(o: &gauntlet_model::JudgeOutcome) -> Judge {
+    let status = serde_json::to_value(o.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    Judge {
+        judge: o.judge.clone(),
+        verdict: match (o.passed, o.advisory) {
+            (Some(true), false) => "pass".to_owned(),
+            (Some(false), false) => "FAIL".to_owned(),
+            (Some(true), true) => "pass (advisory)".to_owned(),
+            (Some(false), true) => "fail (advisory)".to_owned(),
+            (None, _) => status.clone(),
+        },
+        status,
+        score: o.score.map(crate::svg::fmt).unwrap_or_default(),
+        criteria: o
+            .criteria
+            .iter()
+            .map(|(k, v)| format!("{k} {}", crate::svg::fmt(*v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        reason: o
+            .reason
+            .clone()
+            .or_else(|| o.samples.iter().find_map(|s| s.reason.clone()))
+            .unwrap_or_default(),
+        advisory: o.advisory,
+        split: o.split,
+        samples: o
+            .samples
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({}{})",
+                    s.model,
+                    s.parse,
+                    if s.cached { ", cached" } else { "" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 /// One entry of the conversation. Every entry carries the indexes of the trajectory events it
@@ -555,6 +626,7 @@ pub fn review(t: &TrialRecord) -> Review {
         verdicts,
         diff: diff(&t.initial_state, &t.final_state),
         mismatches,
+        judge_verdicts: t.judges.iter().map(judge).collect(),
     }
 }
 
@@ -635,5 +707,9 @@ mod tests {
             ]
         );
         assert_eq!(r.diff[1].op, "added");
+        let json = serde_json::to_value(&r).unwrap();
+        for key in ["transcript", "verdicts", "diff", "mismatches", "request", "judge_verdicts"] {
+            assert!(json.get(key).is_some(), "{key} missing from {json}");
+        }
     }
 }

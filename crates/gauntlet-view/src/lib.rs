@@ -487,10 +487,9 @@ async fn trial(
         let review = gauntlet_report::review(&record);
         let mut out = serde_json::to_value(&record).map_err(|e| ViewError::Io(e.to_string()))?;
         let review = serde_json::to_value(&review).map_err(|e| ViewError::Io(e.to_string()))?;
+        // Its keys beside the record's (`status`, `error`, `case_id` and `epoch` are the same).
         if let (Some(out), Value::Object(review)) = (out.as_object_mut(), review) {
-            for key in ["transcript", "verdicts", "diff", "mismatches", "request"] {
-                out.insert(key.to_owned(), review[key].clone());
-            }
+            out.extend(review);
         }
         out["case"] = s.cases.panel(&dir, &header, &q.case).unwrap_or(Value::Null);
         out["run"] = json!({"run_id": header.run_id, "name": header.name, "suite": header.suite});

@@ -132,6 +132,23 @@ var GauntletReview = (function () {
         el("ol", { class: "rv-list" }, notes.map(row))) : null);
   }
 
+  function judges(review) {
+    if (!review.judge_verdicts || !review.judge_verdicts.length) { return null; }
+    return el("section", { class: "rv-judges" },
+      el("h3", {}, "LLM judges"),
+      el("ol", { class: "rv-list" }, review.judge_verdicts.map(function (j) {
+        var cls = j.status !== "scored" || j.advisory ? "note" : /^pass/.test(j.verdict) ? "passed" : "failed";
+        return el("li", { class: "rv-verdict rv-judge " + cls, "data-status": cls, "data-name": j.judge },
+          el("div", { class: "rv-verdict-head" },
+            el("span", { class: "rv-mark" }, cls === "failed" ? "✗" : cls === "passed" ? "✓" : "·"),
+            el("b", {}, j.judge), el("span", { class: "rv-badge" }, j.verdict + (j.split ? " (split)" : "")),
+            j.score ? el("span", { class: "rv-meta" }, "score " + j.score) : null),
+          j.reason ? el("div", { class: "rv-reason" }, j.reason) : null,
+          j.criteria ? el("div", { class: "rv-reason rv-muted" }, j.criteria) : null,
+          j.samples ? el("div", { class: "rv-reason rv-muted" }, j.samples) : null);
+      })));
+  }
+
   function stateDiff(review) {
     return el("section", { class: "rv-state" },
       el("h3", {}, "State diff ", el("span", { class: "rv-count" }, review.diff.length + " changed path" + (review.diff.length === 1 ? "" : "s"))),
@@ -192,7 +209,7 @@ var GauntletReview = (function () {
     var head = el("div", { class: "rv-head" },
       review.error ? el("div", { class: "rv-error" }, el("b", {}, "harness error "), review.error) : null,
       opened ? null : el("div", { class: "rv-request" }, el("span", { class: "rv-who" }, "Request"), el("div", { class: "rv-text" }, review.request || (opts.casePanel && opts.casePanel.request) || "(no user message)")));
-    var side = el("aside", { class: "rv-side" }, verdicts(review, ctx), stateDiff(review), casePanel(opts.casePanel));
+    var side = el("aside", { class: "rv-side" }, verdicts(review, ctx), judges(review), stateDiff(review), casePanel(opts.casePanel));
     add(root, head);
     add(root, el("div", { class: "rv-grid" }, el("div", { class: "rv-main" }, convo), side));
     return root;
