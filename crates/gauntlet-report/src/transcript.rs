@@ -708,7 +708,14 @@ mod tests {
         );
         assert_eq!(r.diff[1].op, "added");
         let json = serde_json::to_value(&r).unwrap();
-        for key in ["transcript", "verdicts", "diff", "mismatches", "request", "judge_verdicts"] {
+        for key in [
+            "transcript",
+            "verdicts",
+            "diff",
+            "mismatches",
+            "request",
+            "judge_verdicts",
+        ] {
             assert!(json.get(key).is_some(), "{key} missing from {json}");
         }
     }
