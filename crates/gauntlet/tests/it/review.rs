@@ -190,7 +190,10 @@ fn a_trial_reads_as_a_conversation_with_its_verdicts_and_diff_and_flipped_cases_
         r["case_file"]
     );
     assert!(api["case"]["expected_outcome"].is_object());
-    assert_eq!(api["case"]["changed_since_run"], false, "the suite is as it ran");
+    assert_eq!(
+        api["case"]["changed_since_run"], false,
+        "the suite is as it ran"
+    );
 
     // The run page: trials above the plots.
     assert!(r["run_title"].as_str().unwrap().contains("skip-confirm"));
