@@ -19,7 +19,14 @@ use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
-use crate::upstream::CallFailure;
+/// Why a call did not get an answer.
+#[derive(Debug)]
+pub enum CallFailure {
+    /// No answer within the time limit.
+    Timeout(Duration),
+    /// The upstream went away or broke the protocol.
+    Broken(String),
+}
 
 /// The ids of relayed requests are strings with this prefix; the client's are numbers.
 const ID_PREFIX: &str = "gauntlet-relay-";
@@ -204,8 +211,8 @@ mod tests {
     use serde_json::value::RawValue;
     use tokio::io::{AsyncBufReadExt, BufReader};
 
+    use super::CallFailure;
     use super::split;
-    use crate::upstream::CallFailure;
 
     /// A server played by `sh -c script`: the relay on its pipes, and the client's ends.
     fn server(

@@ -13,6 +13,8 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::relay::Relay;
 
+pub use crate::relay::CallFailure;
+
 /// Why an upstream cannot be named or reached. A spec that does not parse is the user's input;
 /// an upstream that cannot be started or reached is the harness's failure.
 #[derive(Debug, thiserror::Error)]
@@ -217,15 +219,6 @@ impl Drop for Child {
     fn drop(&mut self) {
         let _ = self.process.start_kill();
     }
-}
-
-/// Why a call did not get an answer.
-#[derive(Debug)]
-pub enum CallFailure {
-    /// No answer within the time limit.
-    Timeout(Duration),
-    /// The upstream went away or broke the protocol.
-    Broken(String),
 }
 
 impl Upstream {

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands;
+use crate::exit::ExpectedError;
 
 /// Evaluate AI agents the way their users will meet them: in a simulated, stateful tool world,
 /// judged on the effect first, then the path, the tools, the cost and the safety.
@@ -44,4 +45,32 @@ pub enum Command {
     Import(commands::import::Args),
     Report(commands::report::Args),
     Calibrate(commands::calibrate::Args),
+}
+
+impl Command {
+    /// Runs the command; the exit code, or an error carrying one.
+    pub fn exec(self) -> Result<i32, ExpectedError> {
+        match self {
+            Command::Run(args) => args.exec(),
+            Command::Check(args) => args.exec(),
+            Command::Audit(args) => args.exec(),
+            Command::Init(args) => args.exec(),
+            Command::Score(args) => args.exec(),
+            Command::Gate(args) => args.exec(),
+            Command::Merge(args) => args.exec(),
+            Command::Export(args) => args.exec(),
+            Command::Compare(args) => args.exec(),
+            Command::Runs(args) => args.exec(),
+            Command::Schema(args) => args.exec(),
+            Command::Serve(args) => args.exec(),
+            Command::Shadow(args) => args.exec(),
+            Command::Online(args) => args.exec(),
+            Command::View(args) => args.exec(),
+            Command::Drift(args) => args.exec(),
+            Command::Harvest(args) => args.exec(),
+            Command::Import(args) => args.exec(),
+            Command::Report(args) => args.exec(),
+            Command::Calibrate(args) => args.exec(),
+        }
+    }
 }

@@ -24,7 +24,8 @@ where
 {
     exit::quiet_on_closed_pipe();
     let cli = cli::Cli::parse_from(args);
-    let code = match commands::dispatch(cli) {
+    say::set_quiet(cli.quiet);
+    let code = match cli.command.exec() {
         Ok(code) => code,
         Err(e) => {
             e.print();

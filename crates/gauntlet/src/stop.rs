@@ -1,7 +1,5 @@
 //! Stopping a run on SIGINT or SIGTERM: every running agent killed, the trial's services and
-//! scratch folders removed, and the command that resumes the run printed.
-
-use crate::commands::run::Args as RunArgs;
+//! scratch folders removed, and the command that resumes the run (the caller's words) printed.
 
 /// On SIGINT or SIGTERM: kills every running agent (they sit in process groups of their own,
 /// which a terminal's Ctrl-C does not reach), says how to resume, and exits 130 or 143. The
@@ -44,45 +42,4 @@ async fn stop_on(
          Resume with: {resume}"
     );
     std::process::exit(code);
-}
-
-/// The command that finishes this run, to paste into the same shell: the suite, the run folder,
-/// and the flags given that `--resume` accepts (the rest come from the run's header).
-pub fn resume_command(args: &RunArgs, out: &std::path::Path) -> String {
-    let quote = |s: &str| {
-        shlex::try_quote(s)
-            .map(|q| q.into_owned())
-            .unwrap_or_else(|_| s.to_owned())
-    };
-    let path = |p: &std::path::Path| quote(&p.to_string_lossy());
-    let mut command = format!("gauntlet run {} --resume {}", path(&args.suite), path(out));
-    let mut flag = |name: &str, value: String| {
-        command.push_str(&format!(" --{name} {}", quote(&value)));
-    };
-    let r = &args.request;
-    if let Some(n) = r.concurrency {
-        flag("concurrency", n.to_string());
-    }
-    if let Some(t) = r.trial_timeout {
-        flag("trial-timeout", t.to_string());
-    }
-    if r.retry_errors > 0 {
-        flag("retry-errors", r.retry_errors.to_string());
-    }
-    if let Some(eur) = r.max_cost_eur {
-        flag("max-cost-eur", eur.to_string());
-    }
-    if let Some(u) = &r.gateway_upstream {
-        flag("gateway-upstream", u.clone());
-    }
-    if let Some(c) = &r.replay_cassette {
-        flag("replay-cassette", c.to_string_lossy().into_owned());
-    }
-    if let Some(m) = &r.user_model {
-        flag("user-model", m.clone());
-    }
-    if let Some(i) = &r.isolation {
-        flag("isolation", i.clone());
-    }
-    command
 }

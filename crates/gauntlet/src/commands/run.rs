@@ -188,7 +188,7 @@ impl Observer for Terminal<'_> {
                 }
                 self.runtime.spawn(crate::stop::stop_on_signal(
                     self.runtime,
-                    crate::stop::resume_command(self.args, &dir),
+                    resume_command(self.args, &dir),
                 ));
             }
         }
@@ -213,4 +213,45 @@ impl Args {
         crate::reports::set_explain(self.explain);
         run(self)
     }
+}
+
+/// The command that finishes this run, to paste into the same shell: the suite, the run folder,
+/// and the flags given that `--resume` accepts (the rest come from the run's header).
+fn resume_command(args: &Args, out: &std::path::Path) -> String {
+    let quote = |s: &str| {
+        shlex::try_quote(s)
+            .map(|q| q.into_owned())
+            .unwrap_or_else(|_| s.to_owned())
+    };
+    let path = |p: &std::path::Path| quote(&p.to_string_lossy());
+    let mut command = format!("gauntlet run {} --resume {}", path(&args.suite), path(out));
+    let mut flag = |name: &str, value: String| {
+        command.push_str(&format!(" --{name} {}", quote(&value)));
+    };
+    let r = &args.request;
+    if let Some(n) = r.concurrency {
+        flag("concurrency", n.to_string());
+    }
+    if let Some(t) = r.trial_timeout {
+        flag("trial-timeout", t.to_string());
+    }
+    if r.retry_errors > 0 {
+        flag("retry-errors", r.retry_errors.to_string());
+    }
+    if let Some(eur) = r.max_cost_eur {
+        flag("max-cost-eur", eur.to_string());
+    }
+    if let Some(u) = &r.gateway_upstream {
+        flag("gateway-upstream", u.clone());
+    }
+    if let Some(c) = &r.replay_cassette {
+        flag("replay-cassette", c.to_string_lossy().into_owned());
+    }
+    if let Some(m) = &r.user_model {
+        flag("user-model", m.clone());
+    }
+    if let Some(i) = &r.isolation {
+        flag("isolation", i.clone());
+    }
+    command
 }
