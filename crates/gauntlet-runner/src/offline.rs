@@ -9,13 +9,13 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gauntlet_verdict::{Accumulator, results_of};
 use gauntlet_model::{Classified, ErrorKind, RunHeader, RunResults, TrialRecord, TrialSummary};
 use gauntlet_store::{
     EncodedRecord, EncodedSummary, ImportedTrial, ItemParser, RawItem, RunWriter, SpilledSummaries,
     StoreError, read_items,
 };
 use gauntlet_suite::{LoadedCase, Suite};
+use gauntlet_verdict::{Accumulator, results_of};
 
 use crate::ordered::ordered_map;
 use gauntlet_scoring::JudgePanel;

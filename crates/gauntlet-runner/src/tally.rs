@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gauntlet_verdict::{Accumulator, CompiledGate, CompiledRubric, results_of};
 use gauntlet_model::{JudgeHeader, RunHeader, RunResults, TrialSummary};
 use gauntlet_store::{RunWriter, SpilledSummaries, StoreError};
+use gauntlet_verdict::{Accumulator, CompiledGate, CompiledRubric, results_of};
 
 /// Trial summaries tallied in the order they are pushed.
 pub struct Tally {

@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gauntlet_verdict::{CompiledGate, CompiledRubric};
 use gauntlet_model::matcher::state_expectations;
 use gauntlet_model::{FaultKind, FaultSpec, Matcher, ToolKind, WorldSpec};
+use gauntlet_verdict::{CompiledGate, CompiledRubric};
 use gauntlet_world::{World, merge_state};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

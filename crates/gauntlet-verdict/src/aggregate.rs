@@ -667,7 +667,10 @@ impl Accumulator {
         }
         let injected = sum(names::FAULTS_INJECTED);
         m.insert(names::FAULTS_INJECTED.to_owned(), injected);
-        for (kind, count) in gauntlet_eval::attribution::KINDS.iter().zip(self.attribution) {
+        for (kind, count) in gauntlet_eval::attribution::KINDS
+            .iter()
+            .zip(self.attribution)
+        {
             m.insert(format!("failures_{kind}"), count as f64);
         }
         m.insert(

@@ -111,7 +111,9 @@ fn small_suite(cases: &[&str], max_steps: u32, extra: &str) -> (tempfile::TempDi
     }
     // The audit's accepted survivors name cases this copy no longer holds (and `check` refuses
     // a name that matches no case); the section is last in the example's configuration.
-    let audit = config.find("\naudit:\n").expect("the example's configuration changed");
+    let audit = config
+        .find("\naudit:\n")
+        .expect("the example's configuration changed");
     config.truncate(audit + 1);
     config.push_str(&format!("\nmax_steps: {max_steps}\n{extra}"));
     std::fs::write(suite.join("gauntlet.yaml"), config).unwrap();
