@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gauntlet_online::judge::Judge;
 use gauntlet_online::lake::{LakeWriter, row_of};
+use gauntlet_online::policy::PolicyCheck;
 use gauntlet_otel::{Assembler, AssemblerLimits, Encoding, ExportRequest};
 
 /// The allocator the `gauntlet` binary runs with.
@@ -21,7 +21,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const TRACES: usize = 1_000;
 
 /// Everything but HTTP and Parquet, for every payload; the rows made.
-fn ingest(runtime: &tokio::runtime::Runtime, judge: &Judge, payloads: &[Vec<u8>]) -> usize {
+fn ingest(runtime: &tokio::runtime::Runtime, judge: &PolicyCheck, payloads: &[Vec<u8>]) -> usize {
     let mut a = Assembler::new(AssemblerLimits::default());
     let mut rows = 0;
     for p in payloads {
@@ -40,7 +40,7 @@ fn online(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let judge = gauntlet_bench::online_judge();
+    let judge = gauntlet_bench::online_policy_check();
 
     // p50/p99 of judging one trace (import, judge, anonymise, row), 20,000 times.
     let (single, _) = gauntlet_bench::online_payloads(200, 1);

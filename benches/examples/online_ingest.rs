@@ -60,7 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let settings = Settings::new(
         lake.path().to_owned(),
         TOKEN.to_owned(),
-        gauntlet_bench::online_judge(),
+        gauntlet_bench::online_policy_check(),
     );
     let running = start("127.0.0.1:0".parse()?, settings).await?;
     let url = format!("http://{}/v1/traces", running.addr);

@@ -160,7 +160,7 @@ pub fn online_payloads(traces: usize, per_payload: usize) -> (Vec<Vec<u8>>, usiz
     (out, spans)
 }
 
-pub fn online_judge() -> gauntlet_online::judge::Judge {
+pub fn online_policy_check() -> gauntlet_online::policy::PolicyCheck {
     let policy: gauntlet_model::online::Policy = serde_json::from_value(serde_json::json!({
         "tools": [
             {"name": "get_incident", "kind": "read", "parameters": {"type": "object", "properties": {"incident_id": {"type": "string"}}}},
@@ -170,5 +170,5 @@ pub fn online_judge() -> gauntlet_online::judge::Judge {
         "canaries": ["CANARY-1"]
     }))
     .expect("a policy");
-    gauntlet_online::judge::Judge::new(policy, "bench").expect("a judge")
+    gauntlet_online::policy::PolicyCheck::new(policy, "bench").expect("a policy check")
 }
