@@ -45,3 +45,11 @@ impl Classified for StoreError {
         }
     }
 }
+
+/// Turns an I/O error on `path` into a [`StoreError::Io`] naming it.
+pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}

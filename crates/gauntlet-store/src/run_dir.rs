@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub use crate::error::StoreError;
 
+use crate::error::io;
 use crate::open::{BoundedLines, open_regular, read_regular, read_regular_to_string};
 use crate::states::{StateReader, StateWriter};
 
@@ -42,13 +43,6 @@ fn encode_line(
     })?;
     line.push(b'\n');
     Ok(EncodedRecord(line))
-}
-
-pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_owned(),
-        source,
-    }
 }
 
 /// Writes a JSON document atomically: a temporary file in the same folder, then a rename.

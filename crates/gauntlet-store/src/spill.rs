@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use gauntlet_model::{RunResults, TrialSummary};
 
 use crate::StoreError;
-use crate::run_dir::io;
+use crate::error::io;
 
 /// Trial summaries in a file (one JSON object per line): a temporary file, deleted when dropped,
 /// until [`SpilledSummaries::keep_as`] names it.
