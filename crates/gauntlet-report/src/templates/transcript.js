@@ -215,5 +215,6 @@ var GauntletReview = (function () {
     return root;
   }
 
-  return { render: render };
+  // The element builder is shared with the viewer's page, which loads this script first.
+  return { render: render, el: el, add: add };
 })();

@@ -17,23 +17,10 @@
     });
   }
 
-  // el("td", {class: "num"}, "text", child, ...): attributes as attributes, children as text or nodes.
-  function el(tag, attrs) {
-    var e = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      var v = attrs[k];
-      if (v === null || v === undefined || v === false) { return; }
-      if (k === "onclick" || k === "onchange" || k === "oninput") { e.addEventListener(k.slice(2), v); }
-      else { e.setAttribute(k, v === true ? "" : String(v)); }
-    });
-    for (var i = 2; i < arguments.length; i++) { add(e, arguments[i]); }
-    return e;
-  }
-  function add(parent, child) {
-    if (child === null || child === undefined || child === false) { return; }
-    if (Array.isArray(child)) { child.forEach(function (c) { add(parent, c); }); return; }
-    parent.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
+  // el("td", {class: "num"}, "text", child, ...): attributes as attributes, children as text or
+  // nodes; the review's own builder (transcript.js, loaded before this script).
+  var el = GauntletReview.el;
+  var add = GauntletReview.add;
   function svgEl(tag, attrs) {
     var e = document.createElementNS("http://www.w3.org/2000/svg", tag);
     Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
